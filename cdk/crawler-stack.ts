@@ -1,0 +1,159 @@
+import { CfnOutput, type CfnResource, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { Construct, IConstruct } from 'constructs';
+import { CrawlerFunction } from './crawler-function.ts';
+import { FrontierTable } from './frontier-table.ts';
+import { AGGREGATE_EVENT_SOURCE, AGGREGATE_FUNCTION, FETCH_EVENT_SOURCE, FETCH_FUNCTION } from './limits.ts';
+import { PageStore } from './page-store.ts';
+import { QueueWithDlq } from './queue-with-dlq.ts';
+
+/** The deployed stack's name; the CLI finds the stack's outputs by it. */
+export const STACK_NAME = 'ServerlessCrawler';
+
+/**
+ * Construct ids of the main resources. They are also their CloudFormation logical ids (pinned),
+ * so the local runtime, the CLI and the tests can name them without hashes.
+ */
+export const IDS = {
+  taskQueue: 'TaskQueue',
+  taskDlq: 'TaskDLQ',
+  resultsQueue: 'ResultsQueue',
+  resultsDlq: 'ResultsDLQ',
+  pageStore: 'PageStore',
+  frontierTable: 'FrontierTable',
+  fetchFunction: 'FetchFunction',
+  aggregateFunction: 'AggregateFunction',
+} as const;
+
+/** Stack output keys. */
+export const OUTPUTS = {
+  taskQueueUrl: 'TaskQueueUrl',
+  taskDlqUrl: 'TaskDlqUrl',
+  resultsQueueUrl: 'ResultsQueueUrl',
+  resultsDlqUrl: 'ResultsDlqUrl',
+  pageBucketName: 'PageBucketName',
+  frontierTableName: 'FrontierTableName',
+} as const;
+
+/** Handler modules, relative to the repo root. */
+export const HANDLERS = {
+  fetch: 'lambdas/fetch/handler.ts',
+  aggregate: 'lambdas/aggregate/handler.ts',
+} as const;
+
+/**
+ * The crawler: TaskQueue -> fetch function -> PageStore + ResultsQueue -> aggregate function, with
+ * the frontier in DynamoDB. Every setting comes from limits.ts.
+ */
+export class CrawlerStack extends Stack {
+  readonly taskQueue: QueueWithDlq;
+  readonly resultsQueue: QueueWithDlq;
+  readonly pageStore: PageStore;
+  readonly frontierTable: FrontierTable;
+  readonly fetchFunction: CrawlerFunction;
+  readonly aggregateFunction: CrawlerFunction;
+
+  constructor(scope: Construct, id: string = STACK_NAME, props: StackProps = {}) {
+    super(scope, id, {
+      description:
+        'serverless-crawler: SQS task queue, fetch and aggregate Lambdas, S3 page store, DynamoDB frontier',
+      ...props,
+    });
+
+    const fetchFunction = new CrawlerFunction(this, IDS.fetchFunction, {
+      handlerModule: HANDLERS.fetch,
+      description: 'Fetches crawl tasks from TaskQueue, stores WARC records, enqueues results and new links',
+      timeoutSeconds: FETCH_FUNCTION.timeoutSeconds,
+      memoryMb: FETCH_FUNCTION.memoryMb,
+      // The fetch function sends discovered links to the queue it consumes. Lambda's recursive loop
+      // detection would otherwise stop that SQS -> Lambda -> SQS chain after ~16 hops, i.e. cut every
+      // crawl at about depth 16. Runaway crawls are bounded by maxDepth / maxPages and the frontier dedup.
+      recursiveLoop: lambda.RecursiveLoop.ALLOW,
+    });
+    const aggregateFunction = new CrawlerFunction(this, IDS.aggregateFunction, {
+      handlerModule: HANDLERS.aggregate,
+      description: 'Batches crawl results into index parts in S3 and keeps crawl counters',
+      timeoutSeconds: AGGREGATE_FUNCTION.timeoutSeconds,
+      memoryMb: AGGREGATE_FUNCTION.memoryMb,
+      // It sends to no queue, so a loop through it is a bug: let Lambda stop it.
+      recursiveLoop: lambda.RecursiveLoop.TERMINATE,
+    });
+
+    // Visibility timeouts derive from the consumer's timeout and batching window.
+    const taskQueue = new QueueWithDlq(this, IDS.taskQueue, {
+      dlqId: IDS.taskDlq,
+      consumerTimeout: fetchFunction.functionTimeout,
+      consumerMaxBatchingWindow: Duration.seconds(FETCH_EVENT_SOURCE.maxBatchingWindowSeconds),
+    });
+    const resultsQueue = new QueueWithDlq(this, IDS.resultsQueue, {
+      dlqId: IDS.resultsDlq,
+      consumerTimeout: aggregateFunction.functionTimeout,
+      consumerMaxBatchingWindow: Duration.seconds(AGGREGATE_EVENT_SOURCE.maxBatchingWindowSeconds),
+    });
+    const pageStore = new PageStore(this, IDS.pageStore);
+    const frontierTable = new FrontierTable(this, IDS.frontierTable);
+
+    fetchFunction.addEnvironment('TASK_QUEUE_URL', taskQueue.queueUrl);
+    fetchFunction.addEnvironment('RESULTS_QUEUE_URL', resultsQueue.queueUrl);
+    fetchFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
+    fetchFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
+    aggregateFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
+    aggregateFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
+
+    // The event source grants consume (Receive, Delete, ChangeMessageVisibility for the backoff).
+    fetchFunction.consumeFrom(taskQueue, FETCH_EVENT_SOURCE);
+    aggregateFunction.consumeFrom(resultsQueue, AGGREGATE_EVENT_SOURCE);
+
+    taskQueue.grantSendMessages(fetchFunction); // discovered links and deferred (politeness) tasks
+    resultsQueue.grantSendMessages(fetchFunction);
+    pageStore.grantRead(fetchFunction); // robots cache, crawl config
+    pageStore.grantPut(fetchFunction); // WARC files, robots cache
+    frontierTable.grantReadWriteData(fetchFunction);
+
+    pageStore.grantRead(aggregateFunction);
+    pageStore.grantPut(aggregateFunction); // index parts, summaries
+    frontierTable.grantReadWriteData(aggregateFunction);
+
+    for (const construct of [
+      taskQueue,
+      taskQueue.dlq,
+      resultsQueue,
+      resultsQueue.dlq,
+      pageStore,
+      frontierTable,
+      fetchFunction,
+      aggregateFunction,
+    ]) {
+      pinLogicalId(construct);
+    }
+
+    const output = (key: string, value: string, description: string) =>
+      new CfnOutput(this, key, { value, description });
+    output(OUTPUTS.taskQueueUrl, taskQueue.queueUrl, 'Send crawl tasks here');
+    output(OUTPUTS.taskDlqUrl, taskQueue.dlq.queueUrl, 'Tasks that failed maxReceiveCount times');
+    output(OUTPUTS.resultsQueueUrl, resultsQueue.queueUrl, 'One result record per finished URL');
+    output(
+      OUTPUTS.resultsDlqUrl,
+      resultsQueue.dlq.queueUrl,
+      'Result records the aggregator could not process',
+    );
+    output(OUTPUTS.pageBucketName, pageStore.bucketName, 'WARC files, results index parts, crawl summaries');
+    output(
+      OUTPUTS.frontierTableName,
+      frontierTable.tableName,
+      'Frontier: seen URLs, politeness slots, counters',
+    );
+
+    this.taskQueue = taskQueue;
+    this.resultsQueue = resultsQueue;
+    this.pageStore = pageStore;
+    this.frontierTable = frontierTable;
+    this.fetchFunction = fetchFunction;
+    this.aggregateFunction = aggregateFunction;
+  }
+}
+
+/** Logical id = construct id (no hash): a stable contract, and moving the construct never replaces it. */
+function pinLogicalId(construct: IConstruct): void {
+  (construct.node.defaultChild as CfnResource).overrideLogicalId(construct.node.id);
+}

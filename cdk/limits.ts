@@ -1,0 +1,70 @@
+/**
+ * Every deploy-time limit of the stack in one place, as plain data (no aws-cdk-lib import), so the
+ * stack, its tests and the local runtime read the same numbers.
+ */
+
+/** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
+export const FETCH_FUNCTION = {
+  /** A batch of 10 polite fetches with per-request deadlines fits well inside a minute. */
+  timeoutSeconds: 60,
+  /** CPU scales with memory (1769 MB = 1 vCPU); ~0.6 vCPU keeps gzip + HTML parsing of a batch quick and cheap. */
+  memoryMb: 1024,
+} as const;
+
+/** The TaskQueue -> fetch function event source mapping. */
+export const FETCH_EVENT_SOURCE = {
+  /** SQS ReceiveMessage returns at most 10; more would need a batching window per invocation. */
+  batchSize: 10,
+  /** Short wait to fill batches (one WARC file per invocation) without delaying a lone URL much. */
+  maxBatchingWindowSeconds: 1,
+  /** Caps parallel fetchers (and so load on sites and the account); Lambda requires >= 2. */
+  maxConcurrency: 10,
+} as const;
+
+/** The aggregate function: consumes ResultsQueue, writes index parts and crawl counters. */
+export const AGGREGATE_FUNCTION = {
+  /** Gzipping 100 small result records and a few DynamoDB updates take seconds, not minutes. */
+  timeoutSeconds: 60,
+  /** The work is small and I/O bound. */
+  memoryMb: 512,
+} as const;
+
+/** The ResultsQueue -> aggregate function event source mapping. */
+export const AGGREGATE_EVENT_SOURCE = {
+  /** Bigger index parts mean fewer S3 PUTs per result; > 10 needs a batching window. */
+  batchSize: 100,
+  /** Lets a part gather up to 100 results; a crawl's results land within seconds of the fetch. */
+  maxBatchingWindowSeconds: 5,
+  /** Few concurrent writers of index parts and crawl counters keep DynamoDB contention low; Lambda's minimum is 2. */
+  maxConcurrency: 2,
+} as const;
+
+/** Both queues and their dead-letter queues. */
+export const QUEUE = {
+  /** Five receives ride out throttling and transient errors before a message is parked in the DLQ (AWS guidance). */
+  maxReceiveCount: 5,
+  /** AWS guidance: visibility timeout >= 6x the function timeout (+ batching window), else retries duplicate work. */
+  visibilityTimeoutFactor: 6,
+  /** Default SQS retention: a stalled crawl can be resumed within days. */
+  retentionDays: 4,
+  /** The SQS maximum: DLQ messages are kept for inspection and redrive as long as possible. */
+  dlqRetentionDays: 14,
+  /** Tasks and results are small JSON; bodies belong in S3. 256 KiB is accepted by every region and emulator. */
+  maxMessageSizeBytes: 262_144,
+} as const;
+
+/** Logs and access logs. */
+export const LOGS = {
+  /** A month of function logs covers debugging a crawl without paying to keep logs forever. */
+  functionLogRetentionDays: 30,
+  /** S3 server access logs are for audits of the page store; 90 days is a common audit window. */
+  accessLogExpirationDays: 90,
+} as const;
+
+/** The page store bucket. */
+export const PAGE_STORE = {
+  /** Half-finished multipart WARC uploads (a function that timed out) are billed until aborted. */
+  abortIncompleteUploadDays: 1,
+  /** With versioning on, overwritten index parts and summaries are kept this long, then removed. */
+  noncurrentVersionExpirationDays: 30,
+} as const;

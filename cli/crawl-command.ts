@@ -1,0 +1,100 @@
+/**
+ * `crawler crawl URL...`: the main job. Starts the local AWS (embedded emulators, or --endpoint),
+ * provisions the synthesized stack into it, submits the URLs as one crawl, runs the real handlers
+ * until every task is finished, then writes results.jsonl, warc/ and summary.json.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
+import { SqsTaskSender } from '../lambdas/adapters/queues.ts';
+import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { parseTemplate } from '../local/cfn-template.ts';
+import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
+import { newCrawlId } from './crawl-id.ts';
+import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
+import { type CrawlSummary, readCrawlResults, summarize } from './results-reader.ts';
+
+export async function crawlCommand(args: string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(CRAWL_USAGE);
+    return 0;
+  }
+  const options = parseCrawlOptions(args);
+  const crawlId = newCrawlId();
+  const config = parseCrawlConfig({
+    ...options.config,
+    crawlId,
+    seeds: options.urls,
+    createdAt: new Date().toISOString(),
+  });
+  const outDir = resolve(options.out ?? join('crawl-out', crawlId));
+  const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
+
+  progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
+  const startedAt = new Date();
+  const local = await startLocalAws({
+    template: parseTemplate(synthesizeTemplate()),
+    stackName: STACK_NAME,
+    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+  });
+  try {
+    const outputs = local.outputs;
+    const clients = local.clients;
+    await new CrawlConfigStore(clients.dynamodb, outputs.FrontierTableName!).put(config);
+    await new SqsTaskSender(clients.sqs, outputs.TaskQueueUrl!).sendTasks(
+      options.urls.map((url) => ({ task: { v: 1, crawlId, url, depth: 0 } })),
+    );
+    await local.start();
+    const ticker = setInterval(() => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`), 1000);
+    try {
+      await local.waitForIdle();
+    } finally {
+      clearInterval(ticker);
+    }
+    const endedAt = new Date();
+
+    const blobs = new S3Blobs(clients.s3, outputs.PageBucketName!);
+    const results = await readCrawlResults(blobs, crawlId);
+    await mkdir(join(outDir, 'warc'), { recursive: true });
+    let warcFiles = 0;
+    for await (const key of blobs.list(`warc/${crawlId}/`)) {
+      await writeFile(join(outDir, 'warc', basename(key)), await blobs.get(key));
+      warcFiles++;
+    }
+    await writeFile(
+      join(outDir, 'results.jsonl'),
+      results.map((result) => `${JSON.stringify(result)}\n`).join(''),
+    );
+    const summary = summarize(results, { crawlId, seeds: options.urls, startedAt, endedAt, warcFiles });
+    await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+    console.log(describeSummary(summary, outDir));
+    return 0;
+  } finally {
+    await local.stop();
+  }
+}
+
+function describeProgress(stats: RuntimeStats): string {
+  return Object.entries(stats.byFunction)
+    .map(
+      ([fn, s]) =>
+        `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
+    )
+    .join('; ');
+}
+
+function describeSummary(summary: CrawlSummary, outDir: string): string {
+  const outcomes = Object.entries(summary.byOutcome)
+    .map(([outcome, count]) => `${outcome} ${count}`)
+    .join(', ');
+  return [
+    `crawl ${summary.crawlId} finished in ${summary.seconds.toFixed(1)} s`,
+    `  urls:     ${summary.urls} (${outcomes || 'none'})`,
+    `  bytes:    ${summary.bytes}`,
+    `  pages/s:  ${summary.pagesPerSecond}`,
+    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
+  ].join('\n');
+}

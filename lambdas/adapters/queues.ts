@@ -1,0 +1,65 @@
+/** The task and results queues as the core's ports. */
+import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { OutgoingTask, ResultSender, TaskSender } from '../core/ports.ts';
+import type { CrawlResult } from '../core/result.ts';
+import { sendMessagesInBatches } from './sqs-batch-sender.ts';
+
+export class SqsTaskSender implements TaskSender {
+  private readonly sqs: SQSClient;
+  private readonly queueUrl: string;
+
+  constructor(sqs: SQSClient, queueUrl: string) {
+    this.sqs = sqs;
+    this.queueUrl = queueUrl;
+  }
+
+  sendTasks(tasks: readonly OutgoingTask[]): Promise<void> {
+    return sendMessagesInBatches(
+      this.sqs,
+      this.queueUrl,
+      tasks.map(({ task, delaySeconds }) => ({ body: JSON.stringify(task), delaySeconds })),
+    );
+  }
+}
+
+export class SqsResultSender implements ResultSender {
+  private readonly sqs: SQSClient;
+  private readonly queueUrl: string;
+
+  constructor(sqs: SQSClient, queueUrl: string) {
+    this.sqs = sqs;
+    this.queueUrl = queueUrl;
+  }
+
+  sendResults(results: readonly CrawlResult[]): Promise<void> {
+    return sendMessagesInBatches(
+      this.sqs,
+      this.queueUrl,
+      results.map((result) => ({ body: JSON.stringify(result) })),
+    );
+  }
+}
+
+/**
+ * Hides messages that failed retryably for their backoff before they are reported as batch item
+ * failures, so the retry waits the backoff instead of the (6× function timeout) visibility timeout.
+ */
+export async function delayRedelivery(
+  sqs: SQSClient,
+  queueUrl: string,
+  entries: ReadonlyArray<{ receiptHandle: string; seconds: number }>,
+): Promise<void> {
+  for (let start = 0; start < entries.length; start += 10) {
+    const chunk = entries.slice(start, start + 10);
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((entry, index) => ({
+          Id: String(index),
+          ReceiptHandle: entry.receiptHandle,
+          VisibilityTimeout: entry.seconds,
+        })),
+      }),
+    );
+  }
+}

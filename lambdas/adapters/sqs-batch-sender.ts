@@ -1,0 +1,71 @@
+/**
+ * SendMessageBatch that never drops a message: it answers 200 with a per-entry `Failed` list,
+ * and every failed entry is resent (with backoff) until it is accepted or we give up loudly.
+ */
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { RetryableError } from '../core/errors.ts';
+
+export interface QueueMessage {
+  body: string;
+  delaySeconds?: number;
+}
+
+const MAX_ENTRIES = 10;
+/** Stay under the smallest queue MaximumMessageSize a deployer may choose (256 KiB) per batch request. */
+const MAX_BATCH_BYTES = 256 * 1024;
+const MAX_ROUNDS = 6;
+
+export async function sendMessagesInBatches(
+  sqs: SQSClient,
+  queueUrl: string,
+  messages: readonly QueueMessage[],
+): Promise<void> {
+  for (const chunk of chunkMessages(messages)) await sendChunk(sqs, queueUrl, chunk);
+}
+
+function* chunkMessages(messages: readonly QueueMessage[]): Generator<QueueMessage[]> {
+  let chunk: QueueMessage[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const size = Buffer.byteLength(message.body);
+    if (chunk.length === MAX_ENTRIES || (chunk.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(message);
+    bytes += size;
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]): Promise<void> {
+  let pending = new Map(chunk.map((message, index) => [String(index), message]));
+  for (let round = 1; pending.size > 0; round++) {
+    const response = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: [...pending].map(([id, message]) => ({
+          Id: id,
+          MessageBody: message.body,
+          ...(message.delaySeconds ? { DelaySeconds: message.delaySeconds } : {}),
+        })),
+      }),
+    );
+    const failed = response.Failed ?? [];
+    const senderFault = failed.find((entry) => entry.SenderFault);
+    if (senderFault) {
+      throw new Error(
+        `SQS rejected a message to ${queueUrl}: ${senderFault.Code} ${senderFault.Message ?? ''}`,
+      );
+    }
+    pending = new Map(failed.map((entry) => [entry.Id!, pending.get(entry.Id!)!]));
+    if (pending.size > 0 && round >= MAX_ROUNDS) {
+      throw new RetryableError(
+        'sqs-send-failed',
+        `SQS kept failing ${pending.size} of ${chunk.length} messages to ${queueUrl} after ${round} rounds`,
+      );
+    }
+    if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** round));
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The crawl config: stored once per crawl (FrontierTable), never copied into tasks.
+ * Defaults are stated here once; every entry point (CLI, handlers) validates through this schema.
+ */
+import { z } from 'zod';
+
+export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
+
+export const FetchLimitsSchema = z.object({
+  connectTimeoutMs: z.number().int().positive().default(5_000),
+  headersTimeoutMs: z.number().int().positive().default(10_000),
+  /** Total deadline per request: undici's own timeouts are inactivity timers a trickling server defeats. */
+  totalTimeoutMs: z.number().int().positive().default(20_000),
+  maxBodyBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 * 1024),
+  maxRedirects: z.number().int().min(0).default(5),
+  maxUrlLength: z.number().int().positive().default(2048),
+});
+
+export const CrawlConfigSchema = z.object({
+  v: z.literal(1).default(1),
+  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'crawl id: 1-64 of A-Z a-z 0-9 _ -'),
+  seeds: z.array(z.string()).default([]),
+  userAgent: z.string().min(1).max(512).default(DEFAULT_USER_AGENT),
+  /** Tests and local demos crawl 127.0.0.1; production crawls must not reach private addresses. */
+  allowPrivate: z.boolean().default(false),
+  /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
+  maxAttempts: z.number().int().min(1).max(4).default(4),
+  limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),
+  createdAt: z.string().optional(),
+});
+
+export type CrawlConfig = z.infer<typeof CrawlConfigSchema>;
+export type CrawlConfigInput = z.input<typeof CrawlConfigSchema>;
+export type FetchLimits = z.infer<typeof FetchLimitsSchema>;
+
+/** Crawl id used for tasks that arrive as a bare URL (e.g. `aws sqs send-message --message-body https://...`). */
+export const DEFAULT_CRAWL_ID = 'default';
+
+export function parseCrawlConfig(input: unknown): CrawlConfig {
+  return CrawlConfigSchema.parse(input);
+}

@@ -1,0 +1,12 @@
+/** How a URL ended. Every URL of a crawl ends with exactly one of these. */
+export const OUTCOMES = [
+  'fetched',
+  'redirected',
+  'disallowed',
+  'skipped',
+  'failed',
+  'blocked',
+  'invalid',
+] as const;
+
+export type Outcome = (typeof OUTCOMES)[number];

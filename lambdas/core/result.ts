@@ -1,0 +1,35 @@
+/** One result record per finished URL: what the aggregate function indexes. */
+import { z } from 'zod';
+import { OUTCOMES } from './outcome.ts';
+
+export const WarcPointerSchema = z.object({
+  key: z.string(),
+  offset: z.number().int().min(0),
+  length: z.number().int().positive(),
+});
+
+export const ResultSchema = z.object({
+  v: z.literal(1),
+  crawlId: z.string(),
+  url: z.string(),
+  finalUrl: z.string().optional(),
+  status: z.number().int().optional(),
+  outcome: z.enum(OUTCOMES),
+  /** Stable machine code of why (e.g. `address-blocked`, `http-404`); absent for plain successes. */
+  code: z.string().optional(),
+  reason: z.string().optional(),
+  contentType: z.string().optional(),
+  bytes: z.number().int().min(0),
+  sha1: z.string().optional(),
+  truncated: z.enum(['length', 'time']).optional(),
+  location: z.string().optional(),
+  warc: WarcPointerSchema.optional(),
+  fetchedAt: z.string(),
+  ms: z.number().min(0),
+  depth: z.number().int().min(0),
+  attempt: z.number().int().min(0).optional(),
+  outlinks: z.number().int().min(0),
+});
+
+export type CrawlResult = z.infer<typeof ResultSchema>;
+export type WarcPointer = z.infer<typeof WarcPointerSchema>;

@@ -1,0 +1,146 @@
+/**
+ * Crawl scope: which discovered URLs belong to a crawl.
+ *
+ * | scope | a URL is in scope when | notes |
+ * | --- | --- | --- |
+ * | `host` | its host equals the host of some seed | compared after normalization (lower case, IDNA, trailing dot removed, default port removed). The port is part of the host: `a.com:8080` ≠ `a.com`, while `http://a.com/` and `https://a.com/` are the same host. `www.` is NOT stripped: `www.a.com` and `a.com` are different hosts (use `domain` to join them) |
+ * | `domain` | its registrable domain (public suffix list, private suffixes included, so `alice.github.io` ≠ `bob.github.io`) equals that of some seed | any subdomain, scheme and port. Hosts without a registrable domain (IP addresses, `localhost`, single labels) compare by host name |
+ * | `prefix` | its normalized URL starts with a seed's normalized URL cut after the last `/` of the path | seed `https://a.com/docs/intro.html?x=1` → prefix `https://a.com/docs/`; seed `https://a.com/docs` → prefix `https://a.com/`. String prefix, so the scheme must match too |
+ *
+ * Then, in this order: any `exclude` pattern matching the normalized URL → `exclude` (exclude wins
+ * over include); if `include` patterns are given and none matches → `include`. Patterns are tested
+ * with `String.prototype.search`, so `g`/`y` flags and `lastIndex` do not matter. Only http(s) URLs
+ * are ever in scope. Invalid seeds are ignored (listed in `invalidSeeds` of `compileScope`); with no
+ * valid seed nothing is in scope.
+ */
+import { getDomain } from 'tldts';
+import { normalizeHref } from './url-normalize.ts';
+
+export type Scope = 'host' | 'domain' | 'prefix';
+
+export const SCOPES: readonly Scope[] = ['host', 'domain', 'prefix'];
+
+export interface ScopeRules {
+  scope: Scope;
+  seeds: string[];
+  include: RegExp[];
+  exclude: RegExp[];
+}
+
+export type ScopeReason = 'scope' | 'exclude' | 'include';
+
+/** `detail` says, in words, why a URL was left out (for result records and logs). */
+export type ScopeDecision = { ok: true } | { ok: false; reason: ScopeReason; detail: string };
+
+export interface CompiledScope {
+  readonly rules: ScopeRules;
+  /** Normalized seed URLs that define the scope. */
+  readonly seeds: readonly string[];
+  /** Seeds that could not be normalized, with the reason. */
+  readonly invalidSeeds: readonly { seed: string; reason: string }[];
+  inScope(url: URL | string): ScopeDecision;
+}
+
+/** Normalization for comparisons only: no length cap (that is a separate, later check). */
+const COMPARE_OPTIONS = { maxUrlLength: Number.POSITIVE_INFINITY };
+
+function registrableDomain(hostname: string): string {
+  return getDomain(hostname, { allowPrivateDomains: true, extractHostname: false }) ?? hostname;
+}
+
+function prefixOf(url: URL): string {
+  const { href, pathname, search } = url;
+  const fileName = pathname.length - (pathname.lastIndexOf('/') + 1);
+  return href.slice(0, href.length - search.length - fileName);
+}
+
+function matchesAny(value: string, patterns: readonly RegExp[]): RegExp | undefined {
+  for (const pattern of patterns) if (value.search(pattern) !== -1) return pattern;
+  return undefined;
+}
+
+/** Precomputes the seeds' hosts, domains and prefixes; use it for many checks against one crawl. */
+export function compileScope(rules: ScopeRules): CompiledScope {
+  const seeds: string[] = [];
+  const invalidSeeds: { seed: string; reason: string }[] = [];
+  const allowed = new Set<string>();
+  const prefixes: string[] = [];
+
+  for (const seed of rules.seeds) {
+    const normalized = normalizeHref(seed, COMPARE_OPTIONS);
+    if (!normalized.ok) {
+      invalidSeeds.push({ seed, reason: normalized.reason });
+      continue;
+    }
+    seeds.push(normalized.url);
+    const url = new URL(normalized.url);
+    if (rules.scope === 'host') allowed.add(url.host);
+    else if (rules.scope === 'domain') allowed.add(registrableDomain(url.hostname));
+    else prefixes.push(prefixOf(url));
+  }
+
+  const describeAllowed = (): string => {
+    const list = rules.scope === 'prefix' ? prefixes : [...allowed];
+    if (list.length === 0) return 'no valid seed';
+    const shown = list.slice(0, 3).join(', ');
+    return list.length > 3 ? `${shown} (+${list.length - 3} more)` : shown;
+  };
+
+  const inScope = (input: URL | string): ScopeDecision => {
+    const normalized = normalizeHref(input, COMPARE_OPTIONS);
+    if (!normalized.ok) return { ok: false, reason: 'scope', detail: normalized.reason };
+    const href = normalized.url;
+    const url = new URL(href);
+
+    let inside: boolean;
+    let what: string;
+    if (rules.scope === 'host') {
+      inside = allowed.has(url.host);
+      what = `host ${url.host}`;
+    } else if (rules.scope === 'domain') {
+      const domain = registrableDomain(url.hostname);
+      inside = allowed.has(domain);
+      what = `domain ${domain}`;
+    } else {
+      inside = prefixes.some((prefix) => href.startsWith(prefix));
+      what = href;
+    }
+    if (!inside) {
+      return {
+        ok: false,
+        reason: 'scope',
+        detail: `${what} is outside the ${rules.scope} scope; expected one of: ${describeAllowed()}`,
+      };
+    }
+
+    const excluded = matchesAny(href, rules.exclude);
+    if (excluded !== undefined) {
+      return { ok: false, reason: 'exclude', detail: `${href} matches exclude pattern ${excluded}` };
+    }
+    if (rules.include.length > 0 && matchesAny(href, rules.include) === undefined) {
+      return {
+        ok: false,
+        reason: 'include',
+        detail: `${href} matches none of the include patterns ${rules.include.join(' ')}`,
+      };
+    }
+    return { ok: true };
+  };
+
+  return { rules, seeds, invalidSeeds, inScope };
+}
+
+const compiledCache = new WeakMap<ScopeRules, CompiledScope>();
+
+/**
+ * Whether `url` belongs to the crawl described by `rules`. The rules object is compiled once and
+ * cached (by identity), so calling this per link is cheap; do not mutate `rules` afterwards.
+ */
+export function inScope(url: URL | string, rules: ScopeRules): ScopeDecision {
+  let compiled = compiledCache.get(rules);
+  if (compiled === undefined) {
+    compiled = compileScope(rules);
+    compiledCache.set(rules, compiled);
+  }
+  return compiled.inScope(url);
+}

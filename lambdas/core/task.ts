@@ -1,0 +1,67 @@
+/**
+ * The crawl task message. A plain URL string is accepted too (it joins the default crawl),
+ * so `aws sqs send-message --message-body https://example.com/` works.
+ */
+import { z } from 'zod';
+import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
+
+export const TaskSchema = z.object({
+  v: z.literal(1),
+  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  url: z.string().min(1),
+  depth: z.number().int().min(0),
+  parent: z.string().optional(),
+  /** Epoch ms before which the task must not be fetched (politeness slot or backoff). */
+  notBefore: z.number().int().optional(),
+  attempt: z.number().int().min(0).optional(),
+  /** Redirect hops that led here; bounded by the crawl's maxRedirects. */
+  redirects: z.number().int().min(0).optional(),
+});
+
+export type Task = z.infer<typeof TaskSchema>;
+
+export type TaskParse =
+  | { ok: true; task: Task }
+  | { ok: false; code: 'invalid-task'; reason: string; crawlId: string; url: string | undefined };
+
+const MAX_REASON_INPUT = 200;
+
+function clip(text: string): string {
+  return text.length > MAX_REASON_INPUT ? `${text.slice(0, MAX_REASON_INPUT)}… (${text.length} chars)` : text;
+}
+
+export function parseTaskMessage(body: string): TaskParse {
+  const trimmed = body.trim();
+  if (!trimmed.startsWith('{')) {
+    if (/^[a-z][a-z0-9+.-]*:\S*$/i.test(trimmed)) {
+      return { ok: true, task: { v: 1, crawlId: DEFAULT_CRAWL_ID, url: trimmed, depth: 0 } };
+    }
+    return invalid(`message body is neither a task JSON object nor a URL: ${JSON.stringify(clip(trimmed))}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(trimmed);
+  } catch (error) {
+    return invalid(`message body is not valid JSON (${(error as Error).message})`);
+  }
+  const parsed = TaskSchema.safeParse(json);
+  if (parsed.success) return { ok: true, task: parsed.data };
+  const record = typeof json === 'object' && json !== null ? (json as Record<string, unknown>) : {};
+  const crawlId =
+    typeof record.crawlId === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(record.crawlId)
+      ? record.crawlId
+      : DEFAULT_CRAWL_ID;
+  const url = typeof record.url === 'string' ? clip(record.url) : undefined;
+  const problems = parsed.error.issues
+    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    .join('; ');
+  return invalid(
+    `task fields are invalid (${problems}); expected {v:1, crawlId, url, depth, parent?, notBefore?, attempt?}`,
+    crawlId,
+    url,
+  );
+}
+
+function invalid(reason: string, crawlId = DEFAULT_CRAWL_ID, url?: string): TaskParse {
+  return { ok: false, code: 'invalid-task', reason, crawlId, url };
+}

@@ -1,0 +1,28 @@
+/**
+ * WARC 1.1 for the crawler: a per-record-gzip file builder (warc-writer.ts), readers for one record or
+ * a whole file (warc-reader.ts) and digests (warc-digest.ts). Pure: no AWS, no network, no I/O.
+ * The layout and the choices behind it are described at the top of warc-writer.ts.
+ */
+export { base32Encode, formatSha1, parseDigest, sha1Digest, verifyDigest } from './warc-digest.ts';
+export {
+  type HttpMessage,
+  iterateWarcFile,
+  parseHttpMessage,
+  readWarcRecord,
+  type WarcFileEntry,
+  WarcFormatError,
+  type WarcRecord,
+} from './warc-reader.ts';
+export {
+  RENAMED_TRANSFER_ENCODING,
+  sanitizeName,
+  sanitizeValue,
+  WarcFileBuilder,
+  type WarcFileBuilderOptions,
+  type WarcMetadataInput,
+  type WarcRecordRef,
+  type WarcRequestInput,
+  type WarcResponseInput,
+  type WarcResponseRef,
+  warcDate,
+} from './warc-writer.ts';

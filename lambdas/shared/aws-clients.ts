@@ -1,0 +1,39 @@
+/**
+ * SDK clients built from a function's own environment. Endpoints are passed explicitly (not only via
+ * process.env) because locally several functions with different environments share one process.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { AwsEnv } from './env.ts';
+
+export interface AwsClients {
+  sqs: SQSClient;
+  s3: S3Client;
+  dynamodb: DynamoDBClient;
+}
+
+export function createAwsClients(env: AwsEnv): AwsClients {
+  const credentials =
+    env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? {
+          accessKeyId: env.AWS_ACCESS_KEY_ID,
+          secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+          ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+        }
+      : undefined;
+  const common = { region: env.AWS_REGION, ...(credentials ? { credentials } : {}) };
+  const endpoint = (specific: string | undefined) => {
+    const url = specific ?? env.AWS_ENDPOINT_URL;
+    return url ? { endpoint: url } : {};
+  };
+  return {
+    sqs: new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) }),
+    s3: new S3Client({
+      ...common,
+      ...endpoint(env.AWS_ENDPOINT_URL_S3),
+      forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true',
+    }),
+    dynamodb: new DynamoDBClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB) }),
+  };
+}

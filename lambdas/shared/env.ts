@@ -1,0 +1,62 @@
+/**
+ * Process configuration of the two functions, read once from their environment (set by the stack,
+ * or by the local runtime from the synthesized template) and validated at start.
+ */
+import { z } from 'zod';
+import { CrawlConfigSchema } from '../core/crawl-config.ts';
+
+export type Env = Record<string, string | undefined>;
+
+const AwsEnvSchema = z.object({
+  AWS_REGION: z.string().default('us-east-1'),
+  AWS_ENDPOINT_URL: z.url().optional(),
+  AWS_ENDPOINT_URL_SQS: z.url().optional(),
+  AWS_ENDPOINT_URL_S3: z.url().optional(),
+  AWS_ENDPOINT_URL_DYNAMODB: z.url().optional(),
+  /** Emulators and LocalStack serve S3 path-style on a plain endpoint. */
+  AWS_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  AWS_ACCESS_KEY_ID: z.string().optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().optional(),
+  AWS_SESSION_TOKEN: z.string().optional(),
+});
+
+const DefaultCrawlSchema = z
+  .string()
+  .optional()
+  .transform((text, ctx) => {
+    if (text === undefined || text === '') return undefined;
+    try {
+      return CrawlConfigSchema.omit({ crawlId: true }).partial().parse(JSON.parse(text));
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `DEFAULT_CRAWL_CONFIG must be a JSON crawl config: ${String(error)}`,
+      });
+      return z.NEVER;
+    }
+  });
+
+export const FetchEnvSchema = AwsEnvSchema.extend({
+  TASK_QUEUE_URL: z.url(),
+  RESULTS_QUEUE_URL: z.url(),
+  PAGE_BUCKET: z.string().min(3),
+  FRONTIER_TABLE: z.string().min(3),
+  /** Config for crawls that have none stored (plain URL messages); `crawler local` sets it. */
+  DEFAULT_CRAWL_CONFIG: DefaultCrawlSchema,
+});
+
+export const AggregateEnvSchema = AwsEnvSchema.extend({
+  PAGE_BUCKET: z.string().min(3),
+  FRONTIER_TABLE: z.string().min(3),
+});
+
+export type AwsEnv = z.infer<typeof AwsEnvSchema>;
+export type FetchEnv = z.infer<typeof FetchEnvSchema>;
+export type AggregateEnv = z.infer<typeof AggregateEnvSchema>;
+
+export function loadEnv<T>(schema: z.ZodType<T>, env: Env, what: string): T {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+  throw new Error(`${what} configuration is invalid: ${problems}`);
+}

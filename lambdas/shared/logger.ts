@@ -1,0 +1,21 @@
+/** Structured JSON logs, one line per event; never whole events or bodies. */
+export type LogFields = Record<string, string | number | boolean | undefined>;
+
+export interface Logger {
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+}
+
+const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
+
+export function createLogger(service: string, level = 'info'): Logger {
+  const threshold = LEVELS[level as keyof typeof LEVELS] ?? LEVELS.info;
+  const write = (name: 'info' | 'warn' | 'error') => (message: string, fields?: LogFields) => {
+    if (LEVELS[name] < threshold) return;
+    process.stdout.write(
+      `${JSON.stringify({ level: name, time: new Date().toISOString(), service, message, ...fields })}\n`,
+    );
+  };
+  return { info: write('info'), warn: write('warn'), error: write('error') };
+}

@@ -1,0 +1,101 @@
+// One place that turns emulator endpoints into AWS SDK v3 client config and handler env.
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+
+export interface Endpoints {
+  sqs: string;
+  s3: string;
+  dynamodb: string;
+}
+
+export interface ClientSettings {
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  maxAttempts: number;
+}
+
+export const LOCAL_REGION = 'us-east-1';
+/** Account id the emulators (fauxqs, LocalStack) use in ARNs. */
+export const LOCAL_ACCOUNT_ID = '000000000000';
+/** Env var the handler side reads to set `forcePathStyle` (the SDK has no such env var itself). */
+export const FORCE_PATH_STYLE_ENV = 'AWS_S3_FORCE_PATH_STYLE';
+
+// Emulators accept any credentials; static ones keep the SDK from walking the default chain (IMDS timeouts).
+const defaults: ClientSettings = {
+  region: LOCAL_REGION,
+  accessKeyId: 'test',
+  secretAccessKey: 'test',
+  maxAttempts: 3,
+};
+
+export function clientSettings(overrides: Partial<ClientSettings> = {}): ClientSettings {
+  return { ...defaults, ...overrides };
+}
+
+/** One endpoint for all services (LocalStack, a standalone emulator). */
+export function endpointsFromUrl(url: string): Endpoints {
+  const normalized = new URL(url).origin;
+  return { sqs: normalized, s3: normalized, dynamodb: normalized };
+}
+
+function base(endpoint: string, settings: ClientSettings) {
+  return {
+    region: settings.region,
+    endpoint,
+    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+    maxAttempts: settings.maxAttempts,
+  };
+}
+
+export function sqsConfig(endpoints: Endpoints, settings = clientSettings()): SQSClientConfig {
+  return base(endpoints.sqs, settings);
+}
+
+// Path-style: fauxqs (and LocalStack on a plain host) cannot serve bucket.host virtual-hosted URLs here.
+export function s3Config(endpoints: Endpoints, settings = clientSettings()): S3ClientConfig {
+  return { ...base(endpoints.s3, settings), forcePathStyle: true };
+}
+
+export function dynamodbConfig(endpoints: Endpoints, settings = clientSettings()): DynamoDBClientConfig {
+  return base(endpoints.dynamodb, settings);
+}
+
+export interface AwsClients {
+  sqs: SQSClient;
+  s3: S3Client;
+  dynamodb: DynamoDBClient;
+}
+
+export function createClients(endpoints: Endpoints, settings = clientSettings()): AwsClients {
+  return {
+    sqs: new SQSClient(sqsConfig(endpoints, settings)),
+    s3: new S3Client(s3Config(endpoints, settings)),
+    dynamodb: new DynamoDBClient(dynamodbConfig(endpoints, settings)),
+  };
+}
+
+export function destroyClients(clients: AwsClients): void {
+  clients.sqs.destroy();
+  clients.s3.destroy();
+  clients.dynamodb.destroy();
+}
+
+/**
+ * Env vars the AWS SDK honours (endpoint per service, region, credentials), so handlers built from
+ * this env need no emulator branch. AWS_S3_FORCE_PATH_STYLE is ours: the handler side sets
+ * `forcePathStyle` from it.
+ */
+export function endpointEnv(endpoints: Endpoints, settings = clientSettings()): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+    AWS_ENDPOINT_URL_S3: endpoints.s3,
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_REGION: settings.region,
+    AWS_DEFAULT_REGION: settings.region,
+    AWS_ACCESS_KEY_ID: settings.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: settings.secretAccessKey,
+    [FORCE_PATH_STYLE_ENV]: 'true',
+  };
+}

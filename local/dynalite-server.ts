@@ -1,0 +1,26 @@
+// dynalite (DynamoDB), in-memory, on a free 127.0.0.1 port.
+import type { AddressInfo } from 'node:net';
+import dynalite from 'dynalite';
+import type { RunningServer } from './fauxqs-server.ts';
+
+export async function startDynaliteServer(): Promise<RunningServer> {
+  // 0 ms table state transitions: CreateTable is ACTIVE at once, as provisioning expects.
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err?: Error) => (err ? reject(err) : resolve()));
+        // SDK clients keep sockets alive; drop them so close() does not wait for their idle timeout.
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,55 @@
+// The embedded AWS: fauxqs (SQS + S3) and dynalite (DynamoDB) on loopback.
+import type { Endpoints } from './aws-clients.ts';
+import { startDynaliteServer } from './dynalite-server.ts';
+import { startEndpointRouter } from './endpoint-router.ts';
+import { type RunningServer, startFauxqsServer } from './fauxqs-server.ts';
+
+export interface Emulators {
+  endpoints: Endpoints;
+  stop(): Promise<void>;
+}
+
+export interface EmulatorOptions {
+  /** Keep S3 objects as plain files here (inspectable, survive restarts); in-memory otherwise. */
+  s3Dir?: string;
+  /**
+   * Serve all services on this one 127.0.0.1 port (0 = any free one), like LocalStack. Without it each
+   * emulator gets its own free port and the endpoints differ per service.
+   */
+  port?: number;
+}
+
+export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
+  const started: RunningServer[] = [];
+  try {
+    const fauxqs = await startFauxqsServer(options.s3Dir ? { s3Dir: options.s3Dir } : {});
+    started.push(fauxqs);
+    const dynamodb = await startDynaliteServer();
+    started.push(dynamodb);
+    let endpoints: Endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: dynamodb.url };
+    if (options.port !== undefined) {
+      const router = await startEndpointRouter(
+        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url },
+        options.port,
+      );
+      started.unshift(router); // stopped first
+      endpoints = { sqs: router.url, s3: router.url, dynamodb: router.url };
+    }
+    return { endpoints, stop: () => stopAll(started) };
+  } catch (err) {
+    await stopAll(started).catch(() => {});
+    throw err;
+  }
+}
+
+async function stopAll(servers: RunningServer[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const server of servers) {
+    try {
+      await server.stop();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  if (errors.length > 0) throw new AggregateError(errors, 'stopping emulators failed');
+}

@@ -1,0 +1,62 @@
+// One endpoint for all services, like LocalStack: requests carrying a DynamoDB X-Amz-Target go to
+// dynalite, everything else (SQS JSON protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
+// (`crawler local`), so `--endpoint URL` clients need just that one URL.
+import { createServer, type IncomingHttpHeaders, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RunningServer } from './fauxqs-server.ts';
+
+export interface RouterTargets {
+  /** fauxqs: SQS and S3. */
+  sqsAndS3: string;
+  dynamodb: string;
+}
+
+// Hop-by-hop headers, and Expect (we stream the body straight through instead of negotiating 100-continue).
+const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect']);
+
+export async function startEndpointRouter(targets: RouterTargets, port: number): Promise<RunningServer> {
+  const fauxqs = new URL(targets.sqsAndS3);
+  const dynalite = new URL(targets.dynamodb);
+  const server = createServer((req, res) => {
+    const target = String(req.headers['x-amz-target'] ?? '').startsWith('DynamoDB_') ? dynalite : fauxqs;
+    // The Host header is kept: fauxqs builds queue URLs from it, so they point at this router.
+    const upstream = request(
+      {
+        hostname: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: forwardable(req.headers),
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', (err) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`local endpoint router: ${err.message}`);
+    });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port: actual } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${actual}`,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !DROPPED.has(name)));
+}

@@ -1,0 +1,346 @@
+// One poller per SQS event source mapping, keeping Lambda's semantics: `concurrency` slots, each a
+// warm "container" with its own createHandler(env) instance; batches gathered up to BatchSize within
+// MaximumBatchingWindowInSeconds; results settled the way Lambda settles them (see settle()).
+import { pathToFileURL } from 'node:url';
+import {
+  DeleteMessageBatchCommand,
+  type DeleteMessageBatchRequestEntry,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSEvent } from 'aws-lambda';
+import { createLambdaContext, logStreamName } from './lambda-context.ts';
+import { judgeResponse, toSqsRecord } from './sqs-event.ts';
+import type { LocalEventSource, LocalFunction } from './stack-model.ts';
+
+export type HandlerInstance = (event: SQSEvent, context: Context) => unknown;
+export type HandlerFactory = (env: Record<string, string>) => HandlerInstance | Promise<HandlerInstance>;
+
+export type InvocationOutcome = 'success' | 'partial' | 'error' | 'timeout' | 'invalid-response';
+
+export interface InvocationReport {
+  functionLogicalId: string;
+  eventSourceLogicalId: string;
+  slot: number;
+  requestId: string;
+  messageIds: string[];
+  outcome: InvocationOutcome;
+  /** Messages left on the queue for redelivery (all of them unless success/partial). */
+  retainedIds: string[];
+  durationMs: number;
+  error?: unknown;
+  /** batchItemFailures returned while the mapping does not report them: Lambda ignores them. */
+  ignoredBatchItemFailures: number;
+}
+
+export interface PollerStats {
+  invocations: number;
+  /** createHandler() calls: one per slot, again after a timeout recycles the slot. */
+  coldStarts: number;
+  messagesReceived: number;
+  messagesDeleted: number;
+  /** Items a partial response reported as failed. */
+  itemFailures: number;
+  /** Invocations whose whole batch stays on the queue (error, timeout or invalid response). */
+  batchFailures: number;
+  errors: number;
+  timeouts: number;
+  invalidResponses: number;
+  ignoredBatchItemFailures: number;
+  deleteFailures: number;
+  receiveErrors: number;
+  /** Highest number of invocations running at once. */
+  maxConcurrentInvocations: number;
+}
+
+export interface EventSourcePollerOptions {
+  sqs: SQSClient;
+  eventSource: LocalEventSource;
+  fn: LocalFunction;
+  /** The function's full environment (template variables + endpoint env + overrides). */
+  env: Record<string, string>;
+  region: string;
+  concurrency: number;
+  /** Long-poll wait per ReceiveMessage; short so stop() is quick. Default 1 s. */
+  receiveWaitSeconds?: number;
+  log?: (line: string) => void;
+  onInvocation?: (report: InvocationReport) => void;
+}
+
+export interface EventSourcePoller {
+  readonly eventSource: LocalEventSource;
+  readonly concurrency: number;
+  start(): Promise<void>;
+  /** Stops polling; in-flight batches finish (and are settled) first. */
+  stop(): Promise<void>;
+  stats(): PollerStats;
+  /** Slots holding received messages (gathering, invoking or settling). */
+  busySlots(): number;
+  /** Grows with every receive that got messages and every invocation start/end. */
+  activity(): number;
+}
+
+const MAX_RECEIVE = 10;
+
+export function createEventSourcePoller(options: EventSourcePollerOptions): EventSourcePoller {
+  const { sqs, eventSource: source, fn } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const label = `[local ${fn.logicalId}]`;
+  const waitSeconds = options.receiveWaitSeconds ?? 1;
+  const stats: PollerStats = {
+    invocations: 0,
+    coldStarts: 0,
+    messagesReceived: 0,
+    messagesDeleted: 0,
+    itemFailures: 0,
+    batchFailures: 0,
+    errors: 0,
+    timeouts: 0,
+    invalidResponses: 0,
+    ignoredBatchItemFailures: 0,
+    deleteFailures: 0,
+    receiveErrors: 0,
+    maxConcurrentInvocations: 0,
+  };
+  let factory: HandlerFactory | undefined;
+  let stopping = false;
+  let slots: Promise<void>[] = [];
+  let busy = 0;
+  let running = 0;
+  let activity = 0;
+
+  async function receive(max: number, wait: number): Promise<Message[]> {
+    try {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: source.queueUrl,
+          MaxNumberOfMessages: Math.min(MAX_RECEIVE, max),
+          WaitTimeSeconds: wait,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      const messages = out.Messages ?? [];
+      if (messages.length > 0) {
+        stats.messagesReceived += messages.length;
+        activity++;
+      }
+      return messages;
+    } catch (err) {
+      stats.receiveErrors++;
+      if (!stopping) log(`${label} ReceiveMessage failed: ${describe(err)}`);
+      await sleep(500);
+      return [];
+    }
+  }
+
+  // Lambda: invoke when the batch is full, the batching window has passed, or (window 0) after one poll.
+  async function gather(onFirst: () => void): Promise<Message[]> {
+    const batch = await receive(source.batchSize, waitSeconds);
+    if (batch.length === 0) return batch;
+    onFirst();
+    const deadline = Date.now() + source.maximumBatchingWindowInSeconds * 1000;
+    while (batch.length < source.batchSize && !stopping) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const more = await receive(source.batchSize - batch.length, remaining >= 1000 ? 1 : 0);
+      batch.push(...more);
+      if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
+    }
+    return batch;
+  }
+
+  async function runSlot(slot: number): Promise<void> {
+    let instance: HandlerInstance | undefined;
+    let stream = logStreamName();
+    while (!stopping) {
+      let holding = false;
+      try {
+        const messages = await gather(() => {
+          holding = true;
+          busy++;
+        });
+        if (messages.length === 0) continue;
+        const result = await invoke(slot, messages, instance, stream);
+        instance = result.instance;
+        if (result.recycle) {
+          // Lambda resets an execution environment after a timeout: next batch is a cold start.
+          instance = undefined;
+          stream = logStreamName();
+        }
+      } catch (err) {
+        log(`${label} slot ${slot}: unexpected error: ${describe(err)}`);
+        await sleep(200);
+      } finally {
+        if (holding) busy--;
+      }
+    }
+  }
+
+  async function invoke(
+    slot: number,
+    messages: Message[],
+    current: HandlerInstance | undefined,
+    stream: string,
+  ): Promise<{ instance: HandlerInstance | undefined; recycle: boolean }> {
+    const started = Date.now();
+    const deadline = started + fn.timeoutSeconds * 1000;
+    const context = createLambdaContext(fn, deadline, stream);
+    const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source.queueArn, options.region)) };
+    const ids = event.Records.map((r) => r.messageId);
+    stats.invocations++;
+    running++;
+    activity++;
+    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
+    let instance = current;
+    let timer: NodeJS.Timeout | undefined;
+    type Raw = { kind: 'returned'; value: unknown } | { kind: 'threw'; error: unknown } | { kind: 'timeout' };
+    const call = async (): Promise<unknown> => {
+      if (!instance) {
+        if (!factory) throw new Error('poller not started');
+        stats.coldStarts++;
+        instance = await factory({ ...options.env });
+      }
+      return instance(event, context);
+    };
+    const timeout = new Promise<Raw>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), Math.max(0, deadline - Date.now()));
+    });
+    const raw = await Promise.race<Raw>([
+      call().then(
+        (value): Raw => ({ kind: 'returned', value }),
+        (error: unknown): Raw => ({ kind: 'threw', error }),
+      ),
+      timeout,
+    ]);
+    clearTimeout(timer);
+    running--;
+
+    let outcome: InvocationOutcome;
+    let deleteIds: string[] = [];
+    let error: unknown;
+    let ignored = 0;
+    if (raw.kind === 'timeout') {
+      outcome = 'timeout';
+      stats.timeouts++;
+      error = new Error(`Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds`);
+    } else if (raw.kind === 'threw') {
+      outcome = 'error';
+      stats.errors++;
+      error = raw.error;
+    } else {
+      const verdict = judgeResponse(raw.value, ids, source.reportBatchItemFailures);
+      if (verdict.kind === 'invalid') {
+        outcome = 'invalid-response';
+        stats.invalidResponses++;
+        error = new Error(verdict.reason);
+      } else if (verdict.kind === 'partial') {
+        outcome = 'partial';
+        stats.itemFailures += verdict.failed.size;
+        deleteIds = ids.filter((id) => !verdict.failed.has(id));
+      } else {
+        outcome = 'success';
+        ignored = verdict.ignoredFailures;
+        stats.ignoredBatchItemFailures += ignored;
+        deleteIds = ids;
+      }
+    }
+    if (outcome === 'error' || outcome === 'timeout' || outcome === 'invalid-response') {
+      // Nothing deleted: the messages reappear after the queue's visibility timeout and the
+      // queue's RedrivePolicy moves them to the DLQ after maxReceiveCount receives.
+      stats.batchFailures++;
+      log(`${label} invocation ${context.awsRequestId} ${outcome}: ${describe(error)}`);
+    }
+    if (ignored > 0) {
+      log(
+        `${label} returned ${ignored} batchItemFailures but the mapping lacks ReportBatchItemFailures: whole batch deleted`,
+      );
+    }
+    await deleteMessages(messages.filter((m) => deleteIds.includes(m.MessageId ?? '')));
+    activity++;
+    const deleted = new Set(deleteIds);
+    options.onInvocation?.({
+      functionLogicalId: fn.logicalId,
+      eventSourceLogicalId: source.logicalId,
+      slot,
+      requestId: context.awsRequestId,
+      messageIds: ids,
+      outcome,
+      retainedIds: ids.filter((id) => !deleted.has(id)),
+      durationMs: Date.now() - started,
+      ...(error === undefined ? {} : { error }),
+      ignoredBatchItemFailures: ignored,
+    });
+    return { instance, recycle: outcome === 'timeout' };
+  }
+
+  async function deleteMessages(messages: Message[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += MAX_RECEIVE) {
+      let entries: DeleteMessageBatchRequestEntry[] = messages
+        .slice(i, i + MAX_RECEIVE)
+        .map((m, j) => ({ Id: `m${j}`, ReceiptHandle: m.ReceiptHandle ?? '' }));
+      // DeleteMessageBatch answers 200 with a per-entry Failed list: retry those once.
+      for (let attempt = 0; attempt < 2 && entries.length > 0; attempt++) {
+        try {
+          const out = await sqs.send(
+            new DeleteMessageBatchCommand({ QueueUrl: source.queueUrl, Entries: entries }),
+          );
+          stats.messagesDeleted += out.Successful?.length ?? 0;
+          const failed = new Set((out.Failed ?? []).map((f) => f.Id));
+          entries = entries.filter((e) => failed.has(e.Id));
+        } catch (err) {
+          if (attempt === 1) log(`${label} DeleteMessageBatch failed: ${describe(err)}`);
+        }
+      }
+      if (entries.length > 0) {
+        stats.deleteFailures += entries.length;
+        log(`${label} ${entries.length} message(s) not deleted; they will be delivered again`);
+      }
+    }
+  }
+
+  return {
+    eventSource: source,
+    concurrency: options.concurrency,
+    async start() {
+      if (slots.length > 0 || !source.enabled) return;
+      factory = await loadFactory(fn);
+      stopping = false;
+      slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
+    },
+    async stop() {
+      stopping = true;
+      await Promise.all(slots);
+      slots = [];
+    },
+    stats: () => ({ ...stats }),
+    busySlots: () => busy,
+    activity: () => activity,
+  };
+}
+
+/** Imports the handler module (once per process, like Node's module cache) and checks its contract. */
+export async function loadFactory(fn: LocalFunction): Promise<HandlerFactory> {
+  const mod: unknown = await import(pathToFileURL(fn.handlerPath).href);
+  const createHandler =
+    typeof mod === 'object' && mod !== null ? Reflect.get(mod, 'createHandler') : undefined;
+  if (typeof createHandler !== 'function') {
+    throw new Error(`${fn.handlerModule} (function ${fn.logicalId}) does not export createHandler(env)`);
+  }
+  return async (env) => {
+    const instance: unknown = await createHandler(env);
+    if (typeof instance !== 'function') {
+      throw new Error(`${fn.handlerModule}: createHandler(env) did not return a handler function`);
+    }
+    return instance as HandlerInstance;
+  };
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,234 @@
+// The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
+import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
+import type { SQSClientConfig } from '@aws-sdk/client-sqs';
+import {
+  type AwsClients,
+  type ClientSettings,
+  clientSettings,
+  createClients,
+  destroyClients,
+  dynamodbConfig,
+  type Endpoints,
+  endpointEnv,
+  endpointsFromUrl,
+  s3Config,
+  sqsConfig,
+} from './aws-clients.ts';
+import type { TemplateInput } from './cfn-template.ts';
+import { type Emulators, startEmulators } from './emulators.ts';
+import {
+  createEventSourcePoller,
+  type EventSourcePoller,
+  type InvocationReport,
+  type PollerStats,
+} from './event-source-poller.ts';
+import { type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
+import { provisionStack } from './provision.ts';
+import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
+
+/** Slots per event source when neither the template (ScalingConfig) nor an override says. */
+export const DEFAULT_CONCURRENCY = 2;
+
+export interface LocalAwsOptions {
+  /** The synthesized stack template (JSON); names and settings are taken only from it. */
+  template: TemplateInput;
+  stackName: string;
+  /** An already-running endpoint (LocalStack...) for all services, or one per service; embedded emulators otherwise. */
+  endpoint?: string | Endpoints;
+  /** Embedded emulators only: S3 objects as files under this directory. */
+  s3Dir?: string;
+  /** Embedded emulators only: serve all services on this one 127.0.0.1 port (e.g. for `crawler local`). */
+  port?: number;
+  handlerEnvOverrides?: Record<string, string>;
+  /** Slots per function logical id; wins over ScalingConfig.MaximumConcurrency. */
+  concurrencyOverride?: Record<string, number>;
+  defaultConcurrency?: number;
+  instanceId?: string;
+  rootDir?: string;
+  clientSettings?: Partial<ClientSettings>;
+  receiveWaitSeconds?: number;
+  log?: (line: string) => void;
+  onInvocation?: (report: InvocationReport) => void;
+}
+
+export interface RuntimeStats {
+  total: PollerStats;
+  byFunction: Record<string, PollerStats>;
+}
+
+export interface LocalAws {
+  endpoints: Endpoints;
+  clientConfig: { sqs: SQSClientConfig; s3: S3ClientConfig; dynamodb: DynamoDBClientConfig };
+  /** Clients for the caller's own use (submitting tasks, reading results); closed by stop(). */
+  clients: AwsClients;
+  stack: ProvisionedStack;
+  outputs: Record<string, string>;
+  /** The full environment each function's handlers get, by function logical id. */
+  functionEnv: Record<string, Record<string, string>>;
+  pollers: EventSourcePoller[];
+  start(): Promise<void>;
+  waitForIdle(options?: WaitForIdleOptions): Promise<IdleSnapshot>;
+  stats(): RuntimeStats;
+  stop(): Promise<void>;
+}
+
+export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws> {
+  const settings = clientSettings(options.clientSettings);
+  let emulators: Emulators | undefined;
+  let endpoints: Endpoints;
+  if (options.endpoint === undefined) {
+    emulators = await startEmulators({
+      ...(options.s3Dir ? { s3Dir: options.s3Dir } : {}),
+      ...(options.port !== undefined ? { port: options.port } : {}),
+    });
+    endpoints = emulators.endpoints;
+  } else {
+    endpoints = typeof options.endpoint === 'string' ? endpointsFromUrl(options.endpoint) : options.endpoint;
+  }
+  const clients = createClients(endpoints, settings);
+  try {
+    const stack = await provisionStack(options.template, clients, {
+      stackName: options.stackName,
+      region: settings.region,
+      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
+      ...(options.rootDir ? { rootDir: options.rootDir } : {}),
+    });
+    const functionEnv: Record<string, Record<string, string>> = {};
+    for (const fn of Object.values(stack.functions)) {
+      functionEnv[fn.logicalId] = {
+        ...lambdaReservedEnv(fn),
+        ...fn.environment,
+        ...endpointEnv(endpoints, settings),
+        ...options.handlerEnvOverrides,
+      };
+    }
+    const pollers = Object.values(stack.eventSources).flatMap((source) => {
+      const fn = stack.functions[source.functionLogicalId];
+      const env = functionEnv[source.functionLogicalId];
+      if (!fn || !env) return [];
+      return [
+        createEventSourcePoller({
+          sqs: clients.sqs,
+          eventSource: source,
+          fn,
+          env,
+          region: settings.region,
+          concurrency: slotsFor(fn, source.maximumConcurrency, options),
+          ...(options.receiveWaitSeconds !== undefined
+            ? { receiveWaitSeconds: options.receiveWaitSeconds }
+            : {}),
+          ...(options.log ? { log: options.log } : {}),
+          ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
+        }),
+      ];
+    });
+    const queues = Object.fromEntries(
+      Object.entries(stack.resources).flatMap(([id, r]) =>
+        r.type === 'AWS::SQS::Queue' && r.url ? [[id, r.url]] : [],
+      ),
+    );
+    const gating = pollers.filter((p) => p.eventSource.enabled).map((p) => p.eventSource.queueLogicalId);
+    let stopped = false;
+    return {
+      endpoints,
+      clientConfig: {
+        sqs: sqsConfig(endpoints, settings),
+        s3: s3Config(endpoints, settings),
+        dynamodb: dynamodbConfig(endpoints, settings),
+      },
+      clients,
+      stack,
+      outputs: stack.outputs,
+      functionEnv,
+      pollers,
+      async start() {
+        await Promise.all(pollers.map((p) => p.start()));
+      },
+      waitForIdle: (waitOptions) =>
+        waitForIdle(
+          {
+            sqs: clients.sqs,
+            queues,
+            gating,
+            busySlots: () => sum(pollers.map((p) => p.busySlots())),
+            activity: () => sum(pollers.map((p) => p.activity())),
+          },
+          waitOptions,
+        ),
+      stats: () => collectStats(pollers),
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await Promise.all(pollers.map((p) => p.stop()));
+        destroyClients(clients);
+        await emulators?.stop();
+      },
+    };
+  } catch (err) {
+    destroyClients(clients);
+    await emulators?.stop().catch(() => {});
+    throw err;
+  }
+}
+
+function slotsFor(fn: LocalFunction, fromTemplate: number | undefined, options: LocalAwsOptions): number {
+  const override = options.concurrencyOverride?.[fn.logicalId];
+  if (override !== undefined) return override;
+  const wanted = fromTemplate ?? options.defaultConcurrency ?? DEFAULT_CONCURRENCY;
+  // Reserved concurrency caps the function as a whole, as on Lambda.
+  return fn.reservedConcurrency === undefined ? wanted : Math.min(wanted, fn.reservedConcurrency);
+}
+
+// What Lambda itself puts in every function's environment.
+function lambdaReservedEnv(fn: LocalFunction): Record<string, string> {
+  return {
+    AWS_LAMBDA_FUNCTION_NAME: fn.functionName,
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memorySizeMb),
+    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.functionName}`,
+    AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+  };
+}
+
+function collectStats(pollers: EventSourcePoller[]): RuntimeStats {
+  const byFunction: Record<string, PollerStats> = {};
+  let total: PollerStats | undefined;
+  for (const poller of pollers) {
+    const stats = poller.stats();
+    const id = poller.eventSource.functionLogicalId;
+    byFunction[id] = byFunction[id] ? addStats(byFunction[id], stats) : stats;
+    total = total ? addStats(total, stats) : stats;
+  }
+  return { total: total ?? emptyStats(), byFunction };
+}
+
+function addStats(a: PollerStats, b: PollerStats): PollerStats {
+  const out = { ...a };
+  for (const key of Object.keys(out) as Array<keyof PollerStats>) {
+    out[key] = key === 'maxConcurrentInvocations' ? Math.max(a[key], b[key]) : a[key] + b[key];
+  }
+  return out;
+}
+
+function emptyStats(): PollerStats {
+  return {
+    invocations: 0,
+    coldStarts: 0,
+    messagesReceived: 0,
+    messagesDeleted: 0,
+    itemFailures: 0,
+    batchFailures: 0,
+    errors: 0,
+    timeouts: 0,
+    invalidResponses: 0,
+    ignoredBatchItemFailures: 0,
+    deleteFailures: 0,
+    receiveErrors: 0,
+    maxConcurrentInvocations: 0,
+  };
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,222 @@
+// Provisions a synthesized CDK stack into the emulators (or any AWS-compatible endpoint): walks the
+// template's Resources in dependency order, creates queues, buckets and tables, and reads functions
+// and event source mappings for the pollers. Names and settings come only from the template.
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './aws-clients.ts';
+import { type ResolveContext, resolveString, resolveValue, TemplateResolveError } from './cfn-resolver.ts';
+import { type CfnTemplate, dependencyOrder, parseTemplate, type TemplateInput } from './cfn-template.ts';
+import { physicalName } from './physical-names.ts';
+import { handlerModuleOf, readEventSource, readFunction } from './provision-lambda.ts';
+import { type CreateInput, createBucket, createQueue, createTable } from './provision-storage.ts';
+import type { ProvisionedResource, ProvisionedStack } from './stack-model.ts';
+
+export type { CfnTemplate, TemplateInput } from './cfn-template.ts';
+export type * from './stack-model.ts';
+
+export interface ProvisionClients {
+  sqs: SQSClient;
+  s3: S3Client;
+  dynamodb: DynamoDBClient;
+}
+
+export interface ProvisionOptions {
+  stackName: string;
+  /** Seeds the physical-name suffixes; the same id re-provisions the same names. Random by default. */
+  instanceId?: string;
+  region?: string;
+  accountId?: string;
+  /** Where Metadata `crawler:handler` paths are relative to; the repo root by default. */
+  rootDir?: string;
+}
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const STORAGE_TYPES = new Set([
+  'AWS::SQS::Queue',
+  'AWS::S3::Bucket',
+  'AWS::DynamoDB::Table',
+  'AWS::DynamoDB::GlobalTable',
+]);
+const FUNCTION = 'AWS::Lambda::Function';
+const MAPPING = 'AWS::Lambda::EventSourceMapping';
+
+export async function provisionStack(
+  template: TemplateInput,
+  clients: ProvisionClients,
+  options: ProvisionOptions,
+): Promise<ProvisionedStack> {
+  const tpl = parseTemplate(template);
+  const instanceId = options.instanceId ?? randomUUID();
+  const region = options.region ?? LOCAL_REGION;
+  const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
+  const stack: ProvisionedStack = {
+    stackName: options.stackName,
+    instanceId,
+    region,
+    accountId,
+    resources: {},
+    functions: {},
+    eventSources: {},
+    outputs: {},
+    ignored: [],
+    skipped: [],
+  };
+
+  const handled: string[] = [];
+  for (const [id, resource] of Object.entries(tpl.Resources)) {
+    const type = resource.Type;
+    if (type === FUNCTION && !handlerModuleOf(resource)) {
+      stack.ignored.push({ logicalId: id, type, reason: 'function without crawler:handler metadata' });
+    } else if (STORAGE_TYPES.has(type) || type === FUNCTION || type === MAPPING) {
+      if (resource.Condition)
+        throw new Error(`${id}: resource Conditions are not supported by the local runtime`);
+      handled.push(id);
+    } else {
+      stack.ignored.push({ logicalId: id, type, reason: 'not emulated locally' });
+    }
+  }
+
+  const ctx = resolveContext(tpl, stack);
+  const resolve = (value: unknown, path: string) => resolveValue(value, ctx, path);
+  const asString = (value: unknown, path: string) => resolveString(value, ctx, path);
+  const nameOf = (id: string, kind: Parameters<typeof physicalName>[0], opts?: { fifo?: boolean }) =>
+    physicalName(kind, options.stackName, id, instanceId, opts);
+
+  for (const id of dependencyOrder(tpl, handled)) {
+    const resource = tpl.Resources[id];
+    if (!resource) continue;
+    const note = (text: string) => stack.skipped.push({ logicalId: id, note: text });
+    const input: CreateInput = {
+      logicalId: id,
+      type: resource.Type,
+      properties: resource.Properties ?? {},
+      resolve,
+      physicalName: (kind, opts) => nameOf(id, kind, opts),
+      note,
+      region,
+    };
+    switch (resource.Type) {
+      case 'AWS::SQS::Queue':
+        stack.resources[id] = await createQueue(clients.sqs, input);
+        break;
+      case 'AWS::S3::Bucket':
+        stack.resources[id] = await createBucket(clients.s3, input);
+        break;
+      case 'AWS::DynamoDB::Table':
+      case 'AWS::DynamoDB::GlobalTable':
+        stack.resources[id] = await createTable(clients.dynamodb, input);
+        break;
+      case FUNCTION: {
+        const props = resource.Properties ?? {};
+        const functionName = props.FunctionName
+          ? asString(props.FunctionName, `Resources.${id}.Properties.FunctionName`)
+          : nameOf(id, 'function');
+        const fn = readFunction({
+          logicalId: id,
+          resource,
+          functionName,
+          region,
+          accountId,
+          rootDir: options.rootDir ?? REPO_ROOT,
+          resolveString: asString,
+        });
+        stack.functions[id] = fn;
+        stack.resources[id] = { type: FUNCTION, physicalId: fn.functionName, arn: fn.functionArn };
+        break;
+      }
+      case MAPPING: {
+        const result = readEventSource({
+          logicalId: id,
+          resource,
+          functions: stack.functions,
+          resources: stack.resources,
+          resolveString: asString,
+          note,
+        });
+        if (result.kind === 'ignored') {
+          stack.ignored.push({ logicalId: id, type: MAPPING, reason: result.reason });
+        } else {
+          stack.eventSources[id] = result.eventSource;
+          stack.resources[id] = { type: MAPPING, physicalId: result.eventSource.uuid };
+        }
+        break;
+      }
+    }
+  }
+
+  for (const [name, output] of Object.entries(tpl.Outputs ?? {})) {
+    try {
+      stack.outputs[name] = asString(output.Value, `Outputs.${name}.Value`);
+    } catch (err) {
+      // An output the local runtime cannot resolve (e.g. a role ARN) must not stop the crawl.
+      if (!(err instanceof TemplateResolveError)) throw err;
+      stack.skipped.push({ logicalId: name, note: `output not resolved: ${err.message}` });
+    }
+  }
+  return stack;
+}
+
+function resolveContext(tpl: CfnTemplate, stack: ProvisionedStack): ResolveContext {
+  const ignoredType = (id: string) => stack.ignored.find((r) => r.logicalId === id)?.type;
+  const provisioned = (id: string, at: string): ProvisionedResource => {
+    const resource = stack.resources[id];
+    if (resource) return resource;
+    const type = ignoredType(id) ?? tpl.Resources[id]?.Type;
+    if (!type) throw new TemplateResolveError(`${at}: no resource or parameter named ${id}`);
+    throw new TemplateResolveError(`${at}: ${id} (${type}) is not provisioned by the local runtime`);
+  };
+  return {
+    region: stack.region,
+    accountId: stack.accountId,
+    stackName: stack.stackName,
+    stackId: `arn:aws:cloudformation:${stack.region}:${stack.accountId}:stack/${stack.stackName}/${stack.instanceId}`,
+    ref(id, at) {
+      const parameter = tpl.Parameters?.[id];
+      if (parameter) {
+        if (parameter.Default === undefined)
+          throw new TemplateResolveError(`${at}: parameter ${id} has no Default`);
+        return String(parameter.Default);
+      }
+      // A Ref to an ignored resource gets the name CloudFormation would have generated; harmless.
+      if (!stack.resources[id] && ignoredType(id)) {
+        return physicalName('other', stack.stackName, id, stack.instanceId);
+      }
+      return provisioned(id, at).physicalId;
+    },
+    getAtt(id, attribute, at) {
+      const resource = provisioned(id, at);
+      const value = attributeOf(resource, attribute);
+      if (value === undefined) {
+        throw new TemplateResolveError(
+          `${at}: Fn::GetAtt ${id}.${attribute} (${resource.type}) is not supported locally`,
+        );
+      }
+      return value;
+    },
+  };
+}
+
+function attributeOf(resource: ProvisionedResource, attribute: string): string | undefined {
+  switch (`${resource.type}.${attribute}`) {
+    case 'AWS::SQS::Queue.Arn':
+    case 'AWS::S3::Bucket.Arn':
+    case 'AWS::DynamoDB::Table.Arn':
+    case 'AWS::DynamoDB::GlobalTable.Arn':
+    case 'AWS::Lambda::Function.Arn':
+      return resource.arn;
+    case 'AWS::SQS::Queue.QueueUrl':
+      return resource.url;
+    case 'AWS::SQS::Queue.QueueName':
+      return resource.arn?.split(':').at(-1);
+    case 'AWS::S3::Bucket.DomainName':
+      return `${resource.physicalId}.s3.amazonaws.com`;
+    case 'AWS::Lambda::EventSourceMapping.EventSourceMappingId':
+      return resource.physicalId;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,152 @@
+// Least privilege: each function's role may do what its handler needs, on its own resources only.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { Template } from 'aws-cdk-lib/assertions';
+import { IDS, synthesizeStack } from '../../cdk/synth.ts';
+import {
+  allows,
+  isRecord,
+  ofType,
+  resourceTargets,
+  roleStatements,
+  type Statement,
+  statementsOf,
+} from './template.ts';
+
+/** Action wildcards CDK's Bucket.grantRead / grantPut produce; nothing else may use a wildcard. */
+const GRANT_WILDCARDS = new Set(['s3:GetObject*', 's3:GetBucket*', 's3:List*', 's3:Abort*']);
+
+let json: Record<string, unknown>;
+let fetch: Statement[];
+let aggregate: Statement[];
+
+before(() => {
+  json = Template.fromStack(synthesizeStack().stack).toJSON();
+  fetch = roleStatements(json, IDS.fetchFunction);
+  aggregate = roleStatements(json, IDS.aggregateFunction);
+});
+
+const logGroupOf = (functionId: string): string => {
+  const fn = ofType(json, 'AWS::Lambda::Function').find(([id]) => id === functionId)?.[1];
+  const config = fn?.Properties.LoggingConfig;
+  const ref = isRecord(config) && isRecord(config.LogGroup) ? config.LogGroup.Ref : undefined;
+  assert.equal(typeof ref, 'string');
+  return String(ref);
+};
+
+describe('identity policies', () => {
+  it('contain no Resource "*" and no "*" or "service:*" actions', () => {
+    const all = ofType(json, 'AWS::IAM::Policy').flatMap(([, p]) =>
+      statementsOf(p.Properties.PolicyDocument),
+    );
+    assert.ok(all.length > 0);
+    for (const s of all) {
+      assert.ok(!s.Resources.includes('*'), `Resource "*" in ${JSON.stringify(s)}`);
+      for (const action of s.Actions) {
+        assert.notEqual(action, '*');
+        assert.doesNotMatch(action, /^[a-z0-9-]+:\*$/, `service-wide action ${action}`);
+      }
+    }
+  });
+
+  it('use action wildcards only where a CDK bucket grant produces them', () => {
+    for (const s of [...fetch, ...aggregate]) {
+      for (const action of s.Actions.filter((a) => a.includes('*'))) {
+        assert.ok(GRANT_WILDCARDS.has(action), `unexpected wildcard action ${action}`);
+        assert.ok(
+          resourceTargets(s).every((t) => t === IDS.pageStore || t === `${IDS.pageStore}/*`),
+          `${action} is limited to the page store`,
+        );
+      }
+    }
+  });
+
+  it('are the only permissions of the roles (no managed policies such as AWSLambdaBasicExecutionRole)', () => {
+    for (const [id, role] of ofType(json, 'AWS::IAM::Role')) {
+      assert.equal(role.Properties.ManagedPolicyArns, undefined, `${id} has managed policies`);
+    }
+  });
+
+  it('only Allow, and only on resources of this stack', () => {
+    const ids = new Set(Object.keys(json.Resources as object));
+    for (const s of [...fetch, ...aggregate]) {
+      assert.equal(s.Effect, 'Allow');
+      for (const target of resourceTargets(s)) {
+        assert.ok(ids.has(target.replace(/\/\*$/, '')), `${target} is not a resource of this stack`);
+      }
+    }
+  });
+});
+
+describe('FetchFunction role', () => {
+  it('consumes TaskQueue, including ChangeMessageVisibility for its backoff', () => {
+    for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
+      assert.ok(allows(fetch, action, IDS.taskQueue), action);
+    }
+  });
+
+  it('sends to TaskQueue (new links, deferred tasks) and ResultsQueue', () => {
+    assert.ok(allows(fetch, 'sqs:SendMessage', IDS.taskQueue));
+    assert.ok(allows(fetch, 'sqs:SendMessage', IDS.resultsQueue));
+  });
+
+  it('does not consume ResultsQueue and cannot touch the DLQs', () => {
+    assert.ok(!allows(fetch, 'sqs:ReceiveMessage', IDS.resultsQueue));
+    for (const dlq of [IDS.taskDlq, IDS.resultsDlq]) {
+      assert.ok(!fetch.some((s) => resourceTargets(s).includes(dlq)), dlq);
+    }
+  });
+
+  it('reads and puts page store objects, lists the bucket, but cannot delete', () => {
+    assert.ok(allows(fetch, 's3:GetObject', `${IDS.pageStore}/*`));
+    assert.ok(allows(fetch, 's3:PutObject', `${IDS.pageStore}/*`));
+    assert.ok(allows(fetch, 's3:ListBucket', IDS.pageStore));
+    assert.ok(!allows(fetch, 's3:DeleteObject', `${IDS.pageStore}/*`));
+  });
+
+  it('reads and writes the frontier table', () => {
+    for (const action of ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']) {
+      assert.ok(allows(fetch, action, IDS.frontierTable), action);
+    }
+  });
+
+  it('writes logs to its own log group only', () => {
+    const group = logGroupOf(IDS.fetchFunction);
+    assert.ok(allows(fetch, 'logs:PutLogEvents', group));
+    assert.ok(!allows(fetch, 'logs:PutLogEvents', logGroupOf(IDS.aggregateFunction)));
+  });
+});
+
+describe('AggregateFunction role', () => {
+  it('consumes ResultsQueue', () => {
+    for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
+      assert.ok(allows(aggregate, action, IDS.resultsQueue), action);
+    }
+  });
+
+  it('sends to no queue and cannot touch TaskQueue', () => {
+    assert.ok(!aggregate.some((s) => s.Actions.includes('sqs:SendMessage')));
+    assert.ok(!aggregate.some((s) => resourceTargets(s).includes(IDS.taskQueue)));
+  });
+
+  it('reads and puts page store objects (index parts, summaries) and reads/writes the frontier table', () => {
+    assert.ok(allows(aggregate, 's3:GetObject', `${IDS.pageStore}/*`));
+    assert.ok(allows(aggregate, 's3:PutObject', `${IDS.pageStore}/*`));
+    assert.ok(allows(aggregate, 'dynamodb:UpdateItem', IDS.frontierTable));
+    assert.ok(allows(aggregate, 'dynamodb:GetItem', IDS.frontierTable));
+  });
+});
+
+describe('resource policies', () => {
+  it('never Allow an anonymous principal: statements with Principal "*" are TLS Denies', () => {
+    const docs = [
+      ...ofType(json, 'AWS::SQS::QueuePolicy').map(([, p]) => p.Properties.PolicyDocument),
+      ...ofType(json, 'AWS::S3::BucketPolicy').map(([, p]) => p.Properties.PolicyDocument),
+    ];
+    assert.ok(docs.length >= 4);
+    for (const s of docs.flatMap(statementsOf)) {
+      const anonymous = s.Principal === '*' || (isRecord(s.Principal) && s.Principal.AWS === '*');
+      if (anonymous) assert.equal(s.Effect, 'Deny', JSON.stringify(s));
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { responseVerdict } from '../../lambdas/core/response-verdict.ts';
+
+const page = 'https://example.com/dir/page';
+
+test('2xx is fetched', () => {
+  assert.deepEqual(responseVerdict(200, [], page), { kind: 'fetched' });
+  assert.deepEqual(responseVerdict(204, [], page), { kind: 'fetched' });
+});
+
+test('a redirect resolves its Location against the request URL', () => {
+  const verdict = responseVerdict(301, [['Location', '../other?x=1']], page);
+  assert.equal(verdict.kind, 'redirect');
+  if (verdict.kind === 'redirect') assert.equal(verdict.location.href, 'https://example.com/other?x=1');
+});
+
+test('a redirect without Location is a recorded failure', () => {
+  assert.deepEqual(responseVerdict(302, [], page), {
+    kind: 'failed',
+    code: 'redirect-without-location',
+    reason: 'HTTP 302 without a Location header',
+  });
+});
+
+test('429 and 5xx are retryable and carry Retry-After', () => {
+  const verdict = responseVerdict(429, [['retry-after', '7']], page);
+  assert.deepEqual(verdict, { kind: 'retry', code: 'http-429', retryAfterMs: 7000 });
+  assert.deepEqual(responseVerdict(503, [], page), {
+    kind: 'retry',
+    code: 'http-503',
+    retryAfterMs: undefined,
+  });
+});
+
+test('other 4xx are permanent failures with the status as code', () => {
+  assert.deepEqual(responseVerdict(404, [], page), {
+    kind: 'failed',
+    code: 'http-404',
+    reason: 'the server answered HTTP 404',
+  });
+});

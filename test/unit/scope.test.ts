@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { compileScope, inScope, type Scope, type ScopeRules } from '../../lambdas/core/scope.ts';
+
+function rules(scope: Scope, seeds: string[], extra?: Partial<ScopeRules>): ScopeRules {
+  return { scope, seeds, include: [], exclude: [], ...extra };
+}
+
+function yes(url: string, r: ScopeRules): void {
+  const decision = inScope(new URL(url), r);
+  assert.deepEqual(decision, { ok: true }, `${url} should be in ${r.scope} scope of ${r.seeds.join(' ')}`);
+}
+
+function no(url: string, r: ScopeRules, reason: 'scope' | 'exclude' | 'include'): void {
+  const decision = inScope(new URL(url), r);
+  assert.equal(decision.ok, false, `${url} should be out of ${r.scope} scope of ${r.seeds.join(' ')}`);
+  if (!decision.ok) assert.equal(decision.reason, reason, `${url}: ${decision.detail}`);
+}
+
+describe('host scope', () => {
+  const r = rules('host', ['https://Example.com/start']);
+
+  test('takes any page of the seed host, over http or https', () => {
+    yes('https://example.com/', r);
+    yes('https://example.com/deep/page?x=1', r);
+    yes('http://example.com/other', r);
+    yes('https://EXAMPLE.com./x', r);
+    yes('https://example.com:443/x', r);
+  });
+
+  test('leaves out other hosts, including www. and subdomains (www. is not stripped)', () => {
+    no('https://www.example.com/', r, 'scope');
+    no('https://blog.example.com/', r, 'scope');
+    no('https://example.org/', r, 'scope');
+    no('https://notexample.com/', r, 'scope');
+  });
+
+  test('treats an explicit non-default port as part of the host', () => {
+    no('https://example.com:8443/', r, 'scope');
+    const local = rules('host', ['http://127.0.0.1:8080/']);
+    yes('http://127.0.0.1:8080/a', local);
+    no('http://127.0.0.1:9090/a', local, 'scope');
+    no('http://localhost:8080/a', local, 'scope');
+  });
+
+  test('accepts any of several seeds, including IDN hosts in either form', () => {
+    const multi = rules('host', ['https://a.example/', 'http://bücher.de/']);
+    yes('https://a.example/x', multi);
+    yes('https://xn--bcher-kva.de/x', multi);
+    yes('https://BÜCHER.de/x', multi);
+    no('https://b.example/', multi, 'scope');
+  });
+
+  test('never takes non-http(s) URLs', () => {
+    no('ftp://example.com/file', r, 'scope');
+  });
+});
+
+describe('domain scope', () => {
+  const r = rules('domain', ['https://www.example.co.uk/']);
+
+  test('takes every host of the registrable domain', () => {
+    yes('https://example.co.uk/', r);
+    yes('http://shop.example.co.uk:8080/cart', r);
+    yes('https://a.b.example.co.uk/', r);
+  });
+
+  test('does not join different registrable domains under one public suffix', () => {
+    no('https://other.co.uk/', r, 'scope');
+    no('https://example.com/', r, 'scope');
+    // Private suffixes count: two github.io sites are two domains.
+    const gh = rules('domain', ['https://alice.github.io/']);
+    yes('https://alice.github.io/repo/', gh);
+    no('https://bob.github.io/', gh, 'scope');
+  });
+
+  test('compares IP addresses and localhost by host name', () => {
+    const ip = rules('domain', ['http://127.0.0.1:8080/']);
+    yes('http://127.0.0.1:8080/a', ip);
+    yes('http://127.0.0.1:9090/a', ip);
+    no('http://127.0.0.2:8080/', ip, 'scope');
+    no('http://localhost:8080/', ip, 'scope');
+    const local = rules('domain', ['http://localhost:3000/']);
+    yes('http://localhost:4000/', local);
+    no('http://127.0.0.1:3000/', local, 'scope');
+    const v6 = rules('domain', ['http://[::1]:3000/']);
+    yes('http://[0::1]/x', v6);
+  });
+});
+
+describe('prefix scope', () => {
+  test('cuts the seed after the last / of its path', () => {
+    const r = rules('prefix', ['https://example.com/docs/intro.html?lang=en#top']);
+    yes('https://example.com/docs/', r);
+    yes('https://example.com/docs/intro.html', r);
+    yes('https://example.com/docs/api/v2/x?y=1', r);
+    no('https://example.com/docs', r, 'scope');
+    no('https://example.com/blog/', r, 'scope');
+    no('http://example.com/docs/a', r, 'scope');
+    no('https://www.example.com/docs/a', r, 'scope');
+  });
+
+  test('a seed without a trailing slash scopes its parent directory', () => {
+    const r = rules('prefix', ['https://example.com/docs']);
+    yes('https://example.com/blog/', r);
+    yes('https://example.com/docs-old/', r);
+  });
+
+  test('compares normalized URLs', () => {
+    const r = rules('prefix', ['HTTPS://Example.com:443/a/./b/']);
+    yes('https://example.com/a/b/c', r);
+    yes('https://EXAMPLE.com/a/x/../b/c#frag', r);
+    yes('https://example.com/a/%62/c', r);
+    no('https://example.com/a/c', r, 'scope');
+  });
+});
+
+describe('include and exclude patterns', () => {
+  test('exclude drops matching URLs, even if include also matches', () => {
+    const r = rules('host', ['https://example.com/'], {
+      include: [/\/docs\//],
+      exclude: [/\/docs\/private\//, /\.pdf$/i],
+    });
+    yes('https://example.com/docs/a', r);
+    no('https://example.com/docs/private/a', r, 'exclude');
+    no('https://example.com/docs/a.PDF', r, 'exclude');
+    no('https://example.com/blog/a', r, 'include');
+  });
+
+  test('no include patterns means everything in scope is included', () => {
+    const r = rules('host', ['https://example.com/'], { exclude: [/logout/] });
+    yes('https://example.com/anything', r);
+    no('https://example.com/logout', r, 'exclude');
+  });
+
+  test('the scope is checked first, patterns then', () => {
+    const r = rules('host', ['https://example.com/'], { include: [/./], exclude: [/other/] });
+    no('https://other.com/', r, 'scope');
+  });
+
+  test('patterns match the normalized URL (no fragment, no tracking parameters)', () => {
+    const r = rules('host', ['https://example.com/'], {
+      exclude: [/utm_source/, /#/, /^https:\/\/example\.com\/A$/],
+    });
+    yes('https://example.com/a?utm_source=x#frag', r);
+    no('HTTPS://EXAMPLE.COM/A', r, 'exclude');
+  });
+
+  test('a global flag does not make matching depend on earlier calls', () => {
+    const r = rules('host', ['https://example.com/'], { include: [/page/g], exclude: [/secret/g] });
+    for (let i = 0; i < 3; i++) yes('https://example.com/page', r);
+    for (let i = 0; i < 3; i++) no('https://example.com/page/secret', r, 'exclude');
+  });
+});
+
+describe('compileScope', () => {
+  test('reports invalid seeds and ignores them', () => {
+    const compiled = compileScope(rules('host', ['not a url', 'mailto:x@y', 'https://Example.com/']));
+    assert.deepEqual(compiled.seeds, ['https://example.com/']);
+    assert.deepEqual(
+      compiled.invalidSeeds.map((s) => s.seed),
+      ['not a url', 'mailto:x@y'],
+    );
+    assert.ok(compiled.invalidSeeds.every((s) => s.reason.length > 0));
+    assert.deepEqual(compiled.inScope('https://example.com/x'), { ok: true });
+  });
+
+  test('with no valid seed nothing is in scope', () => {
+    const decision = inScope(new URL('https://example.com/'), rules('domain', []));
+    assert.equal(decision.ok, false);
+    if (!decision.ok) {
+      assert.equal(decision.reason, 'scope');
+      assert.match(decision.detail, /no valid seed/);
+    }
+  });
+
+  test('explains a decision in words', () => {
+    const decision = inScope(new URL('https://other.org/x'), rules('host', ['https://example.com/']));
+    assert.equal(decision.ok, false);
+    if (!decision.ok)
+      assert.match(
+        decision.detail,
+        /host other\.org is outside the host scope; expected one of: example\.com/,
+      );
+  });
+
+  test('accepts strings as well as URL objects', () => {
+    const compiled = compileScope(rules('prefix', ['https://example.com/a/']));
+    assert.deepEqual(compiled.inScope('https://example.com/a/b'), { ok: true });
+    assert.equal(compiled.inScope('not a url').ok, false);
+  });
+
+  test('does not cap URL length (that is a separate check)', () => {
+    const long = `https://example.com/${'a'.repeat(5000)}`;
+    yes(long, rules('host', ['https://example.com/']));
+  });
+});

@@ -3,6 +3,7 @@
  * these over undici and the AWS SDK; core code never imports either.
  */
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
+import type { Outcome } from './outcome.ts';
 import type { CrawlResult } from './result.ts';
 import type { Task } from './task.ts';
 
@@ -51,4 +52,88 @@ export interface BlobWriter {
 
 export interface CrawlConfigReader {
   get(crawlId: string): Promise<CrawlConfig>;
+}
+
+/** A URL ready for the frontier: normalized, with its dedup key (sha256 of the normalized URL). */
+export interface FrontierUrl {
+  key: string;
+  url: string;
+  depth: number;
+}
+
+/** The fetch side of the frontier (docs/frontier.md). */
+export interface FrontierWriter {
+  /** Conditional puts: returns the candidates that are new to the crawl (or this page's own unsent admissions). */
+  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<FrontierUrl[]>;
+  /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
+  reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
+  /** Fetch-once: 'claimed' if this caller may fetch the URL now, 'duplicate' if another holds or finished it. */
+  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<'claimed' | 'duplicate'>;
+  /** Counts newly admitted URLs (one ADD per crawl per batch). */
+  addQueued(crawlId: string, count: number): Promise<void>;
+}
+
+/** Per-(crawl, host) request slots shared by every concurrent fetcher. */
+export interface HostSlots {
+  /** Reserves the host's next free slot at or after `now`; returns its epoch ms. */
+  reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number>;
+  /** Pushes the host's next free slot to at least `notBefore` (Retry-After). */
+  pushBack(crawlId: string, host: string, notBefore: number): Promise<void>;
+}
+
+export type RobotsState =
+  | { state: 'ready'; policyJson: string; fetchedAt: number }
+  | { state: 'fetching'; lease: number }
+  | { state: 'unavailable'; retryAt: number; failures: number }
+  | { state: 'missing' };
+
+/** The shared robots.txt cache (one entry per crawl and origin). */
+export interface RobotsStore {
+  read(crawlId: string, origin: string): Promise<RobotsState>;
+  /** Claims the right to fetch robots.txt for the origin; false if someone else holds a live claim. */
+  claim(crawlId: string, origin: string, leaseMs: number, now: number): Promise<boolean>;
+  saveReady(crawlId: string, origin: string, policyJson: string, fetchedAt: number): Promise<void>;
+  saveUnavailable(crawlId: string, origin: string, retryAt: number): Promise<number /* failures so far */>;
+}
+
+export interface CounterDeltas {
+  queued?: number;
+  done?: number;
+  bytes?: number;
+  requests?: number;
+  byOutcome?: Partial<Record<Outcome, number>>;
+}
+
+export interface CrawlCounters {
+  queued: number;
+  done: number;
+  admitted: number;
+  bytes: number;
+  requests: number;
+  byOutcome: Partial<Record<Outcome, number>>;
+  state: 'running' | 'complete' | 'cancelled';
+  startedAt?: string;
+  endedAt?: string;
+}
+
+/** The aggregate side of the frontier (docs/frontier.md). */
+export interface FrontierFinalizer {
+  /**
+   * Marks the URL done with its outcome unless it already is. `won` means this result is the one that
+   * counts (write its index line); `created` means no URL item existed (it was never counted as queued).
+   */
+  finalize(
+    crawlId: string,
+    key: string,
+    url: string,
+    outcome: Outcome,
+  ): Promise<{ won: boolean; created: boolean }>;
+  addCounters(crawlId: string, deltas: CounterDeltas): Promise<CrawlCounters>;
+  readCounters(crawlId: string): Promise<CrawlCounters | undefined>;
+  /**
+   * Consistent Query over the crawl's URL items; if none is pending, rewrites the counters from it and
+   * flips state running → complete (conditionally: true for exactly one caller). Otherwise reconciles
+   * the counters and returns complete: false.
+   */
+  confirmCompletion(crawlId: string, now: Date): Promise<{ completedNow: boolean; counters: CrawlCounters }>;
 }

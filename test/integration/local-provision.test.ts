@@ -44,7 +44,10 @@ describe('provisionStack', () => {
     assert.equal(a.VisibilityTimeout, '2');
     assert.equal(a.MessageRetentionPeriod, '86400');
     assert.equal(a.ReceiveMessageWaitTimeSeconds, '0');
+    // fauxqs reports SqsManagedSseEnabled=true even when unset, so this only shows it was accepted;
+    // the template assertion in test/cdk is what proves the stack asks for it.
     assert.equal(a.SqsManagedSseEnabled, 'true');
+    assert.ok(!stack.skipped.some((s) => s.note.includes('SSE')));
     assert.deepEqual(JSON.parse(a.RedrivePolicy ?? '{}'), {
       deadLetterTargetArn: dlq.arn,
       maxReceiveCount: 2,

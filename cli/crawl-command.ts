@@ -6,15 +6,16 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
-import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
-import { SqsTaskSender } from '../lambdas/adapters/queues.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
+import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
 import { type CrawlSummary, readCrawlResults, summarize } from './results-reader.ts';
+import { discoverSitemapUrls } from './sitemap-seeds.ts';
+import { requiredOutput, submitCrawl } from './submit-crawl.ts';
 
 export async function crawlCommand(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
@@ -23,32 +24,25 @@ export async function crawlCommand(args: string[]): Promise<number> {
   }
   const options = parseCrawlOptions(args);
   const crawlId = newCrawlId();
-  const config = parseCrawlConfig({
-    ...options.config,
-    crawlId,
-    seeds: options.urls,
-    createdAt: new Date().toISOString(),
-  });
+  const config = parseCrawlConfig({ ...options.config, crawlId, seeds: options.urls, createdAt: new Date().toISOString() });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
   const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
 
+  const sitemapUrls = options.sitemap ? await discoverSitemapUrls(options.sitemap, config, progress) : [];
   progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
   const startedAt = new Date();
   const local = await startLocalAws({
     template: parseTemplate(synthesizeTemplate()),
     stackName: STACK_NAME,
-    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    ...(options.endpoint ? { endpoint: options.endpoint } : { stateDir: resolveStateDir(options.stateDir) }),
+    ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
     handlerEnvOverrides: { LOG_LEVEL: 'warn' },
   });
   try {
-    const outputs = local.outputs;
-    const clients = local.clients;
-    await new CrawlConfigStore(clients.dynamodb, outputs.FrontierTableName!).put(config);
-    await new SqsTaskSender(clients.sqs, outputs.TaskQueueUrl!).sendTasks(
-      options.urls.map((url) => ({ task: { v: 1, crawlId, url, depth: 0 } })),
-    );
+    const submitted = await submitCrawl(local, config, sitemapUrls);
+    progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
     await local.start();
-    const ticker = setInterval(() => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`), 1000);
+    const ticker = setInterval(() => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`), 2000);
     try {
       await local.waitForIdle();
     } finally {
@@ -56,7 +50,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
     }
     const endedAt = new Date();
 
-    const blobs = new S3Blobs(clients.s3, outputs.PageBucketName!);
+    const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
     const results = await readCrawlResults(blobs, crawlId);
     await mkdir(join(outDir, 'warc'), { recursive: true });
     let warcFiles = 0;
@@ -64,10 +58,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       await writeFile(join(outDir, 'warc', basename(key)), await blobs.get(key));
       warcFiles++;
     }
-    await writeFile(
-      join(outDir, 'results.jsonl'),
-      results.map((result) => `${JSON.stringify(result)}\n`).join(''),
-    );
+    await writeFile(join(outDir, 'results.jsonl'), results.map((result) => `${JSON.stringify(result)}\n`).join(''));
     const summary = summarize(results, { crawlId, seeds: options.urls, startedAt, endedAt, warcFiles });
     await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     console.log(describeSummary(summary, outDir));
@@ -79,10 +70,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
 
 function describeProgress(stats: RuntimeStats): string {
   return Object.entries(stats.byFunction)
-    .map(
-      ([fn, s]) =>
-        `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
-    )
+    .map(([fn, s]) => `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`)
     .join('; ');
 }
 

@@ -76,6 +76,14 @@ export function createClients(endpoints: Endpoints, settings = clientSettings())
   };
 }
 
+/**
+ * Clients for real AWS: the SDK's default configuration (region from AWS_REGION or the profile,
+ * credentials from the default provider chain, AWS_ENDPOINT_URL_* honoured).
+ */
+export function createDefaultClients(): AwsClients {
+  return { sqs: new SQSClient({}), s3: new S3Client({}), dynamodb: new DynamoDBClient({}) };
+}
+
 export function destroyClients(clients: AwsClients): void {
   clients.sqs.destroy();
   clients.s3.destroy();

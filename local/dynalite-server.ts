@@ -1,11 +1,18 @@
-// dynalite (DynamoDB), in-memory, on a free 127.0.0.1 port.
+// dynalite (DynamoDB) on a free 127.0.0.1 port: in-memory, or LevelDB under `path`.
+import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 import type { RunningServer } from './fauxqs-server.ts';
 
-export async function startDynaliteServer(): Promise<RunningServer> {
+export async function startDynaliteServer(options: { path?: string } = {}): Promise<RunningServer> {
+  if (options.path) await mkdir(options.path, { recursive: true });
   // 0 ms table state transitions: CreateTable is ACTIVE at once, as provisioning expects.
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const server = dynalite({
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+    ...(options.path ? { path: options.path } : {}),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

@@ -12,6 +12,10 @@ export interface Emulators {
 export interface EmulatorOptions {
   /** Keep S3 objects as plain files here (inspectable, survive restarts); in-memory otherwise. */
   s3Dir?: string;
+  /** Keep queues and their messages (DLQs included) in SQLite here; in-memory otherwise. */
+  sqsDir?: string;
+  /** Keep DynamoDB tables and items in LevelDB here; in-memory otherwise. */
+  dynamodbDir?: string;
   /**
    * Serve all services on this one 127.0.0.1 port (0 = any free one), like LocalStack. Without it each
    * emulator gets its own free port and the endpoints differ per service.
@@ -22,9 +26,12 @@ export interface EmulatorOptions {
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
   const started: RunningServer[] = [];
   try {
-    const fauxqs = await startFauxqsServer(options.s3Dir ? { s3Dir: options.s3Dir } : {});
+    const fauxqs = await startFauxqsServer({
+      ...(options.s3Dir ? { s3Dir: options.s3Dir } : {}),
+      ...(options.sqsDir ? { sqsDir: options.sqsDir } : {}),
+    });
     started.push(fauxqs);
-    const dynamodb = await startDynaliteServer();
+    const dynamodb = await startDynaliteServer(options.dynamodbDir ? { path: options.dynamodbDir } : {});
     started.push(dynamodb);
     let endpoints: Endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: dynamodb.url };
     if (options.port !== undefined) {
@@ -34,6 +41,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       );
       started.unshift(router); // stopped first
       endpoints = { sqs: router.url, s3: router.url, dynamodb: router.url };
+      // Queues loaded from disk must name the router, which clients use, not fauxqs' own port.
+      fauxqs.rehostQueues(router.url);
     }
     return { endpoints, stop: () => stopAll(started) };
   } catch (err) {

@@ -1,4 +1,6 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
@@ -26,6 +28,8 @@ import {
 import { type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
+import { LOCAL_INSTANCE_ID, readStateMarker, type StateMarker, stateLayout } from './state-dir.ts';
+import { acquireStateLock, type StateLock } from './state-lock.ts';
 
 /** Slots per event source when neither the template (ScalingConfig) nor an override says. */
 export const DEFAULT_CONCURRENCY = 2;
@@ -36,8 +40,15 @@ export interface LocalAwsOptions {
   stackName: string;
   /** An already-running endpoint (LocalStack...) for all services, or one per service; embedded emulators otherwise. */
   endpoint?: string | Endpoints;
-  /** Embedded emulators only: S3 objects as files under this directory. */
+  /** Embedded emulators only: S3 objects as files under this directory (nothing else persists). */
   s3Dir?: string;
+  /**
+   * Embedded emulators only: keep the whole local AWS here between processes: S3 objects as files
+   * (`s3/`), DynamoDB in LevelDB (`dynamodb/`), queues and messages in SQLite (`sqs/`). Taken with a
+   * lock file (`lock`, holding the pid); names are deterministic (instance id `local` unless given)
+   * and provisioning reuses what exists. See local/README.md.
+   */
+  stateDir?: string;
   /** Embedded emulators only: serve all services on this one 127.0.0.1 port (e.g. for `crawler local`). */
   port?: number;
   handlerEnvOverrides?: Record<string, string>;
@@ -59,6 +70,8 @@ export interface RuntimeStats {
 
 export interface LocalAws {
   endpoints: Endpoints;
+  /** The persistent state directory (absolute), when started with one. */
+  stateDir?: string;
   clientConfig: { sqs: SQSClientConfig; s3: S3ClientConfig; dynamodb: DynamoDBClientConfig };
   /** Clients for the caller's own use (submitting tasks, reading results); closed by stop(). */
   clients: AwsClients;
@@ -77,7 +90,29 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   const settings = clientSettings(options.clientSettings);
   let emulators: Emulators | undefined;
   let endpoints: Endpoints;
-  if (options.endpoint === undefined) {
+  let lock: StateLock | undefined;
+  const layout = options.stateDir ? stateLayout(options.stateDir) : undefined;
+  const instanceId = options.instanceId ?? (layout ? LOCAL_INSTANCE_ID : undefined);
+  if (layout && options.endpoint !== undefined) {
+    throw new Error('stateDir applies to the embedded emulators only, not with an endpoint');
+  }
+  if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
+  if (layout) {
+    lock = await acquireStateLock(layout.dir);
+    try {
+      await ignoreInGit(layout.dir);
+      emulators = await startEmulators({
+        s3Dir: layout.s3Dir,
+        sqsDir: layout.sqsDir,
+        dynamodbDir: layout.dynamodbDir,
+        ...(options.port !== undefined ? { port: options.port } : {}),
+      });
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
+    endpoints = emulators.endpoints;
+  } else if (options.endpoint === undefined) {
     emulators = await startEmulators({
       ...(options.s3Dir ? { s3Dir: options.s3Dir } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
@@ -91,9 +126,14 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     const stack = await provisionStack(options.template, clients, {
       stackName: options.stackName,
       region: settings.region,
-      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
+      ...(instanceId ? { instanceId } : {}),
       ...(options.rootDir ? { rootDir: options.rootDir } : {}),
     });
+    if (layout && lock) {
+      await writeStateMarker(layout.dir, stack);
+      // Other processes (read-only CLI commands) can now read through our emulators.
+      await lock.publish({ endpoints, stackName: stack.stackName, instanceId: stack.instanceId });
+    }
     const functionEnv: Record<string, Record<string, string>> = {};
     for (const fn of Object.values(stack.functions)) {
       functionEnv[fn.logicalId] = {
@@ -132,6 +172,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     let stopped = false;
     return {
       endpoints,
+      ...(layout ? { stateDir: layout.dir } : {}),
       clientConfig: {
         sqs: sqsConfig(endpoints, settings),
         s3: s3Config(endpoints, settings),
@@ -162,14 +203,41 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         stopped = true;
         await Promise.all(pollers.map((p) => p.stop()));
         destroyClients(clients);
-        await emulators?.stop();
+        try {
+          await emulators?.stop();
+        } finally {
+          await lock?.release();
+        }
       },
     };
   } catch (err) {
     destroyClients(clients);
     await emulators?.stop().catch(() => {});
+    await lock?.release();
     throw err;
   }
+}
+
+async function writeStateMarker(dir: string, stack: ProvisionedStack): Promise<void> {
+  const previous = readStateMarker(dir);
+  if (previous?.stackName === stack.stackName && previous.instanceId === stack.instanceId) return;
+  const marker: StateMarker = {
+    format: 1,
+    stackName: stack.stackName,
+    instanceId: stack.instanceId,
+    createdAt: previous?.createdAt ?? new Date().toISOString(),
+  };
+  const file = stateLayout(dir).markerFile;
+  await writeFile(`${file}.tmp`, `${JSON.stringify(marker, null, 2)}\n`);
+  await rename(`${file}.tmp`, file);
+}
+
+// A state dir inside a repository (the default `.crawler` in cwd) should not show up in git status.
+async function ignoreInGit(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, '.gitignore'), '*\n', { flag: 'wx' }).catch((err: unknown) => {
+    if (!(err instanceof Error && Reflect.get(err, 'code') === 'EEXIST')) throw err;
+  });
 }
 
 function slotsFor(fn: LocalFunction, fromTemplate: number | undefined, options: LocalAwsOptions): number {

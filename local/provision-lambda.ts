@@ -58,6 +58,8 @@ export interface EventSourceInput {
   resources: Record<string, ProvisionedResource>;
   resolveString(value: unknown, path: string): string;
   note(text: string): void;
+  /** The mapping's UUID (deterministic per instance when given); random otherwise, as on Lambda. */
+  uuid?: string;
 }
 
 export type EventSourceResult =
@@ -121,7 +123,7 @@ export function readEventSource(input: EventSourceInput): EventSourceResult {
   if (extra.length > 0) input.note(`not applied locally: ${extra.join(', ')}`);
   const eventSource: LocalEventSource = {
     logicalId: input.logicalId,
-    uuid: randomUUID(),
+    uuid: input.uuid ?? randomUUID(),
     functionLogicalId: fnId,
     queueLogicalId: queueId,
     queueUrl: queue.url,

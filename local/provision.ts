@@ -1,7 +1,7 @@
 // Provisions a synthesized CDK stack into the emulators (or any AWS-compatible endpoint): walks the
 // template's Resources in dependency order, creates queues, buckets and tables, and reads functions
 // and event source mappings for the pollers. Names and settings come only from the template.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -11,10 +11,19 @@ import { type ResolveContext, resolveString, resolveValue, TemplateResolveError 
 import { type CfnTemplate, dependencyOrder, parseTemplate, type TemplateInput } from './cfn-template.ts';
 import { physicalName } from './physical-names.ts';
 import { handlerModuleOf, readEventSource, readFunction } from './provision-lambda.ts';
-import { type CreateInput, createBucket, createQueue, createTable } from './provision-storage.ts';
+import {
+  type CreateInput,
+  createBucket,
+  createQueue,
+  createTable,
+  findBucket,
+  findQueue,
+  findTable,
+} from './provision-storage.ts';
 import type { ProvisionedResource, ProvisionedStack } from './stack-model.ts';
 
 export type { CfnTemplate, TemplateInput } from './cfn-template.ts';
+export { NotProvisionedError } from './provision-storage.ts';
 export type * from './stack-model.ts';
 
 export interface ProvisionClients {
@@ -31,6 +40,12 @@ export interface ProvisionOptions {
   accountId?: string;
   /** Where Metadata `crawler:handler` paths are relative to; the repo root by default. */
   rootDir?: string;
+  /**
+   * `create` (default): create what is missing, reuse what exists. `lookup`: create nothing, only find
+   * the queues, buckets and tables an earlier provisioning of the same instance made (read-only
+   * callers against a running endpoint); a missing one throws NotProvisionedError.
+   */
+  mode?: 'create' | 'lookup';
 }
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -86,6 +101,7 @@ export async function provisionStack(
   const nameOf = (id: string, kind: Parameters<typeof physicalName>[0], opts?: { fifo?: boolean }) =>
     physicalName(kind, options.stackName, id, instanceId, opts);
 
+  const lookup = options.mode === 'lookup';
   for (const id of dependencyOrder(tpl, handled)) {
     const resource = tpl.Resources[id];
     if (!resource) continue;
@@ -101,14 +117,14 @@ export async function provisionStack(
     };
     switch (resource.Type) {
       case 'AWS::SQS::Queue':
-        stack.resources[id] = await createQueue(clients.sqs, input);
+        stack.resources[id] = await (lookup ? findQueue : createQueue)(clients.sqs, input);
         break;
       case 'AWS::S3::Bucket':
-        stack.resources[id] = await createBucket(clients.s3, input);
+        stack.resources[id] = await (lookup ? findBucket : createBucket)(clients.s3, input);
         break;
       case 'AWS::DynamoDB::Table':
       case 'AWS::DynamoDB::GlobalTable':
-        stack.resources[id] = await createTable(clients.dynamodb, input);
+        stack.resources[id] = await (lookup ? findTable : createTable)(clients.dynamodb, input);
         break;
       case FUNCTION: {
         const props = resource.Properties ?? {};
@@ -136,6 +152,7 @@ export async function provisionStack(
           resources: stack.resources,
           resolveString: asString,
           note,
+          uuid: mappingUuid(options.stackName, id, instanceId),
         });
         if (result.kind === 'ignored') {
           stack.ignored.push({ logicalId: id, type: MAPPING, reason: result.reason });
@@ -158,6 +175,13 @@ export async function provisionStack(
     }
   }
   return stack;
+}
+
+// Like the physical names: the same instance gets the same mapping ids (UUID-shaped, version 5 bits).
+function mappingUuid(stackName: string, logicalId: string, instanceId: string): string {
+  const hex = createHash('sha256').update(`${stackName}\0${logicalId}\0${instanceId}\0mapping`).digest('hex');
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 function resolveContext(tpl: CfnTemplate, stack: ProvisionedStack): ResolveContext {

@@ -17,8 +17,17 @@ export class SqsTaskSender implements TaskSender {
     return sendMessagesInBatches(
       this.sqs,
       this.queueUrl,
-      tasks.map(({ task, delaySeconds }) => ({ body: JSON.stringify(task), delaySeconds })),
+      tasks.map(({ task, delaySeconds }) => ({ body: JSON.stringify(task), delaySeconds, groupId: hostOf(task.url) })),
     );
+  }
+}
+
+/** Fair queues: the host is the message group, so one large host cannot starve the rest of a crawl. */
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host || undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -8,6 +8,8 @@ import { RetryableError } from '../core/errors.ts';
 export interface QueueMessage {
   body: string;
   delaySeconds?: number;
+  /** MessageGroupId: on a standard queue it makes SQS fair queueing share throughput between groups. */
+  groupId?: string | undefined;
 }
 
 const MAX_ENTRIES = 10;
@@ -49,6 +51,7 @@ async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]
           Id: id,
           MessageBody: message.body,
           ...(message.delaySeconds ? { DelaySeconds: message.delaySeconds } : {}),
+          ...(message.groupId ? { MessageGroupId: message.groupId } : {}),
         })),
       }),
     );

@@ -1,31 +1,116 @@
-/** Aggregate function: SQS batch of result records → gzip JSONL index parts in the page store. */
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+/**
+ * Aggregate function: SQS batch of result records → finalize in the FrontierTable, gzip JSONL index
+ * parts in the page store, crawl counters, completion and the crawl summary (core/aggregate-batch.ts).
+ * Thin on purpose: parse the event, call the core, report batch item failures.
+ *
+ * Failed messages are made visible again soon instead of after the queue's visibility timeout
+ * (6× the function timeout): a malformed message at once, so its maxReceiveCount receives pass in
+ * seconds and it lands in the ResultsDLQ promptly; a result whose processing failed after a short
+ * backoff. The queue URL comes from the record's eventSourceARN (GetQueueUrl, once per container).
+ */
+import { GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { delayRedelivery } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { processResultBatch } from '../core/aggregate-batch.ts';
+import { backoffSeconds } from '../core/backoff.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { AggregateEnvSchema, type Env, loadEnv } from '../shared/env.ts';
 import { createLogger } from '../shared/logger.ts';
+
+/** Retries of a failed step wait a little (seconds), not the 6× timeout visibility. */
+const RETRY_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };
 
 export function createHandler(rawEnv: Env) {
   const env = loadEnv(AggregateEnvSchema, rawEnv, 'aggregate function');
   const clients = createAwsClients(env);
   const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET);
+  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
   const log = createLogger('aggregate', rawEnv.LOG_LEVEL);
+  const queueUrls = new Map<string, Promise<string>>();
+
+  const queueUrlOf = (arn: string): Promise<string> => {
+    let url = queueUrls.get(arn);
+    if (!url) {
+      url = resolveQueueUrl(clients.sqs, arn);
+      url.catch(() => queueUrls.delete(arn));
+      queueUrls.set(arn, url);
+    }
+    return url;
+  };
 
   return async (event: SQSEvent, context?: Pick<Context, 'awsRequestId'>): Promise<SQSBatchResponse> => {
+    const byId = new Map(event.Records.map((record) => [record.messageId, record]));
     const report = await processResultBatch(
-      event.Records.map((record) => ({ id: record.messageId, body: record.body })),
-      { blobs, invocationId: context?.awsRequestId ?? crypto.randomUUID() },
+      event.Records.map((record) => ({
+        id: record.messageId,
+        body: record.body,
+        receiveCount: Number(record.attributes.ApproximateReceiveCount) || 1,
+      })),
+      { frontier, blobs, invocationId: context?.awsRequestId ?? crypto.randomUUID() },
     );
     for (const part of report.written) log.info('index part written', part);
+    for (const dup of report.duplicates) log.info('duplicate result dropped', dup);
+    for (const again of report.rewritten) log.warn('redelivered result written again', again);
+    for (const summary of report.summaries) log.info('crawl complete, summary written', summary);
     for (const bad of report.rejected)
       log.error('not a result record', { messageId: bad.id, reason: bad.reason });
-    return { batchItemFailures: report.rejected.map((bad) => ({ itemIdentifier: bad.id })) };
+    for (const retry of report.retry) log.warn('result will be retried', retry);
+
+    const redeliver = [
+      ...report.rejected.map((bad) => ({ id: bad.id, seconds: 0 })),
+      ...report.retry.map((retry) => ({
+        id: retry.id,
+        seconds: backoffSeconds(receiveCount(byId.get(retry.id)), RETRY_BACKOFF),
+      })),
+    ];
+    await hastenRedelivery(clients.sqs, redeliver, byId, queueUrlOf).catch((error: unknown) =>
+      log.warn('could not change the visibility of failed messages', { error: String(error) }),
+    );
+    return { batchItemFailures: redeliver.map((entry) => ({ itemIdentifier: entry.id })) };
   };
+}
+
+function receiveCount(record: SQSRecord | undefined): number {
+  return Number(record?.attributes.ApproximateReceiveCount) || 1;
+}
+
+async function hastenRedelivery(
+  sqs: SQSClient,
+  entries: ReadonlyArray<{ id: string; seconds: number }>,
+  byId: Map<string, SQSRecord>,
+  queueUrlOf: (arn: string) => Promise<string>,
+): Promise<void> {
+  const byQueue = Map.groupBy(
+    entries.flatMap((entry) => {
+      const record = byId.get(entry.id);
+      return record ? [{ record, seconds: entry.seconds }] : [];
+    }),
+    (entry) => entry.record.eventSourceARN,
+  );
+  for (const [arn, group] of byQueue) {
+    const queueUrl = await queueUrlOf(arn);
+    await delayRedelivery(
+      sqs,
+      queueUrl,
+      group.map(({ record, seconds }) => ({ receiptHandle: record.receiptHandle, seconds })),
+    );
+  }
+}
+
+/** `arn:aws:sqs:<region>:<account>:<name>` → the queue's URL, as SQS itself spells it. */
+async function resolveQueueUrl(sqs: SQSClient, arn: string): Promise<string> {
+  const [, , service, , account, name] = arn.split(':');
+  if (service !== 'sqs' || !account || !name) throw new Error(`not an SQS queue ARN: ${arn}`);
+  const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
+  if (!out.QueueUrl) throw new Error(`GetQueueUrl gave no URL for ${arn}`);
+  return out.QueueUrl;
 }
 
 let lambdaHandler: ReturnType<typeof createHandler> | undefined;
 
+/** The Lambda entry point: one handler instance per warm container, built on first use. */
 export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
   lambdaHandler ??= createHandler(process.env);
   return lambdaHandler(event, context);

@@ -16,6 +16,8 @@ export const FetchLimitsSchema = z.object({
     .int()
     .positive()
     .default(5 * 1024 * 1024),
+  /** Decoded (decompressed) bytes read for link extraction: decompression bombs stop here. */
+  maxDecodedBytes: z.number().int().positive().default(20 * 1024 * 1024),
   maxRedirects: z.number().int().min(0).default(5),
   maxUrlLength: z.number().int().positive().default(2048),
 });
@@ -27,6 +29,18 @@ export const CrawlConfigSchema = z.object({
   userAgent: z.string().min(1).max(512).default(DEFAULT_USER_AGENT),
   /** Tests and local demos crawl 127.0.0.1; production crawls must not reach private addresses. */
   allowPrivate: z.boolean().default(false),
+  scope: z.enum(['host', 'domain', 'prefix']).default('host'),
+  include: z.array(z.string()).default([]),
+  exclude: z.array(z.string()).default([]),
+  maxDepth: z.number().int().min(0).default(20),
+  /** Pages fetched at most (admitted fetch tasks); unlimited when absent. */
+  maxPages: z.number().int().positive().optional(),
+  /** Minimum gap between two requests to one host, unless robots.txt Crawl-delay asks for more. */
+  delayMs: z.number().int().min(0).default(1000),
+  /** Cap on robots.txt Crawl-delay: a host asking for more is crawled at the cap, and that is recorded. */
+  maxCrawlDelayMs: z.number().int().min(0).default(30_000),
+  respectRobots: z.boolean().default(true),
+  followNofollow: z.boolean().default(false),
   /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
   maxAttempts: z.number().int().min(1).max(4).default(4),
   limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),

@@ -61,14 +61,26 @@ export interface FrontierUrl {
   depth: number;
 }
 
+export type ClaimResult = { status: 'claimed' } | { status: 'held'; leaseUntil: number } | { status: 'done' };
+
+export type AdmittedUrl = FrontierUrl & { fresh: boolean };
+
 /** The fetch side of the frontier (docs/frontier.md). */
 export interface FrontierWriter {
-  /** Conditional puts: returns the candidates that are new to the crawl (or this page's own unsent admissions). */
-  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<FrontierUrl[]>;
+  /**
+   * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
+   * earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks, uncounted).
+   */
+  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
-  /** Fetch-once: 'claimed' if this caller may fetch the URL now, 'duplicate' if another holds or finished it. */
-  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<'claimed' | 'duplicate'>;
+  /**
+   * Fetch-once. `claimed`: this caller may fetch now. `held`: another live claim holds it until
+   * `leaseUntil` (a redelivery after a crash waits for it). `done`: the URL already has its result.
+   */
+  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
+  /** Gives a claim back (the fetch will be retried later), so the retry can claim again. */
+  release(crawlId: string, key: string): Promise<void>;
   /** Counts newly admitted URLs (one ADD per crawl per batch). */
   addQueued(crawlId: string, count: number): Promise<void>;
 }

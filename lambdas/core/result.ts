@@ -11,6 +11,8 @@ export const WarcPointerSchema = z.object({
 export const ResultSchema = z.object({
   v: z.literal(1),
   crawlId: z.string(),
+  /** Frontier key: sha256 of the normalized URL (for a malformed task: of `invalid:` + its message id). */
+  key: z.string(),
   url: z.string(),
   finalUrl: z.string().optional(),
   status: z.number().int().optional(),
@@ -23,6 +25,8 @@ export const ResultSchema = z.object({
   sha1: z.string().optional(),
   truncated: z.enum(['length', 'time']).optional(),
   location: z.string().optional(),
+  /** `<link rel=canonical>` of an HTML page, resolved. */
+  canonical: z.string().optional(),
   warc: WarcPointerSchema.optional(),
   fetchedAt: z.string(),
   ms: z.number().min(0),

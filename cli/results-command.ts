@@ -1,0 +1,89 @@
+/**
+ * `crawler results ID [--outcome X] [--format jsonl|csv]`: streams a crawl's results index to
+ * stdout, one record per URL (deduplicated by key, see results-reader.ts). JSONL repeats each stored
+ * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
+ * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
+ */
+import { parseArgs } from 'node:util';
+import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
+import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import { OUTCOMES } from '../lambdas/core/outcome.ts';
+import {
+  type CliIo,
+  CSV_COLUMNS,
+  cliIo,
+  csvHeader,
+  csvRow,
+  isOutcome,
+  openStack,
+  requireOutput,
+  STACK_OPTIONS,
+  STACK_USAGE,
+  streamIndex,
+  write,
+} from './results-reader.ts';
+import { UsageError } from './usage-error.ts';
+
+export const RESULTS_USAGE = `usage: crawler results ID [options]
+  --outcome X          only URLs with this outcome (${OUTCOMES.join(', ')})
+  --format F           jsonl (default: the index lines as stored) or csv (columns: ${CSV_COLUMNS.join(',')})
+${STACK_USAGE}`;
+
+export async function resultsCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
+  const io = cliIo(overrides);
+  if (args.includes('--help') || args.includes('-h')) {
+    await write(io.stdout, `${RESULTS_USAGE}\n`);
+    return 0;
+  }
+  const { values, positionals } = parse(args);
+  if (positionals.length !== 1) throw new UsageError(`results needs exactly one crawl id\n${RESULTS_USAGE}`);
+  const crawlId = positionals[0]!;
+  const format = values.format ?? 'jsonl';
+  if (format !== 'jsonl' && format !== 'csv') {
+    throw new UsageError(`--format expects jsonl or csv, got ${JSON.stringify(format)}`);
+  }
+  if (values.outcome !== undefined && !isOutcome(values.outcome)) {
+    throw new UsageError(
+      `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
+    );
+  }
+  const stack = await openStack(values, io.locate);
+  try {
+    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
+    if (format === 'csv') await write(io.stdout, csvHeader());
+    const lines = streamIndex(
+      blobs,
+      crawlId,
+      values.outcome === undefined ? {} : { outcome: values.outcome },
+    );
+    let count = 0;
+    for await (const { line, text } of lines) {
+      await write(io.stdout, format === 'csv' ? csvRow(line) : `${text}\n`);
+      count++;
+    }
+    // No lines: an unknown crawl is an error; a known one just has no (matching) results yet.
+    if (count === 0) {
+      const table = requireOutput(stack, 'FrontierTableName');
+      if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
+        await write(io.stderr, `no crawl ${crawlId} in ${stack.description}\n`);
+        return 1;
+      }
+    }
+    return 0;
+  } finally {
+    await stack.close();
+  }
+}
+
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n${RESULTS_USAGE}`);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * `crawler status ID`: a crawl's state and counters from the FrontierTable (docs/frontier.md,
+ * "Counters and completion"): queued, done, by outcome, bytes, requests, pages/s, start and end.
+ * Human text by default, `--json` for one JSON object.
+ */
+import { parseArgs } from 'node:util';
+import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
+import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
+import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
+import type { CrawlCounters } from '../lambdas/core/ports.ts';
+import {
+  type CliIo,
+  cliIo,
+  openStack,
+  requireOutput,
+  STACK_OPTIONS,
+  STACK_USAGE,
+  write,
+} from './results-reader.ts';
+import { UsageError } from './usage-error.ts';
+
+export const STATUS_USAGE = `usage: crawler status ID [options]
+  --json               print one JSON object instead of text
+${STACK_USAGE}`;
+
+export interface CrawlStatus {
+  crawlId: string;
+  state: CrawlCounters['state'];
+  queued: number;
+  done: number;
+  /** queued - done (never negative): URLs admitted and not finished yet. */
+  pending: number;
+  byOutcome: Record<Outcome, number>;
+  bytes: number;
+  requests: number;
+  startedAt?: string;
+  endedAt?: string;
+  /** From startedAt to endedAt, or to now while running. */
+  seconds?: number;
+  /** Fetched pages per second over `seconds`. */
+  pagesPerSecond?: number;
+}
+
+export function crawlStatus(crawlId: string, counters: CrawlCounters, now: Date): CrawlStatus {
+  const summary = summaryFromCounters(crawlId, counters, now);
+  return {
+    crawlId,
+    state: counters.state,
+    queued: counters.queued,
+    done: counters.done,
+    pending: Math.max(0, counters.queued - counters.done),
+    byOutcome: summary.byOutcome,
+    bytes: counters.bytes,
+    requests: counters.requests,
+    ...(counters.startedAt === undefined ? {} : { startedAt: counters.startedAt }),
+    ...(counters.endedAt === undefined ? {} : { endedAt: counters.endedAt }),
+    ...(summary.seconds === undefined ? {} : { seconds: summary.seconds }),
+    ...(summary.pagesPerSecond === undefined ? {} : { pagesPerSecond: summary.pagesPerSecond }),
+  };
+}
+
+export function describeStatus(status: CrawlStatus): string {
+  const outcomes = OUTCOMES.filter((o) => status.byOutcome[o] > 0)
+    .map((o) => `${o} ${status.byOutcome[o]}`)
+    .join(', ');
+  const pad = (label: string) => `  ${`${label}:`.padEnd(10)}`;
+  return [
+    `crawl ${status.crawlId}: ${status.state}`,
+    `${pad('urls')}${status.done} done of ${status.queued} queued (${status.pending} pending)`,
+    `${pad('outcomes')}${outcomes || 'none yet'}`,
+    `${pad('bytes')}${status.bytes}`,
+    `${pad('requests')}${status.requests}`,
+    `${pad('pages/s')}${status.pagesPerSecond ?? '-'}`,
+    `${pad('started')}${status.startedAt ?? '-'}`,
+    `${pad('ended')}${status.endedAt ?? '-'}${status.seconds === undefined ? '' : ` (${status.seconds} s)`}`,
+  ].join('\n');
+}
+
+export async function statusCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
+  const io = cliIo(overrides);
+  if (args.includes('--help') || args.includes('-h')) {
+    await write(io.stdout, `${STATUS_USAGE}\n`);
+    return 0;
+  }
+  const { values, positionals } = parse(args);
+  if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
+  const crawlId = positionals[0]!;
+  const stack = await openStack(values, io.locate);
+  try {
+    const frontier = createFrontierStore(stack.clients.dynamodb, requireOutput(stack, 'FrontierTableName'));
+    const counters = await frontier.readCounters(crawlId);
+    if (!counters) {
+      await write(io.stderr, `no crawl ${crawlId} in ${stack.description}\n`);
+      return 1;
+    }
+    const status = crawlStatus(crawlId, counters, new Date());
+    await write(
+      io.stdout,
+      values.json ? `${JSON.stringify(status, null, 2)}\n` : `${describeStatus(status)}\n`,
+    );
+    return 0;
+  } finally {
+    await stack.close();
+  }
+}
+
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n${STATUS_USAGE}`);
+  }
+}

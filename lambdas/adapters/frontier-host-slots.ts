@@ -1,0 +1,146 @@
+/**
+ * Per-(crawl, host) request slots (`CRAWL#<id>` / `HOST#<host:port>`): one conditional update
+ * reserves the host's next free slot, shared by every concurrent fetcher (docs/frontier.md,
+ * "Politeness"). The item holds `next` (epoch ms of the next free slot) and the last `delayMs`.
+ */
+import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import type { HostSlots } from '../core/ports.ts';
+import {
+  ATTR,
+  ConflictError,
+  expiresAt,
+  hostKey,
+  isConditionFailed,
+  N,
+  names,
+  num,
+  type ResolvedOptions,
+} from './frontier-schema.ts';
+
+/** Hosts whose last seen `next` this instance keeps, to pick the write that will succeed first. */
+const MAX_REMEMBERED_HOSTS = 10_000;
+
+export class FrontierHostSlots implements HostSlots {
+  private readonly dynamodb: DynamoDBClient;
+  private readonly table: string;
+  private readonly options: ResolvedOptions;
+  private readonly lastNext = new Map<string, number>();
+
+  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
+    this.dynamodb = dynamodb;
+    this.table = table;
+    this.options = options;
+  }
+
+  private async readNext(crawlId: string, host: string): Promise<number | undefined> {
+    const out = await this.dynamodb.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        ConsistentRead: true,
+        ProjectionExpression: `#${ATTR.next}`,
+        ExpressionAttributeNames: names(ATTR.next),
+      }),
+    );
+    return num(out.Item, ATTR.next);
+  }
+
+  /**
+   * Reserves `slot = max(now, next)` and moves `next` to `slot + delayMs`, atomically, without a read
+   * and without conflicts between concurrent reservers. Two complementary conditional writes:
+   * - busy host (`next > now`): `ADD next :delay`; the slot is the new `next` minus the delay;
+   * - idle or unknown host (`next <= now` or absent): `SET next = now + delay`; the slot is `now`.
+   * `next` never decreases, so when one condition fails the other holds on the next try: at most
+   * three writes, one in steady state, because the branch to try first comes from the `next` this
+   * container saw last for the host.
+   *
+   * With no delay nothing is written: the slot is `now`, or a pushed-back `next` (Retry-After).
+   */
+  async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
+    if (!(delayMs > 0)) return Math.max(now, (await this.readNext(crawlId, host)) ?? 0);
+    const id = `${crawlId}\n${host}`;
+    let busy = (this.lastNext.get(id) ?? 0) > now;
+    for (let attempt = 0; attempt < this.options.maxConflictAttempts; attempt++) {
+      try {
+        const next = busy
+          ? await this.addDelay(crawlId, host, delayMs, now)
+          : await this.start(crawlId, host, delayMs, now);
+        this.remember(id, next);
+        return next - delayMs;
+      } catch (err) {
+        if (!isConditionFailed(err)) throw err;
+        busy = !busy;
+      }
+    }
+    throw new ConflictError(`reserve(${crawlId}, ${host})`, this.options.maxConflictAttempts);
+  }
+
+  /** Busy host: `next += delay` if `next > now`; returns the new `next`. */
+  private async addDelay(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
+    const out = await this.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        UpdateExpression: `SET #${ATTR.delayMs} = :delay, #${ATTR.expiresAt} = :expiresAt ADD #${ATTR.next} :delay`,
+        ConditionExpression: `#${ATTR.next} > :now`,
+        ExpressionAttributeNames: names(ATTR.next, ATTR.delayMs, ATTR.expiresAt),
+        ExpressionAttributeValues: {
+          ':delay': N(delayMs),
+          ':now': N(now),
+          ':expiresAt': expiresAt(this.options),
+        },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    const next = num(out.Attributes, ATTR.next);
+    if (next === undefined) throw new Error(`reserve(${crawlId}, ${host}): UpdateItem returned no next`);
+    return next;
+  }
+
+  /** Idle or unknown host: `next = now + delay` if `next <= now` or absent; returns it. */
+  private async start(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
+    await this.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        UpdateExpression: `SET #${ATTR.next} = :next, #${ATTR.delayMs} = :delay, #${ATTR.expiresAt} = :expiresAt`,
+        ConditionExpression: `attribute_not_exists(#${ATTR.next}) OR #${ATTR.next} <= :now`,
+        ExpressionAttributeNames: names(ATTR.next, ATTR.delayMs, ATTR.expiresAt),
+        ExpressionAttributeValues: {
+          ':next': N(now + delayMs),
+          ':delay': N(delayMs),
+          ':now': N(now),
+          ':expiresAt': expiresAt(this.options),
+        },
+      }),
+    );
+    return now + delayMs;
+  }
+
+  private remember(id: string, next: number): void {
+    this.lastNext.delete(id);
+    this.lastNext.set(id, next);
+    if (this.lastNext.size > MAX_REMEMBERED_HOSTS) {
+      const oldest = this.lastNext.keys().next().value;
+      if (oldest !== undefined) this.lastNext.delete(oldest);
+    }
+  }
+
+  /** Moves the host's next free slot to `notBefore` unless it already is at or beyond it. */
+  async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
+    try {
+      await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `SET #${ATTR.next} = :notBefore, #${ATTR.expiresAt} = :expiresAt`,
+          ConditionExpression: `attribute_not_exists(#${ATTR.next}) OR #${ATTR.next} < :notBefore`,
+          ExpressionAttributeNames: names(ATTR.next, ATTR.expiresAt),
+          ExpressionAttributeValues: { ':notBefore': N(notBefore), ':expiresAt': expiresAt(this.options) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+}

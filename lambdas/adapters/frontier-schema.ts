@@ -1,0 +1,172 @@
+/**
+ * The FrontierTable's item layout (docs/frontier.md) in one place: keys, attribute names, the values
+ * of `st` and `state`, and the small helpers every frontier adapter shares. Expressions always refer
+ * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { OUTCOMES, type Outcome } from '../core/outcome.ts';
+import type { CrawlCounters } from '../core/ports.ts';
+
+export type Item = Record<string, AttributeValue>;
+
+/** Every attribute name the frontier adapters read or write. */
+export const ATTR = {
+  pk: 'pk',
+  sk: 'sk',
+  expiresAt: 'expiresAt',
+  // URL items
+  url: 'url',
+  depth: 'depth',
+  st: 'st',
+  parent: 'parent',
+  lease: 'lease',
+  outcome: 'outcome',
+  // crawl counters
+  queued: 'queued',
+  done: 'done',
+  admitted: 'admitted',
+  bytes: 'bytes',
+  requests: 'requests',
+  state: 'state',
+  startedAt: 'startedAt',
+  endedAt: 'endedAt',
+  // host slots
+  next: 'next',
+  delayMs: 'delayMs',
+  // robots
+  policy: 'policy',
+  policyGz: 'policyGz',
+  policyOversized: 'policyOversized',
+  fetchedAt: 'fetchedAt',
+  retryAt: 'retryAt',
+  failures: 'failures',
+} as const;
+
+export type AttrName = (typeof ATTR)[keyof typeof ATTR];
+
+/** `o_<outcome>`: the per-outcome counters on the counters item. */
+export const outcomeAttr = (outcome: Outcome): string => `o_${outcome}`;
+
+/** `st` of URL items. */
+export const URL_ST = { new: 'new', fetching: 'fetching', done: 'done' } as const;
+/** `st` of robots items. */
+export const ROBOTS_ST = { fetching: 'fetching', ready: 'ready', unavailable: 'unavailable' } as const;
+/** `state` of the counters item. */
+export const CRAWL_STATE = { running: 'running', complete: 'complete', cancelled: 'cancelled' } as const;
+
+export const URL_SK_PREFIX = 'URL#';
+
+export const crawlPk = (crawlId: string): string => `CRAWL#${crawlId}`;
+
+const key = (crawlId: string, sk: string): Item => ({ pk: { S: crawlPk(crawlId) }, sk: { S: sk } });
+export const urlKey = (crawlId: string, urlKeyHex: string): Item =>
+  key(crawlId, `${URL_SK_PREFIX}${urlKeyHex}`);
+export const countersKey = (crawlId: string): Item => key(crawlId, 'COUNTERS');
+export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `HOST#${host}`);
+export const robotsKey = (crawlId: string, origin: string): Item => key(crawlId, `ROBOTS#${origin}`);
+
+/** `{ '#a': 'a', ... }` for the attributes an expression mentions as `#a`. */
+export function names(...attrs: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const attr of attrs) out[`#${attr}`] = attr;
+  return out;
+}
+
+export const S = (value: string): AttributeValue => ({ S: value });
+export const N = (value: number): AttributeValue => {
+  if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+  return { N: String(value) };
+};
+
+export function num(item: Item | undefined, attr: string): number | undefined {
+  const raw = item?.[attr]?.N;
+  return raw === undefined ? undefined : Number(raw);
+}
+
+export function str(item: Item | undefined, attr: string): string | undefined {
+  return item?.[attr]?.S;
+}
+
+export function isConditionFailed(err: unknown): err is Error & { Item?: Item } {
+  return err instanceof Error && err.name === 'ConditionalCheckFailedException';
+}
+
+export interface FrontierStoreOptions {
+  /**
+   * How long a frontier item lives after its last write, via the table's TTL attribute `expiresAt`
+   * (epoch seconds). Default 30 days: a crawl that sits idle longer loses its frontier.
+   */
+  ttlSeconds?: number;
+  /** Conditional puts in flight at once per `admit` call. Default 16. */
+  admitConcurrency?: number;
+  /** Attempts of an optimistic update (page budget, host slot) before giving up with an error. Default 100. */
+  maxConflictAttempts?: number;
+  /** A `ready` robots entry older than this may be claimed again (RFC 9309: cache at most 24 h). Default 24 h. */
+  robotsMaxAgeMs?: number;
+  /** Clock for `expiresAt`, `startedAt` and `endedAt` (epoch ms). Default Date.now. */
+  clock?: () => number;
+}
+
+export interface ResolvedOptions {
+  ttlSeconds: number;
+  admitConcurrency: number;
+  maxConflictAttempts: number;
+  robotsMaxAgeMs: number;
+  clock: () => number;
+}
+
+export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
+
+export function resolveOptions(options: FrontierStoreOptions = {}): ResolvedOptions {
+  return {
+    ttlSeconds: options.ttlSeconds ?? DEFAULT_TTL_SECONDS,
+    admitConcurrency: Math.max(1, Math.floor(options.admitConcurrency ?? 16)),
+    maxConflictAttempts: Math.max(1, Math.floor(options.maxConflictAttempts ?? 100)),
+    robotsMaxAgeMs: options.robotsMaxAgeMs ?? 24 * 3600 * 1000,
+    clock: options.clock ?? Date.now,
+  };
+}
+
+/** `expiresAt` (epoch seconds) for an item written now. */
+export const expiresAt = (options: ResolvedOptions): AttributeValue =>
+  N(Math.floor(options.clock() / 1000) + options.ttlSeconds);
+
+/**
+ * Full-jitter pause between attempts of an optimistic update: up to 2 ms doubling per attempt, capped
+ * at 50 ms. Conflicts are resolved by re-reading, so the pause only spreads colliding writers apart.
+ */
+export function conflictPause(attempt: number): Promise<void> {
+  const ceiling = Math.min(50, 2 * 2 ** Math.min(attempt, 10));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+}
+
+export class ConflictError extends Error {
+  constructor(what: string, attempts: number) {
+    super(`${what}: still conflicting after ${attempts} attempts`);
+    this.name = 'ConflictError';
+  }
+}
+
+/** The counters item as `CrawlCounters` (absent numbers are 0, absent state is `running`). */
+export function parseCounters(item: Item): CrawlCounters {
+  const byOutcome: Partial<Record<Outcome, number>> = {};
+  for (const outcome of OUTCOMES) {
+    const count = num(item, outcomeAttr(outcome));
+    if (count !== undefined && count !== 0) byOutcome[outcome] = count;
+  }
+  const state = str(item, ATTR.state);
+  const counters: CrawlCounters = {
+    queued: num(item, ATTR.queued) ?? 0,
+    done: num(item, ATTR.done) ?? 0,
+    admitted: num(item, ATTR.admitted) ?? 0,
+    bytes: num(item, ATTR.bytes) ?? 0,
+    requests: num(item, ATTR.requests) ?? 0,
+    byOutcome,
+    state: state === CRAWL_STATE.complete || state === CRAWL_STATE.cancelled ? state : CRAWL_STATE.running,
+  };
+  const startedAt = str(item, ATTR.startedAt);
+  if (startedAt !== undefined) counters.startedAt = startedAt;
+  const endedAt = str(item, ATTR.endedAt);
+  if (endedAt !== undefined) counters.endedAt = endedAt;
+  return counters;
+}

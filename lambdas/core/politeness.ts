@@ -1,0 +1,78 @@
+/**
+ * Politeness arithmetic (docs/frontier.md, "Politeness"). Pure: the slots themselves live in the
+ * FrontierTable behind HostSlots; this module only says how long the gap is and what to do with a slot.
+ *
+ * - The gap between two requests to one host is the crawl's `delayMs`, or the robots.txt Crawl-delay
+ *   when that is larger, capped at `maxCrawlDelayMs` (and the cap is reported, so it can be recorded).
+ *   The cap only ever shortens what robots.txt asked for: a `delayMs` above the cap is kept.
+ * - A reserved slot is used at once, waited for in the function (up to `maxWaitMs`), or handed to SQS:
+ *   the task is re-sent once with `DelaySeconds` (at most 900) and `notBefore = slot`. A task that
+ *   arrives with `notBefore` still in the future (a slot more than 900 s away) gets the same plan for
+ *   its `notBefore`, without reserving again.
+ * - Slots are per host:port (`hostKey`), not per origin: http://a and https://a share one host.
+ */
+import type { CrawlConfig } from './crawl-config.ts';
+
+export const DEFAULT_MAX_WAIT_MS = 2_000;
+/** SQS caps DelaySeconds at 15 minutes. */
+export const MAX_SQS_DELAY_SECONDS = 900;
+
+export interface EffectiveDelay {
+  /** Gap to keep between two requests to the host, in ms. */
+  delayMs: number;
+  /** True when robots.txt asked for more than `delayMs` (its Crawl-delay was above the cap). */
+  capped: boolean;
+}
+
+/**
+ * The per-host gap: `config.delayMs`, or the robots.txt Crawl-delay (seconds, fractions allowed)
+ * when it is larger, capped at `config.maxCrawlDelayMs`.
+ */
+export function effectiveDelayMs(
+  config: Pick<CrawlConfig, 'delayMs' | 'maxCrawlDelayMs'>,
+  robotsCrawlDelaySeconds: number | undefined,
+): EffectiveDelay {
+  const base = Math.max(0, config.delayMs);
+  const asked = robotsCrawlDelaySeconds;
+  if (asked === undefined || Number.isNaN(asked) || asked <= 0) return { delayMs: base, capped: false };
+  // Whole ms, rounded up, without float noise (1.1 s is 1100 ms, not 1101).
+  const askedMs = Math.ceil(Math.round(asked * 1e6) / 1000);
+  const delayMs = Math.max(base, Math.min(askedMs, Math.max(0, config.maxCrawlDelayMs)));
+  return { delayMs, capped: askedMs > delayMs };
+}
+
+export type SlotPlan =
+  | { kind: 'now' }
+  | { kind: 'wait'; ms: number }
+  | { kind: 'defer'; delaySeconds: number; notBefore: number };
+
+export interface SlotPlanOptions {
+  /** Longest wait spent inside the function; a slot further away is deferred through SQS. */
+  maxWaitMs?: number;
+  /** Cap on DelaySeconds (SQS: 900). */
+  maxSqsDelaySeconds?: number;
+}
+
+/**
+ * What to do with a reserved slot (epoch ms) at time `now`: go, wait `ms`, or re-send the task
+ * with `delaySeconds` and `notBefore = slot`.
+ */
+export function slotPlan(slot: number, now: number, options: SlotPlanOptions = {}): SlotPlan {
+  const maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+  const maxDelay = options.maxSqsDelaySeconds ?? MAX_SQS_DELAY_SECONDS;
+  const wait = slot - now;
+  if (!(wait > 0)) return { kind: 'now' };
+  if (wait <= maxWaitMs) return { kind: 'wait', ms: wait };
+  const delaySeconds = Math.max(1, Math.min(maxDelay, Math.ceil(wait / 1000)));
+  return { kind: 'defer', delaySeconds, notBefore: slot };
+}
+
+/**
+ * The politeness key of a URL: `host` or `host:port` as the WHATWG URL serialises it (lower-cased,
+ * IDNA, a port equal to the scheme's default elided). Throws a TypeError for a string that is not
+ * an absolute URL.
+ */
+export function hostKey(url: URL | string): string {
+  const parsed = typeof url === 'string' ? new URL(url) : url;
+  return parsed.host;
+}

@@ -1,0 +1,611 @@
+/**
+ * The robots.txt gate (docs/frontier.md, "robots.txt"): may this URL be fetched now, and with which
+ * Crawl-delay? robots.txt is fetched once per (crawl, origin) by whichever task claims it in the
+ * RobotsStore, through a politeness slot of its host, and shared through the store (and a small
+ * per-container cache) with every other task.
+ *
+ * Verdicts:
+ * - `allowed` (with the group's Crawl-delay, if any) / `disallowed` (with a reason): decided by
+ *   `isAllowed(policy, config.userAgent, url)`. `respectRobots: false` and `/robots.txt` itself are
+ *   always allowed (the latter without any I/O); so is a non-http(s) URL (the fetcher refuses it).
+ * - `defer` until `untilMs`: robots.txt is being fetched by another task (come back a few seconds
+ *   after its request goes out), is `unavailable` until `retryAt`, or this task claimed it and its
+ *   host's slot is more than `maxWaitMs` away.
+ * - `failed`: `robots-unavailable` after 4 failed attempts (5xx, 429, timeouts, network errors);
+ *   `address-blocked` when the origin itself is refused by the fetcher's address guard (chosen over
+ *   letting the PermanentError propagate, so the gate never throws for what a host does). Nothing is
+ *   stored for a blocked origin: its own URLs would be refused by the same guard anyway.
+ *
+ * Slots. A verdict may carry `slot`: a politeness slot of the URL's host that this task holds (the
+ * gate reserved it, or `deps.heldSlot` passed through). On `allowed`, use it for the page instead of
+ * reserving another; on `defer`, `untilMs === slot` and the task is re-sent with `notBefore = slot`,
+ * and on arrival that `notBefore` is passed back as `deps.heldSlot`. Without `slot`, the task holds
+ * none: reserve for the page, or re-send a deferred task with DelaySeconds only (no `notBefore`).
+ * A held slot the gate spends on robots.txt is not returned.
+ *
+ * Fetching (the claimer). The host slot is reserved first (with the crawl's `delayMs`), then the
+ * origin is claimed with a lease of (slot wait + fetch budget), so a claim outlives the wait for its
+ * slot; when the claim is lost, the reserved slot is kept for the page (see above) instead of being
+ * wasted. A slot within `maxWaitMs` is waited for; a later one defers the task holding the slot,
+ * and when it comes back (`heldSlot`, whose lease is `heldSlot + budget`) it fetches at once.
+ * The request: GET /robots.txt through the crawl's fetcher (the address guard applies to every hop),
+ * at most 512 KiB (`maxBodyBytes`; Content-Encoding undone with the same cap, a line cut by the cap
+ * is dropped), up to 5 redirects followed by hand, cross-origin allowed, each hop through a slot of
+ * its own host (waited for up to `maxWaitMs + delayMs`; a busier hop host counts as unreachable).
+ * Statuses (RFC 9309 §2.3.1): 2xx → parse; 4xx (401 and 403 too), more than 5 redirects, or a 3xx
+ * without a usable Location → allow all; 5xx, 429 (Retry-After honoured and pushed onto the host's
+ * slot), timeouts (also a body cut by the deadline), network and TLS errors, undecodable content →
+ * `saveUnavailable` with `retryAt = now + 30 s · 2^(earlier failures)` and defer. After a fetch the
+ * host's next slot is pushed back to honour a Crawl-delay above `delayMs`.
+ *
+ * Store expectations (the adapter's conditional writes): `claim` succeeds when the item is missing,
+ * `fetching` with an expired lease, `unavailable` with `retryAt <= now`, or `ready` but older than
+ * 24 h; it sets `lease = now + leaseMs` and keeps `failures`. `saveUnavailable` increments and
+ * returns `failures`; `saveReady` resets it. If the store cannot re-claim a stale `ready` item, the
+ * stale policy is used rather than nothing. Store errors propagate (the task is retried).
+ */
+import type { CrawlConfig } from './crawl-config.ts';
+import { describeError, FatalError, isCrawlError, PermanentError, RetryableError } from './errors.ts';
+import { headerValue, retryAfterMs } from './http-headers.ts';
+import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, slotPlan } from './politeness.ts';
+import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
+import {
+  ALLOW_ALL,
+  crawlDelaySeconds,
+  DEFAULT_MAX_ROBOTS_BYTES,
+  isAllowed,
+  parseRobots,
+  productToken,
+  type RobotsGroup,
+  type RobotsPolicy,
+  type RobotsRule,
+} from './robots.ts';
+import { decodeContent } from './sitemap.ts';
+
+/** A stored or cached policy is used for at most this long after it was fetched (RFC 9309 §2.4). */
+export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000;
+export const MAX_ROBOTS_REDIRECTS = 5;
+/** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
+export const MAX_ROBOTS_FAILURES = 4;
+export const ROBOTS_BACKOFF_BASE_MS = 30_000;
+/** How long a task waits for another task's robots.txt fetch before looking again. */
+export const ROBOTS_POLL_MS = 5_000;
+/** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */
+export const MAX_ROBOTS_BYTES = DEFAULT_MAX_ROBOTS_BYTES;
+export const DEFAULT_ROBOTS_CACHE_ENTRIES = 1000;
+
+export type RobotsVerdict =
+  | { kind: 'allowed'; crawlDelaySeconds?: number; slot?: number }
+  | { kind: 'disallowed'; reason: string }
+  | { kind: 'defer'; untilMs: number; reason: string; slot?: number }
+  | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
+
+/** What one resolution of an origin's policy came to (shared by concurrent checks in a container). */
+type Resolution =
+  | { kind: 'policy'; policy: RobotsPolicy }
+  /** `ownSlot`: the resolver holds the slot `untilMs` and fetches robots.txt then. */
+  | { kind: 'defer'; untilMs: number; reason: string; ownSlot?: boolean }
+  | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
+
+interface CacheEntry {
+  policy: RobotsPolicy;
+  fetchedAt: number;
+}
+
+/**
+ * Per-container cache of parsed policies: a bounded LRU keyed by crawl id and origin, an entry
+ * valid until `fetchedAt + ttlMs` (24 h). It also lets concurrent checks of one origin in this
+ * container share a single store read / robots.txt fetch.
+ */
+export class RobotsCache {
+  readonly maxEntries: number;
+  readonly ttlMs: number;
+  readonly #entries = new Map<string, CacheEntry>();
+  readonly #inflight = new Map<string, Promise<Resolution>>();
+
+  constructor(maxEntries = DEFAULT_ROBOTS_CACHE_ENTRIES, ttlMs = ROBOTS_TTL_MS) {
+    this.maxEntries = Math.max(1, Math.floor(maxEntries));
+    this.ttlMs = Math.min(ttlMs, ROBOTS_TTL_MS);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(crawlId: string, origin: string, now: number): CacheEntry | undefined {
+    const key = cacheKey(crawlId, origin);
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    this.#entries.delete(key);
+    if (!(now - entry.fetchedAt < this.ttlMs)) return undefined;
+    this.#entries.set(key, entry); // most recently used last
+    return entry;
+  }
+
+  set(crawlId: string, origin: string, policy: RobotsPolicy, fetchedAt: number): void {
+    const key = cacheKey(crawlId, origin);
+    this.#entries.delete(key);
+    this.#entries.set(key, { policy, fetchedAt });
+    while (this.#entries.size > this.maxEntries) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done) break;
+      this.#entries.delete(oldest.value);
+    }
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** @internal The resolution in progress for this origin, if any. */
+  inflight(crawlId: string, origin: string): Promise<Resolution> | undefined {
+    return this.#inflight.get(cacheKey(crawlId, origin));
+  }
+
+  /** @internal Runs `resolve` as the one resolution of this origin in this container. */
+  async lead(crawlId: string, origin: string, resolve: () => Promise<Resolution>): Promise<Resolution> {
+    const key = cacheKey(crawlId, origin);
+    const promise = resolve();
+    this.#inflight.set(key, promise);
+    try {
+      return await promise;
+    } finally {
+      if (this.#inflight.get(key) === promise) this.#inflight.delete(key);
+    }
+  }
+}
+
+function cacheKey(crawlId: string, origin: string): string {
+  return `${crawlId}\u0000${origin}`;
+}
+
+export function createRobotsCache(
+  maxEntries = DEFAULT_ROBOTS_CACHE_ENTRIES,
+  ttlMs = ROBOTS_TTL_MS,
+): RobotsCache {
+  return new RobotsCache(maxEntries, ttlMs);
+}
+
+export interface RobotsGateDeps {
+  store: RobotsStore;
+  slots: HostSlots;
+  fetcher: PageFetcher;
+  crawlId: string;
+  now: () => number;
+  cache?: RobotsCache;
+  /** A politeness slot of the URL's host this task already holds (its `notBefore` after a deferral). */
+  heldSlot?: number;
+  /** Longest in-function wait for a slot; default 2000 ms (as for pages). */
+  maxWaitMs?: number;
+  /** Default: setTimeout. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * How long a robots.txt claim must last beyond its slot: every request of the redirect chain with
+ * its deadline and its wait for a slot. Deterministic per crawl, so a claimer that deferred for its
+ * slot recognises its own lease (`heldSlot + budget`) when it comes back.
+ */
+export function robotsFetchBudgetMs(
+  config: Pick<CrawlConfig, 'delayMs' | 'limits'>,
+  maxWaitMs = DEFAULT_MAX_WAIT_MS,
+): number {
+  return (
+    (MAX_ROBOTS_REDIRECTS + 1) * (config.limits.totalTimeoutMs + maxWaitMs + Math.max(0, config.delayMs))
+  );
+}
+
+interface GateContext {
+  readonly url: URL;
+  readonly config: CrawlConfig;
+  readonly origin: string;
+  readonly robotsUrl: URL;
+  readonly deps: RobotsGateDeps;
+  readonly maxWaitMs: number;
+  readonly budgetMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** The host slot this task holds right now (starts as deps.heldSlot). */
+  slot: number | undefined;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Decides whether `url` may be fetched under robots.txt; see the module comment for the contract. */
+export async function checkRobots(
+  url: URL,
+  config: CrawlConfig,
+  deps: RobotsGateDeps,
+): Promise<RobotsVerdict> {
+  const held = deps.heldSlot;
+  if (!config.respectRobots) return withSlot({ kind: 'allowed' }, held);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return withSlot({ kind: 'allowed' }, held);
+  const origin = url.origin;
+  const cache = deps.cache;
+  const cached = cache?.get(deps.crawlId, origin, deps.now());
+  if (cached) return decide(cached.policy, url, config, held);
+  if (url.pathname === '/robots.txt') return withSlot({ kind: 'allowed' }, held);
+
+  const maxWaitMs = deps.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+  const ctx: GateContext = {
+    url,
+    config,
+    origin,
+    robotsUrl: new URL('/robots.txt', origin),
+    deps,
+    maxWaitMs,
+    budgetMs: robotsFetchBudgetMs(config, maxWaitMs),
+    sleep: deps.sleep ?? defaultSleep,
+    slot: held,
+  };
+  if (cache) {
+    const shared = cache.inflight(deps.crawlId, origin);
+    if (shared) return verdictFor(await shared, ctx, held, true);
+    return verdictFor(await cache.lead(deps.crawlId, origin, () => resolve(ctx)), ctx, ctx.slot, false);
+  }
+  const resolution = await resolve(ctx);
+  return verdictFor(resolution, ctx, ctx.slot, false);
+}
+
+function withSlot<T extends { kind: 'allowed' }>(
+  verdict: T,
+  slot: number | undefined,
+): T & { slot?: number } {
+  return slot === undefined ? verdict : { ...verdict, slot };
+}
+
+function decide(
+  policy: RobotsPolicy,
+  url: URL,
+  config: CrawlConfig,
+  slot: number | undefined,
+): RobotsVerdict {
+  if (isAllowed(policy, config.userAgent, url)) {
+    const delay = crawlDelaySeconds(policy, config.userAgent);
+    return withSlot(
+      delay === undefined ? { kind: 'allowed' } : { kind: 'allowed', crawlDelaySeconds: delay },
+      slot,
+    );
+  }
+  const agent = productToken(config.userAgent) || config.userAgent;
+  return {
+    kind: 'disallowed',
+    reason: `robots.txt of ${url.origin} disallows ${url.pathname}${url.search} for ${agent}`,
+  };
+}
+
+/**
+ * Turns a resolution into this task's verdict. `slot` is the slot the task holds; a follower (a
+ * concurrent check that joined another's resolution) comes back after the resolver's fetch.
+ */
+function verdictFor(
+  resolution: Resolution,
+  ctx: GateContext,
+  slot: number | undefined,
+  follower: boolean,
+): RobotsVerdict {
+  switch (resolution.kind) {
+    case 'policy':
+      return decide(resolution.policy, ctx.url, ctx.config, slot);
+    case 'failed':
+      return resolution;
+    case 'defer': {
+      const until = follower && resolution.ownSlot ? resolution.untilMs + ROBOTS_POLL_MS : resolution.untilMs;
+      if (slot !== undefined && slot >= until)
+        return { kind: 'defer', untilMs: slot, reason: resolution.reason, slot };
+      return { kind: 'defer', untilMs: until, reason: resolution.reason };
+    }
+  }
+}
+
+async function resolve(ctx: GateContext): Promise<Resolution> {
+  const state = await ctx.deps.store.read(ctx.deps.crawlId, ctx.origin);
+  return fromState(state, ctx, true);
+}
+
+function poll(ctx: GateContext, why: string): Resolution {
+  return {
+    kind: 'defer',
+    untilMs: ctx.deps.now() + ROBOTS_POLL_MS,
+    reason: `robots.txt of ${ctx.origin} ${why}`,
+  };
+}
+
+async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean): Promise<Resolution> {
+  const { deps, origin } = ctx;
+  const now = deps.now();
+  switch (state.state) {
+    case 'ready': {
+      const policy = policyFromJson(state.policyJson);
+      if (policy && now - state.fetchedAt < ROBOTS_TTL_MS) {
+        deps.cache?.set(deps.crawlId, origin, policy, state.fetchedAt);
+        return { kind: 'policy', policy };
+      }
+      // Older than 24 h (or unreadable): fetch it again; a stale policy in hand beats waiting.
+      if (!mayClaim) return policy ? { kind: 'policy', policy } : poll(ctx, 'is being fetched');
+      return acquire(ctx, 0, policy);
+    }
+    case 'fetching': {
+      if (state.lease > now) {
+        if (
+          mayClaim &&
+          ctx.slot !== undefined &&
+          ctx.slot === deps.heldSlot &&
+          state.lease === ctx.slot + ctx.budgetMs
+        ) {
+          // Our own claim: this task deferred for its slot and is back with it.
+          return fetchAt(ctx, ctx.slot, 0);
+        }
+        // The claimer's request goes out at (lease - budget); look again a little after that.
+        const until = Math.min(state.lease, Math.max(now, state.lease - ctx.budgetMs) + ROBOTS_POLL_MS);
+        return {
+          kind: 'defer',
+          untilMs: until,
+          reason: `robots.txt of ${origin} is being fetched by another task`,
+        };
+      }
+      return mayClaim ? acquire(ctx, 0) : poll(ctx, 'is being fetched');
+    }
+    case 'unavailable': {
+      if (state.failures >= MAX_ROBOTS_FAILURES) {
+        return {
+          kind: 'failed',
+          code: 'robots-unavailable',
+          reason: `robots.txt of ${origin} unavailable after ${state.failures} attempts`,
+        };
+      }
+      if (state.retryAt > now) {
+        return {
+          kind: 'defer',
+          untilMs: state.retryAt,
+          reason: `robots.txt of ${origin} unavailable (${state.failures} failed attempts); retried at ${new Date(state.retryAt).toISOString()}`,
+        };
+      }
+      return mayClaim ? acquire(ctx, state.failures) : poll(ctx, 'is being fetched');
+    }
+    case 'missing':
+      return mayClaim ? acquire(ctx, 0) : poll(ctx, 'is being fetched');
+  }
+}
+
+/** Reserve a slot (or use the held one), claim the origin with a lease that outlives it, fetch. */
+async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPolicy): Promise<Resolution> {
+  const { deps, config } = ctx;
+  let now = deps.now();
+  let slot = ctx.slot;
+  if (slot === undefined) {
+    slot = await deps.slots.reserve(deps.crawlId, hostKey(ctx.robotsUrl), config.delayMs, now);
+    ctx.slot = slot;
+    now = deps.now();
+  }
+  const leaseMs = Math.max(slot, now) - now + ctx.budgetMs;
+  const claimed = await deps.store.claim(deps.crawlId, ctx.origin, leaseMs, now);
+  if (!claimed) {
+    // Someone else got there first: see what they left (without claiming again).
+    const again = await deps.store.read(deps.crawlId, ctx.origin);
+    if (again.state === 'ready' && policyFromJson(again.policyJson) === undefined) {
+      // An unreadable stored policy (a bug, version skew) that the store will not hand out: repair it.
+      return fetchAt(ctx, slot, 0);
+    }
+    const resolution = await fromState(again, ctx, false);
+    if (resolution.kind === 'defer' && stale) return { kind: 'policy', policy: stale };
+    return resolution;
+  }
+  return fetchAt(ctx, slot, priorFailures);
+}
+
+/** The claimer's part: use the slot (now, after a short wait, or defer holding it), fetch, store. */
+async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): Promise<Resolution> {
+  const { deps, config, origin } = ctx;
+  const plan = slotPlan(slot, deps.now(), { maxWaitMs: ctx.maxWaitMs });
+  if (plan.kind === 'defer') {
+    ctx.slot = slot;
+    return {
+      kind: 'defer',
+      untilMs: slot,
+      reason: `robots.txt of ${origin} is fetched at the host's next politeness slot`,
+      ownSlot: true,
+    };
+  }
+  ctx.slot = undefined; // spent on robots.txt
+  if (plan.kind === 'wait') await ctx.sleep(plan.ms);
+
+  const outcome = await fetchChain(ctx);
+  const now = deps.now();
+  switch (outcome.kind) {
+    case 'policy': {
+      await deps.store.saveReady(deps.crawlId, origin, JSON.stringify(outcome.policy), now);
+      deps.cache?.set(deps.crawlId, origin, outcome.policy, now);
+      const delay = effectiveDelayMs(config, crawlDelaySeconds(outcome.policy, config.userAgent));
+      if (delay.delayMs > config.delayMs && outcome.originRequestAt !== undefined) {
+        await deps.slots.pushBack(
+          deps.crawlId,
+          hostKey(ctx.robotsUrl),
+          outcome.originRequestAt + delay.delayMs,
+        );
+      }
+      return { kind: 'policy', policy: outcome.policy };
+    }
+    case 'blocked':
+      return { kind: 'failed', code: 'address-blocked', reason: outcome.reason };
+    case 'unreachable': {
+      const backoff = ROBOTS_BACKOFF_BASE_MS * 2 ** Math.min(10, Math.max(0, priorFailures));
+      const retryAt = now + Math.max(backoff, outcome.retryAfterMs ?? 0);
+      const failures = await deps.store.saveUnavailable(deps.crawlId, origin, retryAt);
+      if (failures >= MAX_ROBOTS_FAILURES) {
+        return {
+          kind: 'failed',
+          code: 'robots-unavailable',
+          reason: `robots.txt of ${origin} unavailable after ${failures} attempts (last: ${outcome.reason})`,
+        };
+      }
+      return {
+        kind: 'defer',
+        untilMs: retryAt,
+        reason: `robots.txt of ${origin} unreachable (${outcome.reason}); attempt ${failures} of ${MAX_ROBOTS_FAILURES} failed`,
+      };
+    }
+  }
+}
+
+type ChainOutcome =
+  | { kind: 'policy'; policy: RobotsPolicy; originRequestAt: number | undefined }
+  | { kind: 'unreachable'; reason: string; retryAfterMs?: number }
+  | { kind: 'blocked'; reason: string };
+
+/** GET /robots.txt, following up to 5 redirects by hand, each hop through its host's slot. */
+async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
+  const { deps, config } = ctx;
+  const originHost = hostKey(ctx.robotsUrl);
+  let originRequestAt: number | undefined;
+  const allowAll = (): ChainOutcome => ({ kind: 'policy', policy: ALLOW_ALL, originRequestAt });
+  let target = ctx.robotsUrl;
+  for (let hop = 0; ; hop += 1) {
+    const host = hostKey(target);
+    if (hop > 0) {
+      const now = deps.now();
+      const slot = await deps.slots.reserve(deps.crawlId, host, config.delayMs, now);
+      const plan = slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs + Math.max(0, config.delayMs) });
+      if (plan.kind === 'defer') {
+        return {
+          kind: 'unreachable',
+          reason: `redirect to ${target.host}: no politeness slot before ${new Date(slot).toISOString()}`,
+          retryAfterMs: slot - now,
+        };
+      }
+      if (plan.kind === 'wait') await ctx.sleep(plan.ms);
+    }
+    if (host === originHost) originRequestAt = deps.now();
+
+    let response: PageResponse;
+    try {
+      response = await deps.fetcher.fetch({
+        url: target,
+        userAgent: config.userAgent,
+        allowPrivate: config.allowPrivate,
+        limits: { ...config.limits, maxBodyBytes: MAX_ROBOTS_BYTES },
+      });
+    } catch (error) {
+      if (error instanceof PermanentError && error.outcome === 'blocked') {
+        // The origin itself is refused: so are all its URLs. A refused redirect target is a
+        // redirect that cannot be followed: robots.txt unavailable, allow all (RFC 9309 §2.3.1.3).
+        if (hop === 0) return { kind: 'blocked', reason: `${error.code}: ${describeError(error)}` };
+        return allowAll();
+      }
+      if (isCrawlError(error) && !(error instanceof FatalError)) {
+        const retryAfter = error instanceof RetryableError ? error.retryAfterMs : undefined;
+        return {
+          kind: 'unreachable',
+          reason: `${error.code}: ${describeError(error)}`,
+          ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
+        };
+      }
+      throw error;
+    }
+
+    const status = response.status;
+    if (status >= 200 && status < 300) {
+      if (response.truncated === 'time') {
+        return { kind: 'unreachable', reason: 'timeout: the body did not arrive within the deadline' };
+      }
+      const policy = await policyFromBody(response);
+      if (policy === undefined) {
+        return { kind: 'unreachable', reason: 'robots.txt content-encoding cannot be decoded' };
+      }
+      return { kind: 'policy', policy, originRequestAt };
+    }
+    if (status >= 300 && status < 400) {
+      const location = headerValue(response.headers, 'location')?.trim();
+      const next = location ? URL.parse(location, target.href) : null;
+      if (!next || (next.protocol !== 'http:' && next.protocol !== 'https:')) return allowAll();
+      if (hop >= MAX_ROBOTS_REDIRECTS) return allowAll(); // more than 5 redirects: "unavailable"
+      next.hash = '';
+      target = next;
+      continue;
+    }
+    if (status === 429 || status >= 500 || status < 200) {
+      const now = deps.now();
+      const after = retryAfterMs(headerValue(response.headers, 'retry-after'), now);
+      if (after !== undefined && after > 0) await deps.slots.pushBack(deps.crawlId, host, now + after);
+      return {
+        kind: 'unreachable',
+        reason: `HTTP ${status}`,
+        ...(after === undefined ? {} : { retryAfterMs: after }),
+      };
+    }
+    return allowAll(); // 4xx other than 429, including 401 and 403
+  }
+}
+
+/** Undoes Content-Encoding and parses at most 512 KiB; a line cut by any cap is dropped. */
+async function policyFromBody(response: PageResponse): Promise<RobotsPolicy | undefined> {
+  const decoded = await decodeContent(
+    response.body,
+    headerValue(response.headers, 'content-encoding'),
+    MAX_ROBOTS_BYTES + 1,
+  );
+  if (decoded.error !== undefined && decoded.bytes.length === 0 && response.body.length > 0) return undefined;
+  const bytes = decoded.bytes;
+  if (bytes.length > MAX_ROBOTS_BYTES) return parseRobots(bytes, { maxBytes: MAX_ROBOTS_BYTES });
+  const cut = decoded.truncated || decoded.error !== undefined || response.truncated === 'length';
+  if (!cut) return parseRobots(bytes, { maxBytes: MAX_ROBOTS_BYTES });
+  // Make the parser see more than it may read, so that it drops the cut last line.
+  const padded = new Uint8Array(bytes.length + 1);
+  padded.set(bytes);
+  padded[bytes.length] = 0x0a;
+  return parseRobots(padded, { maxBytes: bytes.length });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies from the store
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function ruleFrom(value: unknown): RobotsRule | undefined {
+  if (!isRecord(value) || typeof value.allow !== 'boolean' || typeof value.pattern !== 'string')
+    return undefined;
+  return { allow: value.allow, pattern: value.pattern };
+}
+
+function groupFrom(value: unknown): RobotsGroup | undefined {
+  if (!isRecord(value) || !Array.isArray(value.agents) || !Array.isArray(value.rules)) return undefined;
+  const agents: string[] = [];
+  for (const agent of value.agents) {
+    if (typeof agent !== 'string') return undefined;
+    agents.push(agent);
+  }
+  const rules: RobotsRule[] = [];
+  for (const item of value.rules) {
+    const rule = ruleFrom(item);
+    if (!rule) return undefined;
+    rules.push(rule);
+  }
+  const delay = value.crawlDelay;
+  if (delay === undefined || delay === null) return { agents, rules };
+  if (typeof delay !== 'number' || !(delay >= 0)) return undefined;
+  return { agents, rules, crawlDelay: delay };
+}
+
+/** A policy saved as `JSON.stringify(policy)`; undefined when the JSON is not one. */
+export function policyFromJson(json: string): RobotsPolicy | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value) || !Array.isArray(value.groups) || !Array.isArray(value.sitemaps)) return undefined;
+  const groups: RobotsGroup[] = [];
+  for (const item of value.groups) {
+    const group = groupFrom(item);
+    if (!group) return undefined;
+    groups.push(group);
+  }
+  const sitemaps: string[] = [];
+  for (const item of value.sitemaps) {
+    if (typeof item !== 'string') return undefined;
+    sitemaps.push(item);
+  }
+  return { groups, sitemaps, truncated: value.truncated === true };
+}

@@ -1,0 +1,199 @@
+// One way for every read-only CLI command (`status`, `results`, `get`) to find "the AWS" a crawl ran
+// on, and the stack's outputs there (queue URLs, bucket and table names):
+//
+//   stackName + describeStackOutputs  a deployed stack: outputs from CloudFormation, clients from the
+//                                     default AWS config (or `endpoint`, e.g. LocalStack + cdklocal)
+//   endpoint                          a running local AWS (`crawler local`, LocalStack provisioned by
+//                                     `crawler crawl --endpoint`): names computed as provisioning makes
+//                                     them (instance id `local`), looked up, nothing created
+//   otherwise                         the embedded AWS on the state dir: started on the persisted state
+//                                     (no pollers), or - if a live process (a running `crawler crawl`)
+//                                     holds it - read through that process's emulators
+import { existsSync } from 'node:fs';
+import {
+  type AwsClients,
+  type ClientSettings,
+  clientSettings,
+  createClients,
+  createDefaultClients,
+  destroyClients,
+  type Endpoints,
+  endpointsFromUrl,
+} from './aws-clients.ts';
+import type { TemplateInput } from './cfn-template.ts';
+import { startLocalAws } from './local-aws.ts';
+import { NotProvisionedError, provisionStack } from './provision.ts';
+import { LOCAL_INSTANCE_ID, NoLocalStateError, readStateMarker, stateLayout } from './state-dir.ts';
+import { liveStateLock, StateLockedError } from './state-lock.ts';
+
+/** Outputs of a deployed CloudFormation stack by OutputKey (wire @aws-sdk/client-cloudformation here). */
+export type DescribeStackOutputs = (stackName: string) => Promise<Record<string, string>>;
+
+export interface LocateStackOptions {
+  /** A running local AWS or LocalStack: one URL for all services. */
+  endpoint?: string;
+  /** The embedded AWS's state directory (see state-dir.ts `resolveStateDir`). */
+  stateDir: string;
+  /** A deployed stack's name (`--stack`); needs describeStackOutputs. */
+  stackName?: string;
+  describeStackOutputs?: DescribeStackOutputs;
+  /** Template the local names derive from; synthesized from cdk/ when not given. */
+  template?: TemplateInput;
+  /** Stack name the local names derive from; `STACK_NAME` (endpoint) or the state's own (embedded). */
+  localStackName?: string;
+  /** Instance id the local names derive from; `local` (endpoint) or the state's own (embedded). */
+  instanceId?: string;
+  /** Client settings for local endpoints (region, dummy credentials). */
+  clientSettings?: Partial<ClientSettings>;
+}
+
+export type LocatedMode = 'deployed' | 'endpoint' | 'embedded' | 'attached';
+
+export interface LocatedStack {
+  /** deployed, endpoint, embedded (emulators started here), attached (another process's emulators). */
+  mode: LocatedMode;
+  /** For messages: which AWS this is. */
+  description: string;
+  clients: AwsClients;
+  outputs: Record<string, string>;
+  /** Closes the clients, and stops the emulators if this call started them. Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function locateStack(options: LocateStackOptions): Promise<LocatedStack> {
+  if (options.stackName !== undefined) {
+    if (!options.describeStackOutputs) {
+      throw new Error(
+        `stack ${options.stackName}: reading a deployed stack's outputs needs CloudFormation ` +
+          '(describeStackOutputs, from @aws-sdk/client-cloudformation), which is not wired in this build',
+      );
+    }
+    return locateDeployed(options.stackName, options.describeStackOutputs, options);
+  }
+  if (options.endpoint !== undefined) {
+    const endpoint = new URL(options.endpoint).origin;
+    const stackName = options.localStackName ?? (await defaultStackName());
+    return lookupLocal(endpointsFromUrl(endpoint), {
+      mode: 'endpoint',
+      description: `local stack ${stackName} at ${endpoint}`,
+      stackName,
+      instanceId: options.instanceId ?? LOCAL_INSTANCE_ID,
+      options,
+      hint: `run \`crawler local\` or \`crawler crawl --endpoint ${endpoint}\` first`,
+    });
+  }
+  return locateEmbedded(options);
+}
+
+async function locateDeployed(
+  stackName: string,
+  describe: DescribeStackOutputs,
+  options: LocateStackOptions,
+): Promise<LocatedStack> {
+  const outputs = await describe(stackName);
+  const clients = options.endpoint
+    ? createClients(endpointsFromUrl(options.endpoint), clientSettings(options.clientSettings))
+    : createDefaultClients();
+  return {
+    mode: 'deployed',
+    description: `stack ${stackName}${options.endpoint ? ` at ${new URL(options.endpoint).origin}` : ''}`,
+    clients,
+    outputs,
+    close: closeOnce(async () => destroyClients(clients)),
+  };
+}
+
+async function locateEmbedded(options: LocateStackOptions): Promise<LocatedStack> {
+  const { dir } = stateLayout(options.stateDir);
+  const marker = existsSync(dir) ? readStateMarker(dir) : undefined;
+  if (!marker) throw new NoLocalStateError(dir);
+  const stackName = options.localStackName ?? marker.stackName;
+  const instanceId = options.instanceId ?? marker.instanceId;
+
+  const holder = liveStateLock(dir);
+  if (holder) {
+    // A running crawl (or `crawler local`) has the state open: read through its emulators.
+    if (!holder.endpoints) throw new StateLockedError(dir, holder);
+    return lookupLocal(holder.endpoints, {
+      mode: 'attached',
+      description: `local state in ${dir} (served by process ${holder.pid})`,
+      stackName: holder.stackName ?? stackName,
+      instanceId: holder.instanceId ?? instanceId,
+      options,
+      hint: `process ${holder.pid} holds ${dir}; try again when it has finished starting`,
+    });
+  }
+
+  const local = await startLocalAws({
+    template: options.template ?? (await synthesized()),
+    stackName,
+    instanceId,
+    stateDir: dir,
+    ...(options.clientSettings ? { clientSettings: options.clientSettings } : {}),
+  });
+  return {
+    mode: 'embedded',
+    description: `local state in ${dir}`,
+    clients: local.clients,
+    outputs: local.outputs,
+    close: closeOnce(() => local.stop()),
+  };
+}
+
+interface LookupTarget {
+  mode: LocatedMode;
+  description: string;
+  stackName: string;
+  instanceId: string;
+  options: LocateStackOptions;
+  hint: string;
+}
+
+// Read-only: computes the names provisioning made and checks they exist; creates nothing.
+async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<LocatedStack> {
+  const settings = clientSettings(target.options.clientSettings);
+  const clients = createClients(endpoints, settings);
+  try {
+    const stack = await provisionStack(target.options.template ?? (await synthesized()), clients, {
+      stackName: target.stackName,
+      instanceId: target.instanceId,
+      region: settings.region,
+      mode: 'lookup',
+    });
+    return {
+      mode: target.mode,
+      description: target.description,
+      clients,
+      outputs: stack.outputs,
+      close: closeOnce(async () => destroyClients(clients)),
+    };
+  } catch (err) {
+    destroyClients(clients);
+    if (err instanceof NotProvisionedError) {
+      throw new Error(
+        `${target.description}: not provisioned (instance id ${target.instanceId}): ${err.message}; ${target.hint}`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}
+
+// cdk/ pulls in aws-cdk-lib (slow to import): only when a local name has to be computed.
+async function synthesized(): Promise<Record<string, unknown>> {
+  const { synthesizeTemplate } = await import('../cdk/synth.ts');
+  return synthesizeTemplate();
+}
+
+async function defaultStackName(): Promise<string> {
+  const { STACK_NAME } = await import('../cdk/crawler-stack.ts');
+  return STACK_NAME;
+}
+
+function closeOnce(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => {
+    closing ??= close();
+    return closing;
+  };
+}

@@ -1,0 +1,288 @@
+// The aggregate function on the emulators, provisioned from the real stack template: result messages
+// go to the ResultsQueue, only the aggregate event source runs (the real handler, the real DynamoDB
+// frontier store, S3). Checks one index line per URL, exact counters, completion once with its
+// summary, duplicates dropped, malformed messages in the ResultsDLQ, and the crash window between
+// finalize and the index part (a redelivered message writes the line).
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import {
+  ChangeMessageVisibilityCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+} from '@aws-sdk/client-sqs';
+import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { readCrawlResults } from '../../cli/results-reader.ts';
+import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
+import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
+import { summaryKey } from '../../lambdas/core/aggregate-batch.ts';
+import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { WarcFileBuilder } from '../../lambdas/core/warc.ts';
+import { parseTemplate } from '../../local/cfn-template.ts';
+import type { InvocationReport } from '../../local/event-source-poller.ts';
+import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+
+const AGGREGATE = 'AggregateFunction';
+let aws: LocalAws;
+let frontier: FrontierStore;
+let blobs: S3Blobs;
+let resultsQueue: string;
+let resultsDlq: string;
+let started = false;
+const reports: InvocationReport[] = [];
+
+before(async () => {
+  aws = await startLocalAws({
+    template: parseTemplate(synthesizeTemplate()),
+    stackName: STACK_NAME,
+    handlerEnvOverrides: { LOG_LEVEL: 'silent' },
+    log: () => {},
+    onInvocation: (report) => reports.push(report),
+  });
+  frontier = createFrontierStore(aws.clients.dynamodb, aws.outputs.FrontierTableName!);
+  blobs = new S3Blobs(aws.clients.s3, aws.outputs.PageBucketName!);
+  resultsQueue = aws.outputs.ResultsQueueUrl!;
+  resultsDlq = aws.outputs.ResultsDlqUrl!;
+});
+after(() => aws?.stop());
+
+/** Starts only the aggregate function's event source (the fetch side is not under test here). */
+async function runAggregate(): Promise<void> {
+  if (!started) {
+    const pollers = aws.pollers.filter((p) => p.eventSource.functionLogicalId === AGGREGATE);
+    assert.equal(pollers.length, 1);
+    await Promise.all(pollers.map((p) => p.start()));
+    started = true;
+  }
+  await aws.waitForIdle({ timeoutMs: 60_000 });
+  const broken = reports.filter((r) => r.error !== undefined);
+  assert.deepEqual(
+    broken.map((r) => String(r.error)),
+    [],
+    'no invocation threw',
+  );
+}
+
+async function send(bodies: string[]): Promise<void> {
+  for (let i = 0; i < bodies.length; i += 10) {
+    const out = await aws.clients.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: resultsQueue,
+        Entries: bodies.slice(i, i + 10).map((body, j) => ({ Id: String(j), MessageBody: body })),
+      }),
+    );
+    assert.deepEqual(out.Failed ?? [], []);
+  }
+}
+
+async function depth(queueUrl: string): Promise<number> {
+  const out = await aws.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}
+
+interface Page {
+  path: string;
+  status: number;
+  body: string;
+}
+
+/** A crawl as the fetch side leaves it: URLs admitted and queued, one WARC file, one result per URL. */
+async function fetchedCrawl(pages: Page[], skipped: string[] = []) {
+  const crawlId = `agg-${randomUUID().slice(0, 8)}`;
+  const origin = 'http://site.test';
+  const urls = [...pages.map((p) => `${origin}${p.path}`), ...skipped.map((p) => `${origin}${p}`)].map(
+    (raw) => {
+      const n = normalizeUrl(raw);
+      assert.ok(n.ok);
+      return { url: n.url, key: n.key, depth: 0 };
+    },
+  );
+  const admitted = await frontier.admit(crawlId, 'seed', urls);
+  assert.equal(admitted.length, urls.length);
+  await frontier.addQueued(crawlId, urls.length);
+
+  const warcKey = `warc/${crawlId}/2024-05-01/test.warc.gz`;
+  const builder = new WarcFileBuilder({ filename: 'test.warc.gz' });
+  builder.addWarcinfo({ software: 'test' });
+  const results: CrawlResult[] = pages.map((page, i) => {
+    const url = urls[i]!;
+    const body = new TextEncoder().encode(page.body);
+    const written = builder.addResponse({
+      targetUri: url.url,
+      date: new Date(),
+      httpVersion: '1.1',
+      status: page.status,
+      statusText: page.status === 200 ? 'OK' : 'Error',
+      headers: [['Content-Type', 'text/html; charset=utf-8']],
+      body,
+    });
+    return {
+      v: 1,
+      crawlId,
+      key: url.key,
+      url: url.url,
+      finalUrl: url.url,
+      status: page.status,
+      outcome: page.status === 200 ? 'fetched' : 'failed',
+      ...(page.status === 200 ? {} : { code: `http-${page.status}`, reason: `HTTP ${page.status}` }),
+      contentType: 'text/html; charset=utf-8',
+      bytes: body.byteLength,
+      sha1: written.payloadSha1Hex,
+      warc: { key: warcKey, offset: written.offset, length: written.length },
+      fetchedAt: new Date().toISOString(),
+      ms: 3,
+      depth: 0,
+      outlinks: 0,
+    };
+  });
+  for (const [j, path] of skipped.entries()) {
+    const url = urls[pages.length + j]!;
+    results.push({
+      v: 1,
+      crawlId,
+      key: url.key,
+      url: url.url,
+      outcome: 'skipped',
+      code: 'out-of-scope',
+      reason: `${path} is out of scope`,
+      bytes: 0,
+      fetchedAt: new Date().toISOString(),
+      ms: 0,
+      depth: 1,
+      outlinks: 0,
+    });
+  }
+  await blobs.put(warcKey, builder.toBytes(), 'application/warc');
+  return { crawlId, results };
+}
+
+describe('aggregate function on the emulators', () => {
+  it('a result redelivered after a crash between finalize and the index part gets its line', async () => {
+    // Runs first: the aggregate event source must not be polling yet while this test plays the crashed invocation.
+    assert.equal(started, false);
+    const { crawlId, results } = await fetchedCrawl([
+      { path: '/x', status: 200, body: 'x' },
+      { path: '/y', status: 200, body: 'yy' },
+    ]);
+    const [x, y] = results as [CrawlResult, CrawlResult];
+    // The crashed invocation: received x, finalized it, died before writing the part or the counters.
+    await send([JSON.stringify(x)]);
+    const received = await aws.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: resultsQueue, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 }),
+    );
+    const message = received.Messages?.[0];
+    assert.ok(message?.ReceiptHandle);
+    assert.deepEqual(await frontier.finalize(crawlId, x.key, x.url, x.outcome), {
+      won: true,
+      created: false,
+    });
+    // Its visibility timeout runs out (made immediate here): SQS redelivers with a receive count of 2.
+    await aws.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: resultsQueue,
+        ReceiptHandle: message.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    await send([JSON.stringify(y)]);
+    await runAggregate();
+
+    const lines = await readCrawlResults(blobs, crawlId);
+    assert.deepEqual(lines.map((l) => l.url).sort(), [x.url, y.url]);
+    const counters = await frontier.readCounters(crawlId);
+    assert.equal(counters?.state, 'complete');
+    assert.equal(counters?.done, 2);
+    assert.equal(counters?.bytes, 3);
+    const summary = JSON.parse(new TextDecoder().decode(await blobs.get(summaryKey(crawlId))));
+    assert.equal(summary.done, 2);
+  });
+
+  it('indexes each URL once, counts exactly, completes once and writes the summary', async () => {
+    const pages: Page[] = [
+      { path: '/', status: 200, body: '<html>home</html>' },
+      { path: '/a', status: 200, body: '<html>a</html>' },
+      { path: '/b', status: 500, body: 'oops' },
+    ];
+    const { crawlId, results } = await fetchedCrawl(pages, ['/out']);
+    const bodies = results.map((r) => JSON.stringify(r));
+    // A duplicate result (the same record sent twice) and a malformed message in the same stream.
+    await send([...bodies, bodies[1]!, '{"not":"a result"}']);
+    await runAggregate();
+
+    const lines = await readCrawlResults(blobs, crawlId);
+    assert.deepEqual(lines.map((l) => l.url).sort(), results.map((r) => r.url).sort());
+    let stored = 0;
+    for await (const _ of blobs.list(`results/${crawlId}/`)) stored++;
+    assert.ok(stored >= 1);
+
+    const counters = await frontier.readCounters(crawlId);
+    assert.equal(counters?.state, 'complete');
+    assert.equal(counters?.queued, 4);
+    assert.equal(counters?.done, 4);
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(counters?.byOutcome ?? {}).filter(([, n]) => n !== 0)),
+      { fetched: 2, failed: 1, skipped: 1 },
+    );
+    assert.equal(
+      counters?.bytes,
+      pages.reduce((sum, p) => sum + Buffer.byteLength(p.body), 0),
+    );
+    assert.equal(counters?.requests, 3);
+
+    const summary = JSON.parse(new TextDecoder().decode(await blobs.get(summaryKey(crawlId))));
+    assert.equal(summary.crawlId, crawlId);
+    assert.equal(summary.state, 'complete');
+    assert.equal(summary.done, 4);
+    assert.equal(summary.byOutcome.fetched, 2);
+    assert.equal(summary.requests, 3);
+    assert.equal(summary.endedAt, counters?.endedAt);
+    assert.equal(typeof summary.pagesPerSecond, 'number');
+
+    assert.equal(await depth(resultsDlq), 1, 'the malformed message is parked in the ResultsDLQ');
+    assert.equal(await depth(resultsQueue), 0);
+
+    // The same result once more, after completion: nothing changes.
+    const summaryBefore = await blobs.get(summaryKey(crawlId));
+    await send([bodies[0]!]);
+    await runAggregate();
+    assert.deepEqual(await frontier.readCounters(crawlId), counters);
+    assert.equal((await readCrawlResults(blobs, crawlId)).length, 4);
+    assert.deepEqual(await blobs.get(summaryKey(crawlId)), summaryBefore);
+  });
+
+  it('a result for a URL the frontier never saw is counted as queued and done', async () => {
+    const crawlId = `agg-${randomUUID().slice(0, 8)}`;
+    const url = 'http://bare.test/';
+    const result: CrawlResult = {
+      v: 1,
+      crawlId,
+      key: createHash('sha256').update(url).digest('hex'),
+      url,
+      outcome: 'invalid',
+      code: 'invalid-task',
+      reason: 'test',
+      bytes: 0,
+      fetchedAt: new Date().toISOString(),
+      ms: 0,
+      depth: 0,
+      outlinks: 0,
+    };
+    await send([JSON.stringify(result)]);
+    await runAggregate();
+    const counters = await frontier.readCounters(crawlId);
+    assert.equal(counters?.queued, 1);
+    assert.equal(counters?.done, 1);
+    assert.equal(counters?.state, 'complete');
+    assert.equal((await readCrawlResults(blobs, crawlId)).length, 1);
+  });
+});

@@ -24,7 +24,12 @@ export async function crawlCommand(args: string[]): Promise<number> {
   }
   const options = parseCrawlOptions(args);
   const crawlId = newCrawlId();
-  const config = parseCrawlConfig({ ...options.config, crawlId, seeds: options.urls, createdAt: new Date().toISOString() });
+  const config = parseCrawlConfig({
+    ...options.config,
+    crawlId,
+    seeds: options.urls,
+    createdAt: new Date().toISOString(),
+  });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
   const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
 
@@ -58,7 +63,10 @@ export async function crawlCommand(args: string[]): Promise<number> {
       await writeFile(join(outDir, 'warc', basename(key)), await blobs.get(key));
       warcFiles++;
     }
-    await writeFile(join(outDir, 'results.jsonl'), results.map((result) => `${JSON.stringify(result)}\n`).join(''));
+    await writeFile(
+      join(outDir, 'results.jsonl'),
+      results.map((result) => `${JSON.stringify(result)}\n`).join(''),
+    );
     const summary = summarize(results, { crawlId, seeds: options.urls, startedAt, endedAt, warcFiles });
     await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     console.log(describeSummary(summary, outDir));
@@ -70,7 +78,10 @@ export async function crawlCommand(args: string[]): Promise<number> {
 
 function describeProgress(stats: RuntimeStats): string {
   return Object.entries(stats.byFunction)
-    .map(([fn, s]) => `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`)
+    .map(
+      ([fn, s]) =>
+        `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
+    )
     .join('; ');
 }
 

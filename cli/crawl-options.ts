@@ -66,7 +66,9 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new UsageError(`crawl needs at least one URL\n${CRAWL_USAGE}`);
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
-    throw new UsageError(`--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`);
+    throw new UsageError(
+      `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
+    );
   }
   if (values['user-agent'] !== undefined && values['user-agent'].trim() === '') {
     throw new UsageError('--user-agent expects a non-empty string');
@@ -107,11 +109,17 @@ function parse(args: string[]) {
   return parseArgs({ args, allowPositionals: true, allowNegative: true, strict: true, options: OPTIONS });
 }
 
-function integer(text: string | undefined, option: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+function integer(
+  text: string | undefined,
+  option: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
   if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
+    const range =
+      max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
     throw new UsageError(`${option} expects ${range}, got ${JSON.stringify(text)}`);
   }
   return value;
@@ -122,7 +130,9 @@ function patterns(list: string[] | undefined, option: string): string[] {
     try {
       new RegExp(pattern);
     } catch (error) {
-      throw new UsageError(`${option} expects a JavaScript regular expression; ${JSON.stringify(pattern)} is not one (${(error as Error).message})`);
+      throw new UsageError(
+        `${option} expects a JavaScript regular expression; ${JSON.stringify(pattern)} is not one (${(error as Error).message})`,
+      );
     }
   }
   return list ?? [];

@@ -13,10 +13,16 @@ export async function discoverSitemapUrls(
     const deps = { fetcher, config };
     const starts =
       sitemap === 'auto'
-        ? (await Promise.all([...new Set(config.seeds.map(originOf).filter((o) => o !== undefined))].map((origin) => sitemapsFromRobots(origin, deps)))).flat()
+        ? (
+            await Promise.all(
+              [...new Set(config.seeds.map(originOf).filter((o) => o !== undefined))].map((origin) =>
+                sitemapsFromRobots(origin, deps),
+              ),
+            )
+          ).flat()
         : [sitemap];
     if (starts.length === 0) {
-      progress('sitemap: no Sitemap: lines in the seeds\' robots.txt');
+      progress("sitemap: no Sitemap: lines in the seeds' robots.txt");
       return [];
     }
     const loaded = await loadSitemaps(starts, deps);

@@ -36,10 +36,19 @@ export async function submitCrawl(
   const results = new SqsResultSender(stack.clients.sqs, requiredOutput(stack.outputs, 'ResultsQueueUrl'));
   await new CrawlConfigStore(stack.clients.dynamodb, table).put(config);
 
-  const valid = config.seeds.filter((seed) => normalizeUrl(seed, { maxUrlLength: config.limits.maxUrlLength }).ok);
+  const valid = config.seeds.filter(
+    (seed) => normalizeUrl(seed, { maxUrlLength: config.limits.maxUrlLength }).ok,
+  );
   const invalid = config.seeds.filter((seed) => !valid.includes(seed));
   const admitted = await admitLinks(
-    [{ config, parentKey: 'seed', depth: -1, links: [...valid, ...sitemapUrls].map((url) => ({ url, nofollow: false })) }],
+    [
+      {
+        config,
+        parentKey: 'seed',
+        depth: -1,
+        links: [...valid, ...sitemapUrls].map((url) => ({ url, nofollow: false })),
+      },
+    ],
     { frontier: createFrontierStore(stack.clients.dynamodb, table), seen: new LruSet(1), now: new Date() },
   );
   await tasks.sendTasks([
@@ -47,5 +56,9 @@ export async function submitCrawl(
     ...invalid.map((url) => ({ task: { v: 1 as const, crawlId: config.crawlId, url, depth: 0 } })),
   ]);
   await results.sendResults(admitted.results);
-  return { tasks: admitted.tasks.length + invalid.length, skipped: admitted.results.length, invalid: invalid.length };
+  return {
+    tasks: admitted.tasks.length + invalid.length,
+    skipped: admitted.results.length,
+    invalid: invalid.length,
+  };
 }

@@ -86,7 +86,11 @@ export class FrontierUrls {
   }
 
   /** 'fresh' when the item did not exist (count it as queued), 'again' for this parent's own re-admission. */
-  private async put(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<'fresh' | 'again' | false> {
+  private async put(
+    crawlId: string,
+    parentKey: string,
+    candidate: FrontierUrl,
+  ): Promise<'fresh' | 'again' | false> {
     try {
       const previous = await this.dynamodb.send(
         new PutItemCommand({

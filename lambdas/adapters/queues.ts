@@ -17,7 +17,11 @@ export class SqsTaskSender implements TaskSender {
     return sendMessagesInBatches(
       this.sqs,
       this.queueUrl,
-      tasks.map(({ task, delaySeconds }) => ({ body: JSON.stringify(task), delaySeconds, groupId: hostOf(task.url) })),
+      tasks.map(({ task, delaySeconds }) => ({
+        body: JSON.stringify(task),
+        delaySeconds,
+        groupId: hostOf(task.url),
+      })),
     );
   }
 }

@@ -17,7 +17,11 @@ export const FetchLimitsSchema = z.object({
     .positive()
     .default(5 * 1024 * 1024),
   /** Decoded (decompressed) bytes read for link extraction: decompression bombs stop here. */
-  maxDecodedBytes: z.number().int().positive().default(20 * 1024 * 1024),
+  maxDecodedBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(20 * 1024 * 1024),
   maxRedirects: z.number().int().min(0).default(5),
   maxUrlLength: z.number().int().positive().default(2048),
 });

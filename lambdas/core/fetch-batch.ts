@@ -3,11 +3,12 @@
  * (fetch-task.ts), then per batch store one WARC file per crawl, admit discovered links, and send
  * results, new tasks and deferred tasks in batches.
  */
-import { type DiscoveringPage, admitLinks } from './link-admission.ts';
+
+import { decideTask, type FetchTaskDeps, type TaskMessage } from './fetch-task.ts';
+import { admitLinks, type DiscoveringPage } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type { BlobWriter, OutgoingTask, ResultSender, TaskSender } from './ports.ts';
 import type { CrawlResult } from './result.ts';
-import { decideTask, type FetchTaskDeps, type TaskMessage } from './fetch-task.ts';
 import { type CapturedPage, storeWarcFiles } from './warc-batch.ts';
 
 export interface RetryRequest {
@@ -34,8 +35,13 @@ export interface FetchBatchReport {
   dropped: number;
 }
 
-export async function processFetchBatch(messages: readonly TaskMessage[], deps: FetchBatchDeps): Promise<FetchBatchReport> {
-  const decisions = await Promise.all(messages.map(async (message) => ({ message, decision: await decideTask(message, deps) })));
+export async function processFetchBatch(
+  messages: readonly TaskMessage[],
+  deps: FetchBatchDeps,
+): Promise<FetchBatchReport> {
+  const decisions = await Promise.all(
+    messages.map(async (message) => ({ message, decision: await decideTask(message, deps) })),
+  );
 
   const results: CrawlResult[] = [];
   const retries: RetryRequest[] = [];

@@ -6,24 +6,18 @@ import { backoffSeconds } from './backoff.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { describeError, isCrawlError, type PermanentError, type RetryableError } from './errors.ts';
 import { headerValue } from './http-headers.ts';
+import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isHtml } from './page-content.ts';
 import { effectiveDelayMs, hostKey, slotPlan } from './politeness.ts';
-import type {
-  CrawlConfigReader,
-  FrontierWriter,
-  HostSlots,
-  PageFetcher,
-  RobotsStore,
-} from './ports.ts';
+import type { CrawlConfigReader, FrontierWriter, HostSlots, PageFetcher, RobotsStore } from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
-import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
 import type { CrawlResult } from './result.ts';
+import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
 import { checkRobots, type RobotsCache } from './robots-gate.ts';
 import { parseTaskMessage, type Task } from './task.ts';
-import type { CapturedPage } from './warc-batch.ts';
-import type { DiscoveredLink } from './link-admission.ts';
 import { normalizeUrl } from './url-normalize.ts';
+import type { CapturedPage } from './warc-batch.ts';
 
 export interface TaskMessage {
   id: string;
@@ -54,23 +48,36 @@ export type TaskDecision =
   | { kind: 'drop' };
 
 const MAX_SQS_DELAY_SECONDS = 900;
-/** SQS delays have whole-second granularity: a deferred task may arrive up to this early. */
-const SLOT_TOLERANCE_MS = 1000;
 
 export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Promise<TaskDecision> {
   const parsed = parseTaskMessage(message.body);
   if (!parsed.ok) {
-    const subject = { crawlId: parsed.crawlId, key: invalidTaskKey(message.id), url: parsed.url ?? '', depth: 0 };
+    const subject = {
+      crawlId: parsed.crawlId,
+      key: invalidTaskKey(message.id),
+      url: parsed.url ?? '',
+      depth: 0,
+    };
     return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), parsed) };
   }
   const { task } = parsed;
   const config = await deps.configs.get(task.crawlId);
   const normalized = normalizeUrl(task.url, { maxUrlLength: config.limits.maxUrlLength });
   if (!normalized.ok) {
-    const subject = { crawlId: task.crawlId, key: invalidTaskKey(message.id), url: task.url.slice(0, 2048), depth: task.depth };
+    const subject = {
+      crawlId: task.crawlId,
+      key: invalidTaskKey(message.id),
+      url: task.url.slice(0, 2048),
+      depth: task.depth,
+    };
     return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), normalized) };
   }
-  const subject: ResultSubject = { crawlId: task.crawlId, key: normalized.key, url: normalized.url, depth: task.depth };
+  const subject: ResultSubject = {
+    crawlId: task.crawlId,
+    key: normalized.key,
+    url: normalized.url,
+    depth: task.depth,
+  };
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   const attempt = priorAttempts + 1;
@@ -81,6 +88,8 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     code,
   });
 
+  // A politeness slot this task holds: reserved by an earlier pass (`notBefore`), or by the robots gate.
+  let heldSlot = task.notBefore;
   let crawlDelaySeconds: number | undefined;
   if (config.respectRobots) {
     const verdict = await checkRobots(url, config, {
@@ -90,36 +99,60 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
       crawlId: task.crawlId,
       now: deps.now,
       cache: deps.robotsCache,
+      sleep: deps.sleep,
+      ...(heldSlot === undefined ? {} : { heldSlot }),
     });
     if (verdict.kind === 'disallowed') {
-      return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), { code: 'robots', reason: verdict.reason }) };
+      return {
+        kind: 'result',
+        result: bareResult(subject, 'disallowed', at(deps), { code: 'robots', reason: verdict.reason }),
+      };
     }
     if (verdict.kind === 'failed') {
       const outcome = verdict.code === 'address-blocked' ? 'blocked' : 'failed';
       return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
     }
-    if (verdict.kind === 'defer') return deferred(verdict.untilMs - deps.now(), 'robots-pending');
+    if (verdict.kind === 'defer') {
+      const extra = verdict.slot === undefined ? { notBefore: undefined } : { notBefore: verdict.slot };
+      return deferred(verdict.untilMs - deps.now(), 'robots-pending', extra);
+    }
+    // The gate may have spent the held slot on robots.txt (then `slot` is absent) or handed one over.
+    heldSlot = verdict.slot;
     crawlDelaySeconds = verdict.crawlDelaySeconds;
   }
 
   const now = deps.now();
-  if (task.notBefore === undefined || task.notBefore - now > SLOT_TOLERANCE_MS) {
-    const { delayMs } = effectiveDelayMs(config, crawlDelaySeconds);
-    const slot = task.notBefore ?? (await deps.slots.reserve(task.crawlId, hostKey(url), delayMs, now));
-    const plan = slotPlan(slot, now);
-    if (plan.kind === 'defer') return deferred(plan.notBefore - now, 'politeness', { notBefore: plan.notBefore });
-    if (plan.kind === 'wait') await deps.sleep(plan.ms);
-  }
+  const { delayMs } = effectiveDelayMs(config, crawlDelaySeconds);
+  const slot = heldSlot ?? (await deps.slots.reserve(task.crawlId, hostKey(url), delayMs, now));
+  const plan = slotPlan(slot, now);
+  if (plan.kind === 'defer')
+    return deferred(plan.notBefore - now, 'politeness', { notBefore: plan.notBefore });
+  if (plan.kind === 'wait') await deps.sleep(plan.ms);
 
   const leaseMs = config.limits.totalTimeoutMs + 60_000;
-  const claim = await deps.frontier.claim(task.crawlId, { key: subject.key, url: subject.url, depth: task.depth }, leaseMs, deps.now());
+  const claim = await deps.frontier.claim(
+    task.crawlId,
+    { key: subject.key, url: subject.url, depth: task.depth },
+    leaseMs,
+    deps.now(),
+  );
   if (claim.status === 'done') return { kind: 'drop' };
   if (claim.status === 'held') {
-    return { kind: 'retry', code: 'claim-held', delaySeconds: Math.min(MAX_SQS_DELAY_SECONDS, Math.max(1, Math.ceil((claim.leaseUntil - deps.now()) / 1000))) };
+    return {
+      kind: 'retry',
+      code: 'claim-held',
+      delaySeconds: Math.min(
+        MAX_SQS_DELAY_SECONDS,
+        Math.max(1, Math.ceil((claim.leaseUntil - deps.now()) / 1000)),
+      ),
+    };
   }
 
   /** A retry gives the claim back and waits the backoff (or Retry-After); undefined once attempts are spent. */
-  const retryOrGiveUp = async (code: string, retryAfterMs: number | undefined): Promise<TaskDecision | undefined> => {
+  const retryOrGiveUp = async (
+    code: string,
+    retryAfterMs: number | undefined,
+  ): Promise<TaskDecision | undefined> => {
     if (attempt >= config.maxAttempts) return undefined;
     await deps.frontier.release(task.crawlId, subject.key);
     const wanted = Math.max(backoffSeconds(attempt), Math.ceil((retryAfterMs ?? 0) / 1000));
@@ -129,20 +162,34 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   const started = deps.now();
   let response: Awaited<ReturnType<PageFetcher['fetch']>>;
   try {
-    response = await deps.fetcher.fetch({ url, userAgent: config.userAgent, allowPrivate: config.allowPrivate, limits: config.limits });
+    response = await deps.fetcher.fetch({
+      url,
+      userAgent: config.userAgent,
+      allowPrivate: config.allowPrivate,
+      limits: config.limits,
+    });
   } catch (error) {
     const elapsed = deps.now() - started;
     if (isCrawlError(error) && error.disposition === 'record') {
       const permanent = error as PermanentError;
       const why = { code: permanent.code, reason: permanent.message };
-      return { kind: 'result', result: { ...bareResult(subject, permanent.outcome, new Date(started), why), ms: elapsed, attempt } };
+      return {
+        kind: 'result',
+        result: { ...bareResult(subject, permanent.outcome, new Date(started), why), ms: elapsed, attempt },
+      };
     }
     const code = isCrawlError(error) ? error.code : 'unexpected-error';
-    const retryAfter = isCrawlError(error) && error.disposition === 'retry' ? (error as RetryableError).retryAfterMs : undefined;
+    const retryAfter =
+      isCrawlError(error) && error.disposition === 'retry'
+        ? (error as RetryableError).retryAfterMs
+        : undefined;
     const retry = await retryOrGiveUp(code, retryAfter);
     if (retry) return retry;
     const reason = `${describeError(error)} (gave up after ${attempt} attempts)`;
-    return { kind: 'result', result: { ...bareResult(subject, 'failed', new Date(started), { code, reason }), ms: elapsed, attempt } };
+    return {
+      kind: 'result',
+      result: { ...bareResult(subject, 'failed', new Date(started), { code, reason }), ms: elapsed, attempt },
+    };
   }
 
   const verdict = responseVerdict(response.status, response.headers, response.url);
@@ -164,12 +211,19 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   });
 
   if (verdict.kind === 'retry') {
-    if (verdict.retryAfterMs !== undefined) await deps.slots.pushBack(task.crawlId, hostKey(url), deps.now() + verdict.retryAfterMs);
+    if (verdict.retryAfterMs !== undefined)
+      await deps.slots.pushBack(task.crawlId, hostKey(url), deps.now() + verdict.retryAfterMs);
     const retry = await retryOrGiveUp(verdict.code, verdict.retryAfterMs);
     if (retry) return retry;
-    return captured({ ...base, outcome: 'failed', code: verdict.code, reason: `the server answered HTTP ${response.status} on ${attempt} attempts` });
+    return captured({
+      ...base,
+      outcome: 'failed',
+      code: verdict.code,
+      reason: `the server answered HTTP ${response.status} on ${attempt} attempts`,
+    });
   }
-  if (verdict.kind === 'failed') return captured({ ...base, outcome: 'failed', code: verdict.code, reason: verdict.reason });
+  if (verdict.kind === 'failed')
+    return captured({ ...base, outcome: 'failed', code: verdict.code, reason: verdict.reason });
   if (verdict.kind === 'redirect') {
     const hops = (task.redirects ?? 0) + 1;
     const location = verdict.location.href;
@@ -177,10 +231,15 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
       const reason = `redirect chain longer than ${config.limits.maxRedirects} hops (next: ${location})`;
       return captured({ ...base, outcome: 'redirected', code: 'too-many-redirects', reason, location });
     }
-    return captured({ ...base, outcome: 'redirected', location }, [{ url: location, nofollow: false, redirects: hops }]);
+    return captured({ ...base, outcome: 'redirected', location }, [
+      { url: location, nofollow: false, redirects: hops },
+    ]);
   }
   const page = readPage(response, config);
-  return captured({ ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) }, page.links);
+  return captured(
+    { ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) },
+    page.links,
+  );
 }
 
 /** Links (and the canonical URL) of an HTML page; other content is stored but not parsed. */
@@ -189,8 +248,13 @@ function readPage(
   config: CrawlConfig,
 ): { links: DiscoveredLink[]; canonical?: string; note?: { code: string; reason: string } } {
   if (!isHtml(response.headers)) return { links: [] };
-  const decoded = decodeContent(response.body, headerValue(response.headers, 'content-encoding'), config.limits.maxDecodedBytes);
-  if (!decoded.ok) return { links: [], note: { code: decoded.code, reason: `links not extracted: ${decoded.reason}` } };
+  const decoded = decodeContent(
+    response.body,
+    headerValue(response.headers, 'content-encoding'),
+    config.limits.maxDecodedBytes,
+  );
+  if (!decoded.ok)
+    return { links: [], note: { code: decoded.code, reason: `links not extracted: ${decoded.reason}` } };
   const html = decodeText(decoded.bytes, headerValue(response.headers, 'content-type'));
   const extracted = extractLinks(html, response.url, { followNofollow: config.followNofollow });
   return {

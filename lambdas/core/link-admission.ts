@@ -6,8 +6,8 @@
 import type { CrawlConfig } from './crawl-config.ts';
 import type { LruSet } from './lru.ts';
 import type { FrontierUrl, FrontierWriter, OutgoingTask } from './ports.ts';
-import { bareResult } from './result-builders.ts';
 import type { CrawlResult } from './result.ts';
+import { bareResult } from './result-builders.ts';
 import { type CompiledScope, compileScope } from './scope.ts';
 import { normalizeUrl } from './url-normalize.ts';
 
@@ -69,7 +69,9 @@ export async function admitLinks(
       for (const url of admitted) {
         const candidate = byKey.get(url.key)!;
         if (candidate.skip) {
-          results.push(bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, candidate.skip));
+          results.push(
+            bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, candidate.skip),
+          );
         } else fetchable.push(candidate);
       }
       const granted =
@@ -119,7 +121,10 @@ export async function admitLinks(
       else if (depth > config.maxDepth) {
         candidate.skip = { code: 'depth', reason: `depth ${depth} is beyond --max-depth ${config.maxDepth}` };
       } else if (link.nofollow && !config.followNofollow) {
-        candidate.skip = { code: 'nofollow', reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'}` };
+        candidate.skip = {
+          code: 'nofollow',
+          reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'}`,
+        };
       }
       out.set(normalized.key, candidate);
     }

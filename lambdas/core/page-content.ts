@@ -16,9 +16,15 @@ export function isHtml(headers: ReadonlyArray<[string, string]>): boolean {
   return type !== undefined && HTML_TYPES.includes(type);
 }
 
-export type DecodedBody = { ok: true; bytes: Uint8Array } | { ok: false; code: 'decoded-too-large' | 'bad-encoding'; reason: string };
+export type DecodedBody =
+  | { ok: true; bytes: Uint8Array }
+  | { ok: false; code: 'decoded-too-large' | 'bad-encoding'; reason: string };
 
-export function decodeContent(body: Uint8Array, contentEncoding: string | undefined, maxDecodedBytes: number): DecodedBody {
+export function decodeContent(
+  body: Uint8Array,
+  contentEncoding: string | undefined,
+  maxDecodedBytes: number,
+): DecodedBody {
   const codings = (contentEncoding ?? '')
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
@@ -33,9 +39,17 @@ export function decodeContent(body: Uint8Array, contentEncoding: string | undefi
       else return { ok: false, code: 'bad-encoding', reason: `unsupported content-encoding ${coding}` };
     } catch (error) {
       if (error instanceof RangeError || (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-        return { ok: false, code: 'decoded-too-large', reason: `${coding} body decodes to more than ${maxDecodedBytes} bytes` };
+        return {
+          ok: false,
+          code: 'decoded-too-large',
+          reason: `${coding} body decodes to more than ${maxDecodedBytes} bytes`,
+        };
       }
-      return { ok: false, code: 'bad-encoding', reason: `${coding} body does not decode: ${(error as Error).message}` };
+      return {
+        ok: false,
+        code: 'bad-encoding',
+        reason: `${coding} body does not decode: ${(error as Error).message}`,
+      };
     }
   }
   return { ok: true, bytes };

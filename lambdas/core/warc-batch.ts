@@ -2,8 +2,7 @@
  * One WARC file per crawl per invocation, written with one PUT (docs: S3 PUTs per page a fraction of
  * one); each result points at its response record's gzip member.
  */
-import type { PageResponse } from './ports.ts';
-import type { BlobWriter } from './ports.ts';
+import type { BlobWriter, PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { WarcFileBuilder } from './warc.ts';
 
@@ -56,9 +55,17 @@ export async function storeWarcFiles(
         targetUri: response.url,
         date: response.startedAt,
         concurrentTo: responseId,
-        fields: [['fetchTimeMs', String(response.elapsedMs)], ['outlinks', String(result.outlinks)], ...(extraMetadata ?? [])],
+        fields: [
+          ['fetchTimeMs', String(response.elapsedMs)],
+          ['outlinks', String(result.outlinks)],
+          ...(extraMetadata ?? []),
+        ],
       });
-      results.push({ ...result, sha1: written.payloadSha1Hex, warc: { key, offset: written.offset, length: written.length } });
+      results.push({
+        ...result,
+        sha1: written.payloadSha1Hex,
+        warc: { key, offset: written.offset, length: written.length },
+      });
     }
     await blobs.put(key, builder.toBytes(), 'application/warc');
     keys.push(key);

@@ -50,14 +50,25 @@ export function createHandler(rawEnv: Env) {
       { ...deps, invocationId: context?.awsRequestId ?? crypto.randomUUID() },
     );
     for (const result of report.results) {
-      log.info('result', { crawlId: result.crawlId, url: result.url, outcome: result.outcome, code: result.code, status: result.status });
+      log.info('result', {
+        crawlId: result.crawlId,
+        url: result.url,
+        outcome: result.outcome,
+        code: result.code,
+        status: result.status,
+      });
     }
-    for (const retry of report.retries) log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
-    for (const defer of report.deferred) log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });
+    for (const retry of report.retries)
+      log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
+    for (const defer of report.deferred)
+      log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });
     await delayRedelivery(
       clients.sqs,
       env.TASK_QUEUE_URL,
-      report.retries.map((retry) => ({ receiptHandle: receiptHandles.get(retry.id)!, seconds: retry.delaySeconds })),
+      report.retries.map((retry) => ({
+        receiptHandle: receiptHandles.get(retry.id)!,
+        seconds: retry.delaySeconds,
+      })),
     );
     return { batchItemFailures: report.retries.map((retry) => ({ itemIdentifier: retry.id })) };
   };

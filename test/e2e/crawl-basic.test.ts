@@ -30,10 +30,14 @@ after(async () => {
 
 async function crawl(...args: string[]) {
   const out = join(workDir, `out-${Math.random().toString(36).slice(2)}`);
-  const { stdout, stderr } = await run(process.execPath, [join(repo, 'bin/crawler.ts'), 'crawl', ...args, '--out', out], {
-    cwd: workDir,
-    timeout: 120_000,
-  });
+  const { stdout, stderr } = await run(
+    process.execPath,
+    [join(repo, 'bin/crawler.ts'), 'crawl', ...args, '--out', out],
+    {
+      cwd: workDir,
+      timeout: 120_000,
+    },
+  );
   const lines = (await readFile(join(out, 'results.jsonl'), 'utf8')).trim().split('\n').filter(Boolean);
   return { out, stdout, stderr, results: lines.map((line) => JSON.parse(line) as Record<string, unknown>) };
 }
@@ -52,11 +56,14 @@ test('crawl with --allow-private stores the page and writes one result with stat
   const bodies: string[] = [];
   for (const name of warcs) {
     for (const { record } of iterateWarcFile(new Uint8Array(await readFile(join(out, 'warc', name))))) {
-      if (record.header('WARC-Type') === 'response') bodies.push(Buffer.from(parseHttpMessage(record.block).body).toString());
+      if (record.header('WARC-Type') === 'response')
+        bodies.push(Buffer.from(parseHttpMessage(record.block).body).toString());
     }
   }
   assert.deepEqual(bodies, [PAGE]);
-  const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as { byOutcome: Record<string, number> };
+  const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
+    byOutcome: Record<string, number>;
+  };
   assert.equal(summary.byOutcome.fetched, 1);
 });
 
@@ -82,19 +89,27 @@ test('an invalid URL gets a result with its reason and does not stop the others'
 
 test('unknown options fail fast naming the option, and nothing runs', async () => {
   await assert.rejects(
-    run(process.execPath, [join(repo, 'bin/crawler.ts'), 'crawl', `${site.origin}/`, '--max-pagez', '3'], { cwd: workDir }),
+    run(process.execPath, [join(repo, 'bin/crawler.ts'), 'crawl', `${site.origin}/`, '--max-pagez', '3'], {
+      cwd: workDir,
+    }),
     (error: { code: number; stderr: string }) => error.code === 2 && /--max-pagez/.test(error.stderr),
   );
   await assert.rejects(
-    run(process.execPath, [join(repo, 'bin/crawler.ts'), 'crawl', `${site.origin}/`, '--scope', 'planet'], { cwd: workDir }),
-    (error: { code: number; stderr: string }) => error.code === 2 && /--scope expects one of host, domain, prefix/.test(error.stderr),
+    run(process.execPath, [join(repo, 'bin/crawler.ts'), 'crawl', `${site.origin}/`, '--scope', 'planet'], {
+      cwd: workDir,
+    }),
+    (error: { code: number; stderr: string }) =>
+      error.code === 2 && /--scope expects one of host, domain, prefix/.test(error.stderr),
   );
 });
 
 test('crawler robots prints the matcher decision per URL', async () => {
   const file = join(workDir, 'robots.txt');
   await import('node:fs/promises').then((fs) =>
-    fs.writeFile(file, 'User-agent: *\nDisallow: /private/\nAllow: /private/ok\n\nUser-agent: strictbot\nDisallow: /\n'),
+    fs.writeFile(
+      file,
+      'User-agent: *\nDisallow: /private/\nAllow: /private/ok\n\nUser-agent: strictbot\nDisallow: /\n',
+    ),
   );
   const { stdout } = await run(process.execPath, [
     join(repo, 'bin/crawler.ts'),
@@ -105,7 +120,16 @@ test('crawler robots prints the matcher decision per URL', async () => {
     'https://x.test/private/ok',
     'https://x.test/public',
   ]);
-  assert.equal(stdout, 'disallowed https://x.test/private/a\nallowed https://x.test/private/ok\nallowed https://x.test/public\n');
-  const strict = await run(process.execPath, [join(repo, 'bin/crawler.ts'), 'robots', file, 'StrictBot', 'https://x.test/public']);
+  assert.equal(
+    stdout,
+    'disallowed https://x.test/private/a\nallowed https://x.test/private/ok\nallowed https://x.test/public\n',
+  );
+  const strict = await run(process.execPath, [
+    join(repo, 'bin/crawler.ts'),
+    'robots',
+    file,
+    'StrictBot',
+    'https://x.test/public',
+  ]);
   assert.equal(strict.stdout, 'disallowed https://x.test/public\n');
 });

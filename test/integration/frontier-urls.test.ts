@@ -108,9 +108,21 @@ describe('admission', () => {
     const fresh = (url: FrontierUrl) => ({ ...url, fresh: true });
     const again = (url: FrontierUrl) => ({ ...url, fresh: false });
     assert.deepEqual(await store.admit(crawlId, 'page-1', [a, b]), [fresh(a), fresh(b)]);
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [a, b]), [again(a), again(b)], 'own earlier admissions, not counted again');
-    assert.deepEqual(await store.admit(crawlId, 'page-2', [a, c]), [fresh(c)], "page-1's link is not page-2's");
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [c, c, a]), [again(a)], 'duplicates in one call: once');
+    assert.deepEqual(
+      await store.admit(crawlId, 'page-1', [a, b]),
+      [again(a), again(b)],
+      'own earlier admissions, not counted again',
+    );
+    assert.deepEqual(
+      await store.admit(crawlId, 'page-2', [a, c]),
+      [fresh(c)],
+      "page-1's link is not page-2's",
+    );
+    assert.deepEqual(
+      await store.admit(crawlId, 'page-1', [c, c, a]),
+      [again(a)],
+      'duplicates in one call: once',
+    );
 
     // Once a link is being fetched its own page cannot send it again either.
     assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), { status: 'claimed' });

@@ -40,7 +40,8 @@ class MemoryRobotsStore implements RobotsStore {
     await new Promise((resolve) => setImmediate(resolve));
     const item = this.items.get(`${crawlId} ${origin}`);
     if (!item) return { state: 'missing' };
-    if (item.st === 'ready') return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
+    if (item.st === 'ready')
+      return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
     if (item.st === 'fetching') return { state: 'fetching', lease: item.lease };
     return { state: 'unavailable', retryAt: item.retryAt, failures: item.failures };
   }
@@ -67,7 +68,14 @@ class MemoryRobotsStore implements RobotsStore {
   }
 
   async saveReady(crawlId: string, origin: string, policyJson: string, fetchedAt: number): Promise<void> {
-    this.items.set(`${crawlId} ${origin}`, { st: 'ready', lease: 0, policyJson, fetchedAt, retryAt: 0, failures: 0 });
+    this.items.set(`${crawlId} ${origin}`, {
+      st: 'ready',
+      lease: 0,
+      policyJson,
+      fetchedAt,
+      retryAt: 0,
+      failures: 0,
+    });
   }
 
   async saveUnavailable(crawlId: string, origin: string, retryAt: number): Promise<number> {
@@ -107,7 +115,11 @@ async function site(handler: http.RequestListener): Promise<CountingServer> {
   return server;
 }
 
-function text(body: string | Buffer, status = 200, headers: Record<string, string> = {}): http.RequestListener {
+function text(
+  body: string | Buffer,
+  status = 200,
+  headers: Record<string, string> = {},
+): http.RequestListener {
   return (_request, response) => {
     response.writeHead(status, { 'content-type': 'text/plain', ...headers });
     response.end(body);
@@ -188,7 +200,10 @@ describe('robots gate over HTTP', () => {
     const other = config({ userAgent: 'OtherBot/2' });
     assert.equal((await checkRobots(new URL(server.url('/private/x')), other, w.deps())).kind, 'disallowed');
     assert.deepEqual(paths(server), ['/robots.txt']);
-    assert.match(server.requests[0] ?? '', /\r\nuser-agent: GateBot\/1\.0 \(\+https:\/\/example\.invalid\/bot\)\r\n/i);
+    assert.match(
+      server.requests[0] ?? '',
+      /\r\nuser-agent: GateBot\/1\.0 \(\+https:\/\/example\.invalid\/bot\)\r\n/i,
+    );
     assert.equal(w.store.items.get(`it ${new URL(server.url()).origin}`)?.st, 'ready');
     // Crawl-delay 3 s pushed the host's next slot.
     assert.ok((w.slots.next.get(`it 127.0.0.1:${server.port}`) ?? 0) >= w.clock.now + 3000 - 50);
@@ -197,7 +212,9 @@ describe('robots gate over HTTP', () => {
   it('404: allow all', async () => {
     const server = await site(text('User-agent: *\nDisallow: /', 404));
     const w = world();
-    assert.deepEqual(await checkRobots(new URL(server.url('/anything')), config(), w.deps()), { kind: 'allowed' });
+    assert.deepEqual(await checkRobots(new URL(server.url('/anything')), config(), w.deps()), {
+      kind: 'allowed',
+    });
     assert.deepEqual(paths(server), ['/robots.txt']);
   });
 
@@ -254,7 +271,10 @@ describe('robots gate over HTTP', () => {
       response.end();
     });
     const w = world();
-    assert.equal((await checkRobots(new URL(server.url('/chained/1')), config(), w.deps())).kind, 'disallowed');
+    assert.equal(
+      (await checkRobots(new URL(server.url('/chained/1')), config(), w.deps())).kind,
+      'disallowed',
+    );
     assert.equal((await checkRobots(new URL(server.url('/open')), config(), w.deps())).kind, 'allowed');
     assert.deepEqual(paths(server), ['/robots.txt', '/r1', '/r2']);
     assert.deepEqual(paths(final), ['/robots-final.txt']);
@@ -293,7 +313,9 @@ describe('robots gate over HTTP', () => {
   });
 
   it('undoes Content-Encoding: gzip', async () => {
-    const server = await site(text(gzipSync('User-agent: *\nDisallow: /zipped\n'), 200, { 'content-encoding': 'gzip' }));
+    const server = await site(
+      text(gzipSync('User-agent: *\nDisallow: /zipped\n'), 200, { 'content-encoding': 'gzip' }),
+    );
     const w = world();
     assert.equal((await checkRobots(new URL(server.url('/zipped')), config(), w.deps())).kind, 'disallowed');
     assert.match(server.requests[0] ?? '', /accept-encoding: gzip/i);
@@ -341,7 +363,10 @@ describe('robots gate: once per origin under concurrency', () => {
     const a = await slowSite();
     const b = await slowSite();
     const w = world();
-    const urls = Array.from({ length: 20 }, (_, i) => new URL((i < 10 ? a : b).url(i % 2 ? `/odd/${i}` : `/even/${i}`)));
+    const urls = Array.from(
+      { length: 20 },
+      (_, i) => new URL((i < 10 ? a : b).url(i % 2 ? `/odd/${i}` : `/even/${i}`)),
+    );
     const verdicts = await Promise.all(urls.map((url) => checkRobots(url, config(), w.deps())));
     assert.deepEqual(
       verdicts.map((verdict) => verdict.kind),

@@ -65,7 +65,11 @@ describe('slotPlan', () => {
 
   it('defers a further slot with whole DelaySeconds rounded up and notBefore = slot', () => {
     assert.deepEqual(slotPlan(now + 2001, now), { kind: 'defer', delaySeconds: 3, notBefore: now + 2001 });
-    assert.deepEqual(slotPlan(now + 10_000, now), { kind: 'defer', delaySeconds: 10, notBefore: now + 10_000 });
+    assert.deepEqual(slotPlan(now + 10_000, now), {
+      kind: 'defer',
+      delaySeconds: 10,
+      notBefore: now + 10_000,
+    });
     assert.deepEqual(slotPlan(now + 500, now, { maxWaitMs: 0 }), {
       kind: 'defer',
       delaySeconds: 1,

@@ -15,6 +15,7 @@ import type {
   RobotsState,
   RobotsStore,
 } from '../../lambdas/core/ports.ts';
+import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots.ts';
 import {
   checkRobots,
   createRobotsCache,
@@ -27,7 +28,6 @@ import {
   type RobotsGateDeps,
   robotsFetchBudgetMs,
 } from '../../lambdas/core/robots-gate.ts';
-import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const T0 = Date.UTC(2025, 0, 1);
@@ -57,7 +57,8 @@ class MemoryRobotsStore implements RobotsStore {
     await tick();
     const item = this.items.get(`${crawlId} ${origin}`);
     if (!item) return { state: 'missing' };
-    if (item.st === 'ready') return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
+    if (item.st === 'ready')
+      return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
     if (item.st === 'fetching') return { state: 'fetching', lease: item.lease };
     return { state: 'unavailable', retryAt: item.retryAt, failures: item.failures };
   }
@@ -180,7 +181,8 @@ const serve =
   (request) =>
     response(request.url, status, text);
 
-const ROBOTS = 'User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: slowbot\nCrawl-delay: 7\nDisallow: /slow\n';
+const ROBOTS =
+  'User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: slowbot\nCrawl-delay: 7\nDisallow: /slow\n';
 
 function makeConfig(overrides: Partial<CrawlConfig> = {}): CrawlConfig {
   return { ...parseCrawlConfig({ crawlId: 'c1', userAgent: 'TestBot/1.0', delayMs: 1000 }), ...overrides };
@@ -231,7 +233,11 @@ describe('checkRobots: no robots work needed', () => {
     assert.deepEqual(verdict, { kind: 'allowed' });
     assert.equal(h.store.calls.read, 0);
     assert.equal(h.fetcher.requests.length, 0);
-    const held = await checkRobots(u('/x'), makeConfig({ respectRobots: false }), h.deps({ heldSlot: T0 + 5 }));
+    const held = await checkRobots(
+      u('/x'),
+      makeConfig({ respectRobots: false }),
+      h.deps({ heldSlot: T0 + 5 }),
+    );
     assert.deepEqual(held, { kind: 'allowed', slot: T0 + 5 });
   });
 
@@ -296,8 +302,15 @@ describe('checkRobots: the claimer fetches and stores', () => {
   it('reads 4xx (404, 401, 403, 410) as allow all', async () => {
     for (const status of [404, 401, 403, 410]) {
       const h = harness(serve('User-agent: *\nDisallow: /', status));
-      assert.deepEqual(await checkRobots(u('/private'), makeConfig(), h.deps()), { kind: 'allowed' }, `${status}`);
-      assert.deepEqual(JSON.parse(h.store.item(ORIGIN)?.policyJson ?? ''), JSON.parse(JSON.stringify(ALLOW_ALL)));
+      assert.deepEqual(
+        await checkRobots(u('/private'), makeConfig(), h.deps()),
+        { kind: 'allowed' },
+        `${status}`,
+      );
+      assert.deepEqual(
+        JSON.parse(h.store.item(ORIGIN)?.policyJson ?? ''),
+        JSON.parse(JSON.stringify(ALLOW_ALL)),
+      );
     }
   });
 
@@ -461,7 +474,9 @@ describe('checkRobots: unavailable robots.txt', () => {
   });
 
   it('fails a blocked origin with address-blocked and stores nothing', async () => {
-    const h = harness(() => new PermanentError('blocked', 'address-blocked', 'address not allowed: 10.0.0.1'));
+    const h = harness(
+      () => new PermanentError('blocked', 'address-blocked', 'address not allowed: 10.0.0.1'),
+    );
     const verdict = await checkRobots(u('/a', 'http://10.0.0.1'), makeConfig(), h.deps());
     assert.equal(verdict.kind, 'failed');
     assert.equal(verdict.kind === 'failed' ? verdict.code : '', 'address-blocked');
@@ -477,7 +492,12 @@ describe('checkRobots: unavailable robots.txt', () => {
 describe('checkRobots: other tasks and the store', () => {
   it('uses a fresh ready policy from the store and caches it', async () => {
     const h = harness(serve('unused'));
-    await h.store.saveReady('c1', ORIGIN, JSON.stringify(parseRobots('User-agent: *\nDisallow: /p')), T0 - 1000);
+    await h.store.saveReady(
+      'c1',
+      ORIGIN,
+      JSON.stringify(parseRobots('User-agent: *\nDisallow: /p')),
+      T0 - 1000,
+    );
     assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'disallowed');
     assert.equal(h.fetcher.requests.length, 0);
     assert.equal(h.cache.get('c1', ORIGIN, T0)?.fetchedAt, T0 - 1000);
@@ -500,7 +520,12 @@ describe('checkRobots: other tasks and the store', () => {
   it('uses a stale policy when the store will not let it be re-claimed', async () => {
     const h = harness(serve('unused'));
     h.store.claim = async () => false;
-    await h.store.saveReady('c1', ORIGIN, JSON.stringify(parseRobots('User-agent: *\nDisallow: /p')), T0 - 2 * DAY);
+    await h.store.saveReady(
+      'c1',
+      ORIGIN,
+      JSON.stringify(parseRobots('User-agent: *\nDisallow: /p')),
+      T0 - 2 * DAY,
+    );
     assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'disallowed');
     assert.equal(h.fetcher.requests.length, 0);
   });
@@ -568,7 +593,10 @@ describe('checkRobots: slots far away', () => {
     assert.equal(h.fetcher.requests.length, 1);
     assert.equal(h.slots.reserved.length, 1); // no second reservation
     h.clock.now = slot + ROBOTS_POLL_MS;
-    assert.equal((await checkRobots(u('/p'), config, h.deps({ cache: createRobotsCache(10) }))).kind, 'disallowed');
+    assert.equal(
+      (await checkRobots(u('/p'), config, h.deps({ cache: createRobotsCache(10) }))).kind,
+      'disallowed',
+    );
   });
 
   it('keeps the slot it reserved for the page when it loses the claim', async () => {
@@ -698,7 +726,13 @@ describe('policyFromJson', () => {
   });
 
   it('rejects what is not a policy', () => {
-    for (const json of ['', 'null', '[]', '{"groups":[]}', '{"groups":[{"agents":[1],"rules":[]}],"sitemaps":[]}']) {
+    for (const json of [
+      '',
+      'null',
+      '[]',
+      '{"groups":[]}',
+      '{"groups":[{"agents":[1],"rules":[]}],"sitemaps":[]}',
+    ]) {
       assert.equal(policyFromJson(json), undefined, json);
     }
   });

@@ -27,7 +27,9 @@ function expectError(fn: () => unknown, code: string, reason?: RegExp): void {
 
 describe('parseSitemap: urlset and index', () => {
   it('reads <loc> of each <url>, trimmed, in order', () => {
-    const result = parseSitemap(urlset(['https://a.example/', '\n   https://a.example/b?x=1  \n', 'https://a.example/c']));
+    const result = parseSitemap(
+      urlset(['https://a.example/', '\n   https://a.example/b?x=1  \n', 'https://a.example/c']),
+    );
     assert.deepEqual(result, {
       kind: 'urlset',
       urls: ['https://a.example/', 'https://a.example/b?x=1', 'https://a.example/c'],
@@ -95,10 +97,24 @@ describe('parseSitemap: urlset and index', () => {
   it('skips and counts locs that are empty, not absolute http(s) URLs, or too long', () => {
     const long = `https://a.example/${'x'.repeat(100)}`;
     const result = parseSitemap(
-      urlset(['', '/relative', 'mailto:x@a.example', 'javascript:alert(1)', 'ftp://a.example/f', 'http://[bad', long, 'https://a.example/ok']),
+      urlset([
+        '',
+        '/relative',
+        'mailto:x@a.example',
+        'javascript:alert(1)',
+        'ftp://a.example/f',
+        'http://[bad',
+        long,
+        'https://a.example/ok',
+      ]),
       { maxUrlLength: 100 },
     );
-    assert.deepEqual(result, { kind: 'urlset', urls: ['https://a.example/ok'], truncated: false, skipped: 7 });
+    assert.deepEqual(result, {
+      kind: 'urlset',
+      urls: ['https://a.example/ok'],
+      truncated: false,
+      skipped: 7,
+    });
   });
 
   it('keeps a custom DTD entity unexpanded (no entity expansion attacks)', () => {
@@ -200,7 +216,9 @@ describe('parseSitemap: malformed input is an error with a reason', () => {
     };
     const alphabet = '<>/!?[]&;#"\'= urlsetlocxmindx:CDATA-\n';
     for (let round = 0; round < 300; round += 1) {
-      const text = Array.from({ length: 80 }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+      const text = Array.from({ length: 80 }, () => alphabet[Math.floor(random() * alphabet.length)]).join(
+        '',
+      );
       try {
         parseSitemap(`<urlset>${text}`);
       } catch (error) {

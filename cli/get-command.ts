@@ -31,10 +31,10 @@ import {
   type CliIo,
   cliIo,
   findIndexLine,
-  openStack,
   requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
+  withStack,
   write,
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
@@ -69,15 +69,13 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
   const normalized = normalizeUrl(positionals[0]!);
   if (!normalized.ok) throw new UsageError(`not a crawlable URL: ${normalized.reason}`);
 
-  const stack = await openStack(values, io.locate);
-  try {
+  return withStack(values, io, async (stack) => {
     const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
     const line = await findIndexLine(blobs, crawlId, normalized.key);
     if (!line) {
       const table = requireOutput(stack, 'FrontierTableName');
       const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-      await write(
-        io.stderr,
+      io.stderr.write(
         known
           ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})\n`
           : `no crawl ${crawlId} in ${stack.description}\n`,
@@ -86,8 +84,7 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
     }
     if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
       const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
-      await write(
-        io.stderr,
+      io.stderr.write(
         `${normalized.url} has no stored page in crawl ${crawlId}: it ended as ${line.outcome}${why ? ` (${why})` : ''}\n`,
       );
       return 1;
@@ -137,21 +134,17 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
     try {
       decoded = decodeContent(http.body, codings);
     } catch (error) {
-      await write(
-        io.stderr,
+      io.stderr.write(
         `cannot decode the body (Content-Encoding: ${codings.join(', ')}): ${(error as Error).message}; --raw writes it as stored\n`,
       );
       return 1;
     }
-    await write(
-      io.stderr,
+    io.stderr.write(
       `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.body.byteLength} → ${decoded.byteLength} bytes); --raw keeps it encoded\n`,
     );
     await write(io.stdout, decoded);
     return 0;
-  } finally {
-    await stack.close();
-  }
+  });
 }
 
 /** The content codings of a Content-Encoding value, in the order they were applied; identity dropped. */

@@ -4,7 +4,14 @@ import { UsageError } from './usage-error.ts';
 const USAGE = `usage: crawler <command> [options]
 commands:
   crawl URL... [options]   crawl on this machine on embedded AWS emulators; writes results, WARC files and a summary
+  status ID                progress and counters of a crawl: state, counts by outcome, bytes, pages/s, times
+  results ID [--outcome X] [--format jsonl|csv]
+                           the crawl's results index, one line per URL
+  get URL --crawl ID [--body|--headers|--warc] [--raw]
+                           one stored response, by ranged read of its WARC record
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
+Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
+embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
 run \`crawler <command> --help\` for a command's options.`;
 
 type Command = (args: string[]) => Promise<number>;
@@ -13,6 +20,9 @@ type Command = (args: string[]) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   crawl: async () => (await import('./crawl-command.ts')).crawlCommand,
   robots: async () => (await import('./robots-command.ts')).robotsCommand,
+  status: async () => (await import('./status-command.ts')).statusCommand,
+  results: async () => (await import('./results-command.ts')).resultsCommand,
+  get: async () => (await import('./get-command.ts')).getCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -15,11 +15,11 @@ import {
   csvHeader,
   csvRow,
   isOutcome,
-  openStack,
   requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
   streamIndex,
+  withStack,
   write,
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
@@ -47,8 +47,7 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
       `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
     );
   }
-  const stack = await openStack(values, io.locate);
-  try {
+  return withStack(values, io, async (stack) => {
     const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
     if (format === 'csv') await write(io.stdout, csvHeader());
     const lines = streamIndex(
@@ -65,14 +64,12 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
     if (count === 0) {
       const table = requireOutput(stack, 'FrontierTableName');
       if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
-        await write(io.stderr, `no crawl ${crawlId} in ${stack.description}\n`);
+        io.stderr.write(`no crawl ${crawlId} in ${stack.description}\n`);
         return 1;
       }
     }
     return 0;
-  } finally {
-    await stack.close();
-  }
+  });
 }
 
 function parse(args: string[]) {

@@ -7,13 +7,19 @@
  * Also here: how the read-only commands (`status`, `results`, `get`) find the stack, CSV output,
  * and `summarize` for `crawler crawl`.
  */
+import type { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
 import type { CrawlResult } from '../lambdas/core/result.ts';
 import { ResultSchema } from '../lambdas/core/result.ts';
-import { type LocatedStack, type LocateStackOptions, locateStack } from '../local/stack-locator.ts';
+import {
+  type DescribeStackOutputs,
+  type LocatedStack,
+  type LocateStackOptions,
+  locateStack,
+} from '../local/stack-locator.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -202,28 +208,77 @@ export type Locate = (options: LocateStackOptions) => Promise<LocatedStack>;
 
 /** Streams and a stack locator, injectable for tests. */
 export interface CliIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stdout: Writable;
+  stderr: Writable;
   locate: Locate;
+  /** For `--stack NAME` (a deployed stack): its CloudFormation outputs. Not wired yet: needs a CloudFormation client. */
+  describeStackOutputs?: DescribeStackOutputs;
 }
 
 export function cliIo(overrides: Partial<CliIo> = {}): CliIo {
   return { stdout: process.stdout, stderr: process.stderr, locate: locateStack, ...overrides };
 }
 
+/** The AWS a read command was pointed at could not be opened (no state, not provisioned, unreachable). */
+export class StackNotFoundError extends Error {
+  override name = 'StackNotFoundError';
+}
+
 export async function openStack(
   values: { endpoint?: string | undefined; stack?: string | undefined; 'state-dir'?: string | undefined },
-  locate: Locate,
+  io: Pick<CliIo, 'locate' | 'describeStackOutputs'>,
 ): Promise<LocatedStack> {
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${values.endpoint}`,
     );
   }
-  return locate({
-    stateDir: resolveStateDir(values['state-dir']),
-    ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
-    ...(values.stack === undefined ? {} : { stackName: values.stack }),
+  const stateDir = resolveStateDir(values['state-dir']);
+  try {
+    return await io.locate({
+      stateDir,
+      ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
+      ...(values.stack === undefined ? {} : { stackName: values.stack }),
+      ...(io.describeStackOutputs ? { describeStackOutputs: io.describeStackOutputs } : {}),
+    });
+  } catch (error) {
+    const where =
+      values.stack !== undefined
+        ? `stack ${values.stack}`
+        : values.endpoint !== undefined
+          ? `the AWS at ${values.endpoint}`
+          : `the local state in ${stateDir}`;
+    throw new StackNotFoundError(
+      `cannot open ${where}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The frame of a read-only command: finds the stack, runs `body` on it, closes it. Output to a reader
+ * that went away ends quietly (see `writingTo`); a stack that cannot be opened is a one-line error
+ * on stderr and exit code 1.
+ */
+export function withStack(
+  values: { endpoint?: string | undefined; stack?: string | undefined; 'state-dir'?: string | undefined },
+  io: CliIo,
+  body: (stack: LocatedStack) => Promise<number>,
+): Promise<number> {
+  return writingTo(io.stdout, async () => {
+    let stack: LocatedStack;
+    try {
+      stack = await openStack(values, io);
+    } catch (error) {
+      if (!(error instanceof StackNotFoundError)) throw error;
+      io.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    try {
+      return await body(stack);
+    } finally {
+      await stack.close();
+    }
   });
 }
 
@@ -234,19 +289,50 @@ export function requireOutput(stack: LocatedStack, name: string): string {
   return value;
 }
 
+/** The reader of the output went away (EPIPE, e.g. `crawler results ID | head`), or the stream failed. */
+export class OutputClosedError extends Error {
+  override name = 'OutputClosedError';
+}
+
 /** Writes `chunk`, waiting while the stream's buffer is full (so a slow pipe does not fill memory). */
-export async function write(stream: NodeJS.WritableStream, chunk: string | Uint8Array): Promise<void> {
+export async function write(stream: Writable, chunk: string | Uint8Array): Promise<void> {
+  if (stream.destroyed || stream.writableEnded) throw new OutputClosedError('output closed');
   if (stream.write(chunk)) return;
   await new Promise<void>((resolve, reject) => {
-    const done = (error?: unknown) => {
-      stream.off('drain', done);
-      stream.off('error', done);
-      if (error) reject(error);
+    const settle = (error?: unknown) => {
+      stream.off('drain', settle);
+      stream.off('error', settle);
+      stream.off('close', closed);
+      if (error) reject(new OutputClosedError('output failed', { cause: error }));
       else resolve();
     };
-    stream.on('drain', done);
-    stream.on('error', done);
+    const closed = () => settle(new Error('closed'));
+    stream.on('drain', settle);
+    stream.on('error', settle);
+    stream.on('close', closed);
   });
+}
+
+/**
+ * Runs a command that writes to `stream`. A reader that goes away (EPIPE) ends the command quietly
+ * with `run`'s exit code 0, as `cat` does; any other stream error is thrown.
+ */
+export async function writingTo(stream: Writable, run: () => Promise<number>): Promise<number> {
+  let failure: NodeJS.ErrnoException | undefined;
+  const onError = (error: NodeJS.ErrnoException) => {
+    failure ??= error;
+  };
+  stream.on('error', onError);
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof OutputClosedError)) throw error;
+    const cause = failure ?? (error.cause as NodeJS.ErrnoException | undefined);
+    if (cause === undefined || cause.code === 'EPIPE') return 0;
+    throw cause;
+  } finally {
+    stream.off('error', onError);
+  }
 }
 
 export function isOutcome(value: string): boolean {

@@ -11,10 +11,10 @@ import type { CrawlCounters } from '../lambdas/core/ports.ts';
 import {
   type CliIo,
   cliIo,
-  openStack,
   requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
+  withStack,
   write,
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
@@ -85,12 +85,11 @@ export async function statusCommand(args: string[], overrides: Partial<CliIo> = 
   const { values, positionals } = parse(args);
   if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
   const crawlId = positionals[0]!;
-  const stack = await openStack(values, io.locate);
-  try {
+  return withStack(values, io, async (stack) => {
     const frontier = createFrontierStore(stack.clients.dynamodb, requireOutput(stack, 'FrontierTableName'));
     const counters = await frontier.readCounters(crawlId);
     if (!counters) {
-      await write(io.stderr, `no crawl ${crawlId} in ${stack.description}\n`);
+      io.stderr.write(`no crawl ${crawlId} in ${stack.description}\n`);
       return 1;
     }
     const status = crawlStatus(crawlId, counters, new Date());
@@ -99,9 +98,7 @@ export async function statusCommand(args: string[], overrides: Partial<CliIo> = 
       values.json ? `${JSON.stringify(status, null, 2)}\n` : `${describeStatus(status)}\n`,
     );
     return 0;
-  } finally {
-    await stack.close();
-  }
+  });
 }
 
 function parse(args: string[]) {

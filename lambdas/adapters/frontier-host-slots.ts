@@ -126,8 +126,25 @@ export class FrontierHostSlots implements HostSlots {
     }
   }
 
-  /** Moves the host's next free slot to `notBefore` unless it already is at or beyond it. */
+  /**
+   * Moves the host's next free slot to `notBefore` unless it already is at or beyond it, and records
+   * the pause, so fetchers holding earlier-reserved slots see it (`pausedUntil`) and re-reserve.
+   */
   async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
+    try {
+      await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `SET #${ATTR.pausedUntil} = :notBefore, #${ATTR.expiresAt} = :expiresAt`,
+          ConditionExpression: `attribute_not_exists(#${ATTR.pausedUntil}) OR #${ATTR.pausedUntil} < :notBefore`,
+          ExpressionAttributeNames: names(ATTR.pausedUntil, ATTR.expiresAt),
+          ExpressionAttributeValues: { ':notBefore': N(notBefore), ':expiresAt': expiresAt(this.options) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({
@@ -142,5 +159,18 @@ export class FrontierHostSlots implements HostSlots {
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
     }
+  }
+
+  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
+    const out = await this.dynamodb.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        ConsistentRead: true,
+        ProjectionExpression: `#${ATTR.pausedUntil}`,
+        ExpressionAttributeNames: names(ATTR.pausedUntil),
+      }),
+    );
+    return num(out.Item, ATTR.pausedUntil);
   }
 }

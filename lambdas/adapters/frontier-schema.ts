@@ -32,6 +32,7 @@ export const ATTR = {
   endedAt: 'endedAt',
   // host slots
   next: 'next',
+  pausedUntil: 'pausedUntil',
   delayMs: 'delayMs',
   // robots
   policy: 'policy',

@@ -42,6 +42,7 @@ export function createFrontierStore(
     // HostSlots
     reserve: (crawlId, host, delayMs, now) => slots.reserve(crawlId, host, delayMs, now),
     pushBack: (crawlId, host, notBefore) => slots.pushBack(crawlId, host, notBefore),
+    pausedUntil: (crawlId, host) => slots.pausedUntil(crawlId, host),
     // FrontierFinalizer
     finalize: (crawlId, key, url, outcome) => urls.finalize(crawlId, key, url, outcome),
     addCounters: (crawlId, deltas) => counters.addCounters(crawlId, deltas),

@@ -48,6 +48,15 @@ export type TaskDecision =
   | { kind: 'drop' };
 
 const MAX_SQS_DELAY_SECONDS = 900;
+/** How long a fetch-once claim outlives the request deadline (a crashed holder is taken over after it). */
+const CLAIM_MARGIN_MS = 15_000;
+/** A held slot is given up (another reserved) when the request would leave later than this after it. */
+const SLOT_LATENESS_MS = 50;
+const MAX_SLOT_ROUNDS = 3;
+
+function clampDelay(ms: number): number {
+  return Math.min(MAX_SQS_DELAY_SECONDS, Math.max(1, Math.ceil(ms / 1000)));
+}
 
 export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Promise<TaskDecision> {
   const parsed = parseTaskMessage(message.body);
@@ -81,16 +90,16 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   const attempt = priorAttempts + 1;
-  const deferred = (delayMs: number, code: string, extra: Partial<Task> = {}): TaskDecision => ({
+  const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): TaskDecision => ({
     kind: 'defer',
     task: { ...task, url: normalized.url, attempt: priorAttempts, ...extra },
-    delaySeconds: Math.min(MAX_SQS_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000))),
+    delaySeconds,
     code,
   });
 
-  // A politeness slot this task holds: reserved by an earlier pass (`notBefore`), or by the robots gate.
-  let heldSlot = task.notBefore;
+  // robots.txt first: it may hold this task back, and its Crawl-delay sets the gap between requests.
   let crawlDelaySeconds: number | undefined;
+  let gateSlot: number | undefined;
   if (config.respectRobots) {
     const verdict = await checkRobots(url, config, {
       store: deps.robots,
@@ -100,52 +109,69 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
       now: deps.now,
       cache: deps.robotsCache,
       sleep: deps.sleep,
-      ...(heldSlot === undefined ? {} : { heldSlot }),
+      ...(task.notBefore === undefined ? {} : { heldSlot: task.notBefore }),
     });
     if (verdict.kind === 'disallowed') {
-      return {
-        kind: 'result',
-        result: bareResult(subject, 'disallowed', at(deps), { code: 'robots', reason: verdict.reason }),
-      };
+      const why = { code: 'robots', reason: verdict.reason };
+      return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), why) };
     }
     if (verdict.kind === 'failed') {
       const outcome = verdict.code === 'address-blocked' ? 'blocked' : 'failed';
       return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
     }
     if (verdict.kind === 'defer') {
-      const extra = verdict.slot === undefined ? { notBefore: undefined } : { notBefore: verdict.slot };
-      return deferred(verdict.untilMs - deps.now(), 'robots-pending', extra);
+      // A slot the gate keeps for this task belongs to its robots.txt claim, not to a page (no slotDelayMs).
+      const extra = { notBefore: verdict.slot, slotDelayMs: undefined };
+      return deferred(clampDelay(verdict.untilMs - deps.now()), 'robots-pending', extra);
     }
-    // The gate may have spent the held slot on robots.txt (then `slot` is absent) or handed one over.
-    heldSlot = verdict.slot;
+    gateSlot = verdict.slot;
     crawlDelaySeconds = verdict.crawlDelaySeconds;
   }
 
-  const now = deps.now();
   const { delayMs } = effectiveDelayMs(config, crawlDelaySeconds);
-  const slot = heldSlot ?? (await deps.slots.reserve(task.crawlId, hostKey(url), delayMs, now));
-  const plan = slotPlan(slot, now);
-  if (plan.kind === 'defer')
-    return deferred(plan.notBefore - now, 'politeness', { notBefore: plan.notBefore });
-  if (plan.kind === 'wait') await deps.sleep(plan.ms);
+  const host = hostKey(url);
+  // A page slot from an earlier deferral is used if still ours (the gate did not spend it on
+  // robots.txt) and reserved with a gap at least as wide as the one now required.
+  const held =
+    task.notBefore !== undefined &&
+    task.slotDelayMs !== undefined &&
+    task.slotDelayMs >= delayMs &&
+    (!config.respectRobots || gateSlot === task.notBefore)
+      ? task.notBefore
+      : undefined;
+  const leaseMs = config.limits.totalTimeoutMs + CLAIM_MARGIN_MS;
+  let claimed = false;
+  let slot = held;
+  for (let round = 1; ; round++) {
+    const now = deps.now();
+    slot ??= await deps.slots.reserve(task.crawlId, host, delayMs, now);
+    const plan = slotPlan(slot, now);
+    if (plan.kind === 'defer') {
+      if (claimed) await deps.frontier.release(task.crawlId, subject.key);
+      return deferred(plan.delaySeconds, 'politeness', { notBefore: plan.notBefore, slotDelayMs: delayMs });
+    }
+    if (!claimed) {
+      // Claim before waiting, so the request leaves at its slot rather than one write later.
+      const frontierUrl = { key: subject.key, url: subject.url, depth: task.depth };
+      const claim = await deps.frontier.claim(task.crawlId, frontierUrl, leaseMs, deps.now());
+      if (claim.status === 'done') return { kind: 'drop' };
+      if (claim.status === 'held') {
+        return { kind: 'retry', code: 'claim-held', delaySeconds: clampDelay(claim.leaseUntil - deps.now()) };
+      }
+      claimed = true;
+    }
+    if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));
+    // A slot can be overtaken: this task is so late (slow writes, a busy container) that its request
+    // would crowd the next slot's holder, or the host paused (Retry-After) after the slot was handed out.
+    const late = deps.now() - slot > SLOT_LATENESS_MS;
+    const overtaken = late || (slot !== now && (await pausedAfter(slot)));
+    if (!overtaken || round >= MAX_SLOT_ROUNDS) break;
+    slot = undefined;
+  }
 
-  const leaseMs = config.limits.totalTimeoutMs + 60_000;
-  const claim = await deps.frontier.claim(
-    task.crawlId,
-    { key: subject.key, url: subject.url, depth: task.depth },
-    leaseMs,
-    deps.now(),
-  );
-  if (claim.status === 'done') return { kind: 'drop' };
-  if (claim.status === 'held') {
-    return {
-      kind: 'retry',
-      code: 'claim-held',
-      delaySeconds: Math.min(
-        MAX_SQS_DELAY_SECONDS,
-        Math.max(1, Math.ceil((claim.leaseUntil - deps.now()) / 1000)),
-      ),
-    };
+  async function pausedAfter(reserved: number): Promise<boolean> {
+    const paused = await deps.slots.pausedUntil(task.crawlId, host);
+    return paused !== undefined && paused > reserved;
   }
 
   /** A retry gives the claim back and waits the backoff (or Retry-After); undefined once attempts are spent. */

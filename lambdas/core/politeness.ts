@@ -63,7 +63,9 @@ export function slotPlan(slot: number, now: number, options: SlotPlanOptions = {
   const wait = slot - now;
   if (!(wait > 0)) return { kind: 'now' };
   if (wait <= maxWaitMs) return { kind: 'wait', ms: wait };
-  const delaySeconds = Math.max(1, Math.min(maxDelay, Math.ceil(wait / 1000)));
+  // Arrive at most maxWaitMs before the slot and wait the rest in the function: a task that arrived
+  // late (SQS delays are whole seconds, event sources batch) would bunch up with its successors.
+  const delaySeconds = Math.max(1, Math.min(maxDelay, Math.ceil((wait - maxWaitMs) / 1000)));
   return { kind: 'defer', delaySeconds, notBefore: slot };
 }
 

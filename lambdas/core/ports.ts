@@ -89,8 +89,10 @@ export interface FrontierWriter {
 export interface HostSlots {
   /** Reserves the host's next free slot at or after `now`; returns its epoch ms. */
   reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number>;
-  /** Pushes the host's next free slot to at least `notBefore` (Retry-After). */
+  /** Pushes the host's next free slot to at least `notBefore` and pauses the host until then (Retry-After). */
   pushBack(crawlId: string, host: string, notBefore: number): Promise<void>;
+  /** The end of the host's latest pause (Retry-After), if any: slots reserved before it fall inside it. */
+  pausedUntil(crawlId: string, host: string): Promise<number | undefined>;
 }
 
 export type RobotsState =

@@ -11,8 +11,10 @@ export const TaskSchema = z.object({
   url: z.string().min(1),
   depth: z.number().int().min(0),
   parent: z.string().optional(),
-  /** Epoch ms before which the task must not be fetched (politeness slot or backoff). */
+  /** Epoch ms of a politeness slot this task holds (a deferral), or of its robots.txt claim. */
   notBefore: z.number().int().optional(),
+  /** The gap the held slot was reserved with: a page slot is used only if it is still wide enough. */
+  slotDelayMs: z.number().int().min(0).optional(),
   attempt: z.number().int().min(0).optional(),
   /** Redirect hops that led here; bounded by the crawl's maxRedirects. */
   redirects: z.number().int().min(0).optional(),

@@ -25,7 +25,8 @@ export function createHandler(rawEnv: Env) {
   const log = createLogger('fetch', rawEnv.LOG_LEVEL);
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
   const deps = {
-    fetcher: new HttpFetcher(),
+    // Several connections per origin: a request waiting behind another on one socket would leave late.
+    fetcher: new HttpFetcher({ connectionsPerOrigin: 6 }),
     configs: new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG),
     frontier,
     slots: frontier,

@@ -87,6 +87,7 @@ class MemoryRobotsStore implements RobotsStore {
 }
 
 class MemoryHostSlots implements HostSlots {
+  readonly paused = new Map<string, number>();
   readonly next = new Map<string, number>();
 
   async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
@@ -99,6 +100,10 @@ class MemoryHostSlots implements HostSlots {
   async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
     const key = `${crawlId} ${host}`;
     this.next.set(key, Math.max(this.next.get(key) ?? 0, notBefore));
+    this.paused.set(key, Math.max(this.paused.get(key) ?? 0, notBefore));
+  }
+  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
+    return this.paused.get(`${crawlId} ${host}`);
   }
 }
 

@@ -9,6 +9,8 @@ import { isAllowed, parseRobots } from '../../lambdas/core/robots.ts';
 import { normalizeHref, resolveUrl } from '../../lambdas/core/url-normalize.ts';
 import {
   createSiteModel,
+  diffAgainstPlan,
+  type JudgedResult,
   type SiteModel,
   startGeneratedSite,
   TRAP_PREFIX,
@@ -223,6 +225,69 @@ describe('generated site model', () => {
       for (const link of model.page(target).links) discovered.add(link.url);
     for (const to of plan.redirectPaths.values()) discovered.add(to);
     assert.deepEqual([...plan.outcomes.keys()].sort(), [...discovered].sort());
+  });
+});
+
+describe('diffAgainstPlan', () => {
+  const model = createSiteModel(ORIGIN, { pages: 300, externalOrigin: EXTERNAL });
+  const plan = model.plan({ maxDepth: 6 });
+  const perfect = (): { results: JudgedResult[]; hits: Map<string, number> } => ({
+    results: [...plan.outcomes].map(([url, want]) => ({
+      url,
+      outcome: want.outcome,
+      ...(want.code === undefined ? {} : { code: want.code }),
+      ...(want.status === undefined ? {} : { status: want.status }),
+      depth: want.depth ?? 1,
+    })),
+    hits: new Map([...plan.expectedHits, ...[...plan.errorPaths].map((p): [string, number] => [p, 4])]),
+  });
+
+  it('finds nothing wrong with a crawl that did exactly what was planned', () => {
+    const { results, hits } = perfect();
+    assert.deepEqual(diffAgainstPlan({ hits }, plan, results), { results: [], requests: [] });
+  });
+
+  it('reports missing, duplicated, unplanned and wrong results', () => {
+    const { results, hits } = perfect();
+    const [first, second, third] = results;
+    assert.ok(first && second && third);
+    const broken = [
+      ...results.filter((r) => r !== first),
+      { ...second },
+      { ...third, outcome: 'skipped', code: 'limit' },
+      { url: `${ORIGIN}/p/1?utm_source=feed`, outcome: 'fetched', depth: 2 },
+    ];
+    const diff = diffAgainstPlan({ hits }, plan, broken);
+    assert.equal(diff.requests.length, 0);
+    assert.ok(diff.results.some((p) => p.startsWith(`no result for ${first.url}`)));
+    assert.ok(diff.results.includes(`two results for ${second.url}`));
+    assert.ok(diff.results.includes(`two results for ${third.url}`));
+    assert.ok(diff.results.some((p) => p.startsWith(`unplanned result ${ORIGIN}/p/1?utm_source=feed`)));
+    const fetchedDepth = results.find((r) => r.outcome === 'fetched' && r.depth === 2);
+    assert.ok(fetchedDepth);
+    const deeper = results.map((r) => (r === fetchedDepth ? { ...r, depth: 3 } : r));
+    assert.equal(diffAgainstPlan({ hits }, plan, deeper).results.length, 1, 'a wrong depth is reported');
+  });
+
+  it('reports disallowed, unplanned, repeated and unretried requests', () => {
+    const { results, hits } = perfect();
+    hits.set('/private/1', 1);
+    hits.set('/p/5?utm_source=feed', 1);
+    hits.set('/p/7', 2);
+    hits.set('/broken/1', 1);
+    hits.delete('/robots.txt');
+    const diff = diffAgainstPlan({ hits }, plan, results);
+    assert.equal(diff.results.length, 0);
+    assert.deepEqual(
+      diff.requests.sort(),
+      [
+        '/p/7 requested 2×, planned 1×',
+        '/robots.txt requested 0×, planned 1×',
+        'always-500 /broken/1 requested 1×, planned 2..4 (retried, then failed)',
+        'disallowed /private/1 requested 1×',
+        'unplanned request /p/5?utm_source=feed (1×)',
+      ].sort(),
+    );
   });
 });
 

@@ -63,11 +63,11 @@ describe('slotPlan', () => {
     assert.deepEqual(slotPlan(now + 4000, now, { maxWaitMs: 5000 }), { kind: 'wait', ms: 4000 });
   });
 
-  it('defers a further slot with whole DelaySeconds rounded up and notBefore = slot', () => {
-    assert.deepEqual(slotPlan(now + 2001, now), { kind: 'defer', delaySeconds: 3, notBefore: now + 2001 });
+  it('defers a further slot so the task arrives within maxWaitMs before it (never after), notBefore = slot', () => {
+    assert.deepEqual(slotPlan(now + 2001, now), { kind: 'defer', delaySeconds: 1, notBefore: now + 2001 });
     assert.deepEqual(slotPlan(now + 10_000, now), {
       kind: 'defer',
-      delaySeconds: 10,
+      delaySeconds: 8,
       notBefore: now + 10_000,
     });
     assert.deepEqual(slotPlan(now + 500, now, { maxWaitMs: 0 }), {

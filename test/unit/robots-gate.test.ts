@@ -110,6 +110,7 @@ class MemoryRobotsStore implements RobotsStore {
 }
 
 class MemoryHostSlots implements HostSlots {
+  readonly paused = new Map<string, number>();
   readonly next = new Map<string, number>();
   readonly reserved: Array<{ host: string; slot: number; delayMs: number }> = [];
 
@@ -126,6 +127,10 @@ class MemoryHostSlots implements HostSlots {
     await tick();
     const key = `${crawlId} ${host}`;
     this.next.set(key, Math.max(this.next.get(key) ?? 0, notBefore));
+    this.paused.set(key, Math.max(this.paused.get(key) ?? 0, notBefore));
+  }
+  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
+    return this.paused.get(`${crawlId} ${host}`);
   }
 }
 

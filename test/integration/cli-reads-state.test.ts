@@ -1,0 +1,112 @@
+// The read commands without --endpoint: they find the embedded AWS through its state dir, both while
+// the process that crawled still holds it (read through its emulators) and after it stopped (the
+// locator starts the emulators on the persisted state).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { getCommand } from '../../cli/get-command.ts';
+import { resultsCommand } from '../../cli/results-command.ts';
+import type { CliIo } from '../../cli/results-reader.ts';
+import { statusCommand } from '../../cli/status-command.ts';
+import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
+import { SqsTaskSender } from '../../lambdas/adapters/queues.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { parseTemplate } from '../../local/cfn-template.ts';
+import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { html, startSite, type TestSite } from '../fixtures/site.ts';
+
+const PAGE = '<html><body>stored on disk</body></html>';
+
+class Capture extends Writable {
+  chunks: Buffer[] = [];
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.chunks.push(Buffer.from(chunk));
+    done();
+  }
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+async function cli(command: (args: string[], io?: Partial<CliIo>) => Promise<number>, ...args: string[]) {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await command(args, { stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+let site: TestSite;
+let aws: LocalAws | undefined;
+let tempDir: string;
+let stateDir: string;
+let crawlId: string;
+
+before(async () => {
+  site = await startSite({ '/': html(PAGE) });
+  tempDir = await mkdtemp(join(tmpdir(), 'cli-reads-state-'));
+  stateDir = join(tempDir, 'state');
+  aws = await startLocalAws({
+    template: parseTemplate(synthesizeTemplate()),
+    stackName: STACK_NAME,
+    stateDir,
+    handlerEnvOverrides: { LOG_LEVEL: 'silent' },
+    log: () => {},
+  });
+  crawlId = `state-${randomUUID().slice(0, 8)}`;
+  await new CrawlConfigStore(aws.clients.dynamodb, aws.outputs.FrontierTableName!).put(
+    parseCrawlConfig({ crawlId, seeds: [`${site.origin}/`], allowPrivate: true, delayMs: 0 }),
+  );
+  await new SqsTaskSender(aws.clients.sqs, aws.outputs.TaskQueueUrl!).sendTasks([
+    { task: { v: 1, crawlId, url: `${site.origin}/`, depth: 0 } },
+  ]);
+  await aws.start();
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+});
+
+after(async () => {
+  await aws?.stop();
+  await site?.close();
+  if (tempDir) await rm(tempDir, { recursive: true, force: true });
+});
+
+describe('read commands on the local state dir', () => {
+  it('read through the running process that holds the state', async () => {
+    const status = await cli(statusCommand, crawlId, '--json', '--state-dir', stateDir);
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(JSON.parse(status.stdout).state, 'complete');
+    const body = await cli(getCommand, `${site.origin}/`, '--crawl', crawlId, '--state-dir', stateDir);
+    assert.equal(body.code, 0, body.stderr);
+    assert.equal(body.stdout, PAGE);
+  });
+
+  it('read the persisted state after that process stopped', async () => {
+    await aws?.stop();
+    aws = undefined;
+    const results = await cli(resultsCommand, crawlId, '--state-dir', stateDir);
+    assert.equal(results.code, 0, results.stderr);
+    const lines = results.stdout.trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.equal(JSON.parse(lines[0]!).url, `${site.origin}/`);
+    const body = await cli(getCommand, `${site.origin}/`, '--crawl', crawlId, '--state-dir', stateDir);
+    assert.equal(body.stdout, PAGE);
+    const unknown = await cli(statusCommand, 'nope', '--state-dir', stateDir);
+    assert.equal(unknown.code, 1);
+    assert.equal(unknown.stderr, `no crawl nope in local state in ${stateDir}\n`);
+  });
+
+  it('prints one line and exits 1 when there is no stack to read', async () => {
+    const empty = join(tempDir, 'empty');
+    const none = await cli(statusCommand, crawlId, '--state-dir', empty);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /^cannot open the local state in .*empty: no local crawl state in .*\n$/);
+    const closed = await cli(resultsCommand, crawlId, '--endpoint', 'http://127.0.0.1:9');
+    assert.equal(closed.code, 1);
+    assert.match(closed.stderr, /^cannot open the AWS at http:\/\/127\.0\.0\.1:9: /);
+    assert.equal(closed.stdout, '');
+  });
+});

@@ -128,7 +128,7 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     crawlDelaySeconds = verdict.crawlDelaySeconds;
   }
 
-  const { delayMs } = effectiveDelayMs(config, crawlDelaySeconds);
+  const { delayMs, capped: crawlDelayCapped } = effectiveDelayMs(config, crawlDelaySeconds);
   const host = hostKey(url);
   // A page slot from an earlier deferral is used if still ours (the gate did not spend it on
   // robots.txt) and reserved with a gap at least as wide as the one now required.
@@ -228,6 +228,7 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     ...(response.truncated ? { truncated: response.truncated } : {}),
     ms: response.elapsedMs,
     attempt,
+    ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
   };
   const captured = (result: CrawlResult, links: DiscoveredLink[] = []): TaskDecision => ({
     kind: 'captured',

@@ -25,6 +25,8 @@ export const ResultSchema = z.object({
   sha1: z.string().optional(),
   truncated: z.enum(['length', 'time']).optional(),
   location: z.string().optional(),
+  /** The host's robots.txt Crawl-delay was above the crawl's cap: it was crawled at the cap instead. */
+  crawlDelayCapped: z.literal(true).optional(),
   /** `<link rel=canonical>` of an HTML page, resolved. */
   canonical: z.string().optional(),
   warc: WarcPointerSchema.optional(),

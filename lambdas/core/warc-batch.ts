@@ -10,7 +10,6 @@ export interface CapturedPage {
   response: PageResponse;
   /** The result, complete but for its WARC pointer and payload digest. */
   result: CrawlResult;
-  extraMetadata?: Array<[string, string]>;
 }
 
 export function warcKey(crawlId: string, at: Date, invocationId: string): string {
@@ -29,7 +28,7 @@ export async function storeWarcFiles(
     const key = warcKey(crawlId, at, invocationId);
     const builder = new WarcFileBuilder({ filename: key.slice(key.lastIndexOf('/') + 1) });
     builder.addWarcinfo({ software: 'serverless-crawler', 'crawl-id': crawlId }, at);
-    for (const { response, result, extraMetadata } of pages) {
+    for (const { response, result } of pages) {
       const responseId = builder.newRecordId();
       builder.addRequest({
         targetUri: response.url,
@@ -58,7 +57,7 @@ export async function storeWarcFiles(
         fields: [
           ['fetchTimeMs', String(response.elapsedMs)],
           ['outlinks', String(result.outlinks)],
-          ...(extraMetadata ?? []),
+          ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
         ],
       });
       results.push({

@@ -9,7 +9,7 @@ import { headerValue } from './http-headers.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isHtml } from './page-content.ts';
-import { effectiveDelayMs, hostKey, slotPlan } from './politeness.ts';
+import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { CrawlConfigReader, FrontierWriter, HostSlots, PageFetcher, RobotsStore } from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -144,7 +144,7 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   let slot = held;
   for (let round = 1; ; round++) {
     const now = deps.now();
-    slot ??= await deps.slots.reserve(task.crawlId, host, delayMs, now);
+    slot ??= await deps.slots.reserve(task.crawlId, host, reservedGapMs(delayMs), now);
     const plan = slotPlan(slot, now);
     if (plan.kind === 'defer') {
       if (claimed) await deps.frontier.release(task.crawlId, subject.key);

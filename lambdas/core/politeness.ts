@@ -57,6 +57,15 @@ export interface SlotPlanOptions {
  * What to do with a reserved slot (epoch ms) at time `now`: go, wait `ms`, or re-send the task
  * with `delaySeconds` and `notBefore = slot`.
  */
+/**
+ * The gap actually reserved between two requests to a host: the delay plus a margin of 10 % (at most
+ * 100 ms), so that scheduling jitter (a request leaving a little after its slot, the next exactly on
+ * time) never brings two requests closer than the delay itself.
+ */
+export function reservedGapMs(delayMs: number): number {
+  return delayMs + Math.min(100, Math.round(delayMs / 10));
+}
+
 export function slotPlan(slot: number, now: number, options: SlotPlanOptions = {}): SlotPlan {
   const maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   const maxDelay = options.maxSqsDelaySeconds ?? MAX_SQS_DELAY_SECONDS;

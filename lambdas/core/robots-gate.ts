@@ -47,7 +47,7 @@
 import type { CrawlConfig } from './crawl-config.ts';
 import { describeError, FatalError, isCrawlError, PermanentError, RetryableError } from './errors.ts';
 import { headerValue, retryAfterMs } from './http-headers.ts';
-import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, slotPlan } from './politeness.ts';
+import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
 import {
   ALLOW_ALL,
@@ -373,7 +373,7 @@ async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPo
   let now = deps.now();
   let slot = ctx.slot;
   if (slot === undefined) {
-    slot = await deps.slots.reserve(deps.crawlId, hostKey(ctx.robotsUrl), config.delayMs, now);
+    slot = await deps.slots.reserve(deps.crawlId, hostKey(ctx.robotsUrl), reservedGapMs(config.delayMs), now);
     ctx.slot = slot;
     now = deps.now();
   }
@@ -463,7 +463,7 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
     const host = hostKey(target);
     if (hop > 0) {
       const now = deps.now();
-      const slot = await deps.slots.reserve(deps.crawlId, host, config.delayMs, now);
+      const slot = await deps.slots.reserve(deps.crawlId, host, reservedGapMs(config.delayMs), now);
       const plan = slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs + Math.max(0, config.delayMs) });
       if (plan.kind === 'defer') {
         return {

@@ -5,6 +5,7 @@ import {
   effectiveDelayMs,
   hostKey,
   MAX_SQS_DELAY_SECONDS,
+  reservedGapMs,
   slotPlan,
 } from '../../lambdas/core/politeness.ts';
 
@@ -108,5 +109,14 @@ describe('hostKey', () => {
 
   it('throws for a string that is not an absolute URL', () => {
     assert.throws(() => hostKey('/relative'), TypeError);
+  });
+});
+
+describe('reservedGapMs', () => {
+  it('adds a 10 % margin, at most 100 ms, and nothing to no delay', () => {
+    assert.equal(reservedGapMs(0), 0);
+    assert.equal(reservedGapMs(400), 440);
+    assert.equal(reservedGapMs(1000), 1100);
+    assert.equal(reservedGapMs(30_000), 30_100);
   });
 });

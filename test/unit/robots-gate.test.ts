@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
+import { reservedGapMs } from '../../lambdas/core/politeness.ts';
 import type {
   HostSlots,
   PageFetcher,
@@ -265,7 +266,8 @@ describe('checkRobots: the claimer fetches and stores', () => {
     const request = h.fetcher.requests[0];
     assert.equal(request?.limits.maxBodyBytes, MAX_ROBOTS_BYTES);
     assert.equal(request?.userAgent, 'TestBot/1.0');
-    assert.deepEqual(h.slots.reserved, [{ host: 'site.example', slot: T0, delayMs: 1000 }]);
+    // The slot is reserved with the delay plus its jitter margin (reservedGapMs).
+    assert.deepEqual(h.slots.reserved, [{ host: 'site.example', slot: T0, delayMs: reservedGapMs(1000) }]);
     const item = h.store.item(ORIGIN);
     assert.equal(item?.st, 'ready');
     assert.deepEqual(JSON.parse(item?.policyJson ?? ''), JSON.parse(JSON.stringify(parseRobots(ROBOTS))));
@@ -610,9 +612,10 @@ describe('checkRobots: slots far away', () => {
     const claim = h.store.claim.bind(h.store);
     // Another container claims between this task's read and its claim, for the slot after ours.
     h.store.claim = async (crawlId, origin, leaseMs, now) => {
-      const theirSlot = await h.slots.reserve(crawlId, 'site.example', 1000, now);
-      assert.equal(theirSlot, T0 + 1000);
-      await claim(crawlId, origin, robotsFetchBudgetMs(config) + 1000, now);
+      const gap = reservedGapMs(config.delayMs);
+      const theirSlot = await h.slots.reserve(crawlId, 'site.example', gap, now);
+      assert.equal(theirSlot, T0 + gap);
+      await claim(crawlId, origin, robotsFetchBudgetMs(config) + gap, now);
       h.store.claim = claim;
       return claim(crawlId, origin, leaseMs, now);
     };
@@ -620,7 +623,7 @@ describe('checkRobots: slots far away', () => {
     // Ours (T0) is before their fetch: forfeited; we come back after their request.
     assert.deepEqual(verdict, {
       kind: 'defer',
-      untilMs: T0 + 1000 + ROBOTS_POLL_MS,
+      untilMs: T0 + reservedGapMs(config.delayMs) + ROBOTS_POLL_MS,
       reason: `robots.txt of ${ORIGIN} is being fetched by another task`,
     });
   });

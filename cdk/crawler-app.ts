@@ -13,6 +13,11 @@ export interface CrawlerAppOptions {
   readonly cfnValidation?: boolean;
   /** Cloud assembly directory; CDK picks a temp dir (or the CLI's) by default. */
   readonly outdir?: string;
+  /**
+   * Context over cdk.json's, as `-c key=value` gives it to `cdk synth` (e.g. `fetchConcurrency`,
+   * `alarmEmail`; see context.ts). The CLI's own `-c` values still win.
+   */
+  readonly context?: Record<string, unknown>;
 }
 
 export interface CrawlerApp {
@@ -33,7 +38,7 @@ export function cdkJsonContext(): Record<string, unknown> {
 
 /** Builds the CDK app with the crawler stack: the one composition `bin/app.ts`, tests and the local runtime share. */
 export function createCrawlerApp(options: CrawlerAppOptions = {}): CrawlerApp {
-  const context: Record<string, unknown> = cdkJsonContext();
+  const context: Record<string, unknown> = { ...cdkJsonContext(), ...options.context };
   if (options.skipBundling) context['aws:cdk:bundling-stacks'] = [];
   const app = new App({
     context,

@@ -1,9 +1,11 @@
 import { CfnOutput, type CfnResource, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct, IConstruct } from 'constructs';
+import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
 import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
 import { AGGREGATE_EVENT_SOURCE, AGGREGATE_FUNCTION, FETCH_EVENT_SOURCE, FETCH_FUNCTION } from './limits.ts';
+import { CrawlerMonitoring } from './monitoring.ts';
 import { PageStore } from './page-store.ts';
 import { QueueWithDlq } from './queue-with-dlq.ts';
 
@@ -33,7 +35,19 @@ export const OUTPUTS = {
   resultsDlqUrl: 'ResultsDlqUrl',
   pageBucketName: 'PageBucketName',
   frontierTableName: 'FrontierTableName',
+  alarmTopicArn: 'AlarmTopicArn',
+  dashboardName: 'DashboardName',
 } as const;
+
+export interface CrawlerStackProps extends StackProps {
+  /**
+   * The fetch event source's maximum concurrency (2..1000). Default: CDK context `fetchConcurrency`,
+   * else FETCH_EVENT_SOURCE.maxConcurrency from limits.ts.
+   */
+  readonly fetchConcurrency?: number;
+  /** Subscribed to the alarm topic. Default: CDK context `alarmEmail`, else no subscription. */
+  readonly alarmEmail?: string;
+}
 
 /** Handler modules, relative to the repo root. */
 export const HANDLERS = {
@@ -43,7 +57,8 @@ export const HANDLERS = {
 
 /**
  * The crawler: TaskQueue -> fetch function -> PageStore + ResultsQueue -> aggregate function, with
- * the frontier in DynamoDB. Every setting comes from limits.ts.
+ * the frontier in DynamoDB, and its alarms and dashboard (monitoring.ts). Every setting comes from
+ * limits.ts, except the choices a deployer makes by CDK context (context.ts).
  */
 export class CrawlerStack extends Stack {
   readonly taskQueue: QueueWithDlq;
@@ -52,13 +67,24 @@ export class CrawlerStack extends Stack {
   readonly frontierTable: FrontierTable;
   readonly fetchFunction: CrawlerFunction;
   readonly aggregateFunction: CrawlerFunction;
+  readonly monitoring: CrawlerMonitoring;
+  /** The fetch event source's maximum concurrency in this stack. */
+  readonly fetchConcurrency: number;
 
-  constructor(scope: Construct, id: string = STACK_NAME, props: StackProps = {}) {
+  constructor(scope: Construct, id: string = STACK_NAME, props: CrawlerStackProps = {}) {
+    const { fetchConcurrency: fetchConcurrencyProp, alarmEmail: alarmEmailProp, ...stackProps } = props;
     super(scope, id, {
       description:
         'serverless-crawler: SQS task queue, fetch and aggregate Lambdas, S3 page store, DynamoDB frontier',
-      ...props,
+      ...stackProps,
     });
+    // Props win over context (-c key=value), context over the limits file; all validated alike.
+    const context = readCrawlerContext(this.node);
+    const fetchConcurrency =
+      parseFetchConcurrency(fetchConcurrencyProp) ??
+      context.fetchConcurrency ??
+      FETCH_EVENT_SOURCE.maxConcurrency;
+    const alarmEmail = parseAlarmEmail(alarmEmailProp) ?? context.alarmEmail;
 
     const fetchFunction = new CrawlerFunction(this, IDS.fetchFunction, {
       handlerModule: HANDLERS.fetch,
@@ -94,18 +120,24 @@ export class CrawlerStack extends Stack {
     const frontierTable = new FrontierTable(this, IDS.frontierTable);
 
     fetchFunction.addEnvironment('TASK_QUEUE_URL', taskQueue.queueUrl);
+    fetchFunction.addEnvironment('TASK_DLQ_URL', taskQueue.dlq.queueUrl);
     fetchFunction.addEnvironment('RESULTS_QUEUE_URL', resultsQueue.queueUrl);
     fetchFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
     fetchFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
+    aggregateFunction.addEnvironment('RESULTS_DLQ_URL', resultsQueue.dlq.queueUrl);
     aggregateFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
     aggregateFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
 
     // The event source grants consume (Receive, Delete, ChangeMessageVisibility for the backoff).
-    fetchFunction.consumeFrom(taskQueue, FETCH_EVENT_SOURCE);
+    fetchFunction.consumeFrom(taskQueue, { ...FETCH_EVENT_SOURCE, maxConcurrency: fetchConcurrency });
     aggregateFunction.consumeFrom(resultsQueue, AGGREGATE_EVENT_SOURCE);
 
     taskQueue.grantSendMessages(fetchFunction); // discovered links and deferred (politeness) tasks
     resultsQueue.grantSendMessages(fetchFunction);
+    // A malformed message is parked in its DLQ at once, with its reason, instead of being retried
+    // until maxReceiveCount (SendMessage only: the functions never read or purge a DLQ).
+    taskQueue.dlq.grantSendMessages(fetchFunction);
+    resultsQueue.dlq.grantSendMessages(aggregateFunction);
     pageStore.grantRead(fetchFunction); // robots cache, crawl config
     pageStore.grantPut(fetchFunction); // WARC files, robots cache
     frontierTable.grantReadWriteData(fetchFunction);
@@ -127,10 +159,24 @@ export class CrawlerStack extends Stack {
       pinLogicalId(construct);
     }
 
+    const monitoring = new CrawlerMonitoring(this, 'Monitoring', {
+      taskQueue,
+      resultsQueue,
+      fetchFunction,
+      aggregateFunction,
+      fetchConcurrency,
+      aggregateConcurrency: AGGREGATE_EVENT_SOURCE.maxConcurrency,
+      ...(alarmEmail ? { alarmEmail } : {}),
+    });
+
     const output = (key: string, value: string, description: string) =>
       new CfnOutput(this, key, { value, description });
     output(OUTPUTS.taskQueueUrl, taskQueue.queueUrl, 'Send crawl tasks here');
-    output(OUTPUTS.taskDlqUrl, taskQueue.dlq.queueUrl, 'Tasks that failed maxReceiveCount times');
+    output(
+      OUTPUTS.taskDlqUrl,
+      taskQueue.dlq.queueUrl,
+      'Tasks parked for inspection: malformed, or failed maxReceiveCount times',
+    );
     output(OUTPUTS.resultsQueueUrl, resultsQueue.queueUrl, 'One result record per finished URL');
     output(
       OUTPUTS.resultsDlqUrl,
@@ -143,6 +189,12 @@ export class CrawlerStack extends Stack {
       frontierTable.tableName,
       'Frontier: seen URLs, politeness slots, counters',
     );
+    output(
+      OUTPUTS.alarmTopicArn,
+      monitoring.topic.topicArn,
+      'SNS topic the alarms notify (ALARM and OK); subscribe to it to be told',
+    );
+    output(OUTPUTS.dashboardName, monitoring.dashboard.dashboardName, 'CloudWatch dashboard of the crawler');
 
     this.taskQueue = taskQueue;
     this.resultsQueue = resultsQueue;
@@ -150,6 +202,8 @@ export class CrawlerStack extends Stack {
     this.frontierTable = frontierTable;
     this.fetchFunction = fetchFunction;
     this.aggregateFunction = aggregateFunction;
+    this.monitoring = monitoring;
+    this.fetchConcurrency = fetchConcurrency;
   }
 }
 

@@ -68,3 +68,35 @@ export const PAGE_STORE = {
   /** With versioning on, overwritten index parts and summaries are kept this long, then removed. */
   noncurrentVersionExpirationDays: 30,
 } as const;
+
+/** CloudWatch alarms of the stack (see cdk/monitoring.ts). */
+export const ALARMS = {
+  /**
+   * SQS publishes queue metrics once a minute; a DLQ alarm looks at one minute, one datapoint, so a
+   * parked message is reported within minutes.
+   */
+  dlqPeriodSeconds: 60,
+  /**
+   * A task this old in TaskQueue means fetching has stalled or fallen far behind. Well above what a
+   * healthy crawl produces: a politeness deferral is a new message delayed at most 900 s (the SQS
+   * cap), and retry backoff keeps one message at most a few minutes per attempt.
+   */
+  oldestTaskAgeSeconds: 1_800,
+  /** Results are aggregated within seconds; one this old means the aggregator is stuck or failing. */
+  oldestResultAgeSeconds: 900,
+  /** Age alarms look at the maximum over this period (one datapoint). */
+  agePeriodSeconds: 300,
+  /**
+   * A handler that throws (or times out) fails its whole batch, which is never expected: item
+   * failures are returned, not thrown. Any error in this period (one datapoint) alarms.
+   */
+  functionErrorsPeriodSeconds: 300,
+} as const;
+
+/** CDK context keys the app reads (`npx cdk deploy -c key=value`). */
+export const CONTEXT_KEYS = {
+  /** The fetch event source's MaximumConcurrency (`crawler --concurrency N` in the stack). */
+  fetchConcurrency: 'fetchConcurrency',
+  /** An email address subscribed to the alarm topic (confirm the subscription mail once). */
+  alarmEmail: 'alarmEmail',
+} as const;

@@ -443,6 +443,18 @@ function classifyError(
   if (codes.has('UND_ERR_BODY_TIMEOUT')) {
     return new RetryableError('timeout', `${host}: body stalled for ${bodyTimeout(limits)} ms`, options);
   }
+  if (codes.has('UND_ERR_RES_CONTENT_LENGTH_MISMATCH') && phase !== 'body') {
+    // undici reports any parser error met after a Content-Length header as this "mismatch", hiding
+    // llhttp's reason: before the response started it is the header block that was refused (duplicate
+    // or invalid Content-Length, Content-Length with Transfer-Encoding). A peer closing mid-headers is
+    // UND_ERR_SOCKET instead, and a body cut short is phase 'body', both retried below.
+    return new PermanentError(
+      'failed',
+      'bad-response',
+      `${host}: malformed HTTP response (framing headers refused: conflicting or invalid Content-Length, or Content-Length with Transfer-Encoding)`,
+      options,
+    );
+  }
   const parserError = chain.find((item) => item instanceof Error && item.name === 'HTTPParserError');
   // llhttp's "Invalid EOF state": the peer closed inside a message, a cut, not a malformed one.
   const cutShort =

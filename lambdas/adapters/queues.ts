@@ -1,6 +1,6 @@
 /** The task and results queues as the core's ports. */
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { OutgoingTask, ResultSender, TaskSender } from '../core/ports.ts';
+import type { DeadLetter, DeadLetterSender, OutgoingTask, ResultSender, TaskSender } from '../core/ports.ts';
 import type { CrawlResult } from '../core/result.ts';
 import { sendMessagesInBatches } from './sqs-batch-sender.ts';
 
@@ -51,6 +51,34 @@ export class SqsResultSender implements ResultSender {
       results.map((result) => ({ body: JSON.stringify(result) })),
     );
   }
+}
+
+/** Moves unprocessable messages to a DLQ with their reason as message attributes. */
+export class SqsDeadLetterSender implements DeadLetterSender {
+  private readonly sqs: SQSClient;
+  private readonly queueUrl: string;
+
+  constructor(sqs: SQSClient, queueUrl: string) {
+    this.sqs = sqs;
+    this.queueUrl = queueUrl;
+  }
+
+  send(letters: readonly DeadLetter[]): Promise<void> {
+    return sendMessagesInBatches(
+      this.sqs,
+      this.queueUrl,
+      letters.map((letter) => ({
+        body: letter.body,
+        attributes: { code: sqsSafe(letter.code, 256), reason: sqsSafe(letter.reason, 1024) },
+      })),
+    );
+  }
+}
+
+/** SQS accepts only these characters (and limits sizes): anything else in a reason becomes U+FFFD. */
+function sqsSafe(text: string, maxLength: number): string {
+  const safe = text.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
+  return (safe.length > maxLength ? `${safe.slice(0, maxLength - 1)}…` : safe) || '-';
 }
 
 /**

@@ -10,6 +10,8 @@ export interface QueueMessage {
   delaySeconds?: number;
   /** MessageGroupId: on a standard queue it makes SQS fair queueing share throughput between groups. */
   groupId?: string | undefined;
+  /** String message attributes (e.g. a DLQ entry's reason). */
+  attributes?: Record<string, string>;
 }
 
 const MAX_ENTRIES = 10;
@@ -52,6 +54,16 @@ async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]
           MessageBody: message.body,
           ...(message.delaySeconds ? { DelaySeconds: message.delaySeconds } : {}),
           ...(message.groupId ? { MessageGroupId: message.groupId } : {}),
+          ...(message.attributes
+            ? {
+                MessageAttributes: Object.fromEntries(
+                  Object.entries(message.attributes).map(([name, value]) => [
+                    name,
+                    { DataType: 'String', StringValue: value },
+                  ]),
+                ),
+              }
+            : {}),
         })),
       }),
     );

@@ -7,7 +7,14 @@
 import { decideTask, type FetchTaskDeps, type TaskMessage } from './fetch-task.ts';
 import { admitLinks, type DiscoveringPage } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
-import type { BlobWriter, OutgoingTask, ResultSender, TaskSender } from './ports.ts';
+import type {
+  BlobWriter,
+  DeadLetter,
+  DeadLetterSender,
+  OutgoingTask,
+  ResultSender,
+  TaskSender,
+} from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { type CapturedPage, storeWarcFiles } from './warc-batch.ts';
 
@@ -19,6 +26,7 @@ export interface RetryRequest {
 }
 
 export interface FetchBatchDeps extends FetchTaskDeps {
+  deadLetters: DeadLetterSender;
   blobs: BlobWriter;
   results: ResultSender;
   tasks: TaskSender;
@@ -45,6 +53,7 @@ export async function processFetchBatch(
 
   const results: CrawlResult[] = [];
   const retries: RetryRequest[] = [];
+  const invalid: DeadLetter[] = [];
   const deferred: FetchBatchReport['deferred'] = [];
   const captured: CapturedPage[] = [];
   const discovering: DiscoveringPage[] = [];
@@ -53,6 +62,14 @@ export async function processFetchBatch(
     switch (decision.kind) {
       case 'result':
         results.push(decision.result);
+        // A malformed task is kept for inspection in the DLQ at once, never retried.
+        if (decision.result.outcome === 'invalid') {
+          invalid.push({
+            body: message.body,
+            code: decision.result.code ?? 'invalid-task',
+            reason: decision.result.reason ?? '',
+          });
+        }
         break;
       case 'retry':
         retries.push({ id: message.id, delaySeconds: decision.delaySeconds, code: decision.code });
@@ -87,5 +104,6 @@ export async function processFetchBatch(
   await deps.tasks.sendTasks([...newTasks, ...deferred]);
   const allResults = [...results, ...stored.results, ...admitted.results];
   await deps.results.sendResults(allResults);
+  if (invalid.length > 0) await deps.deadLetters.send(invalid);
   return { retries, results: allResults, warcKeys: stored.keys, newTasks, deferred, dropped };
 }

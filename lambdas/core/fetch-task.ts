@@ -254,6 +254,12 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   if (verdict.kind === 'redirect') {
     const hops = (task.redirects ?? 0) + 1;
     const location = verdict.location.href;
+    if (location.length > config.limits.maxUrlLength) {
+      // Result records stay small enough for SQS: a huge Location is cut in the record, not followed.
+      const reason = `redirect Location is ${location.length} characters; at most ${config.limits.maxUrlLength} are followed`;
+      const clipped = location.slice(0, config.limits.maxUrlLength);
+      return captured({ ...base, outcome: 'redirected', code: 'url-too-long', reason, location: clipped });
+    }
     if (hops > config.limits.maxRedirects) {
       const reason = `redirect chain longer than ${config.limits.maxRedirects} hops (next: ${location})`;
       return captured({ ...base, outcome: 'redirected', code: 'too-many-redirects', reason, location });

@@ -46,6 +46,17 @@ export interface ResultSender {
   sendResults(results: readonly CrawlResult[]): Promise<void>;
 }
 
+/** A message that cannot be processed, kept in a DLQ for inspection with why. */
+export interface DeadLetter {
+  body: string;
+  code: string;
+  reason: string;
+}
+
+export interface DeadLetterSender {
+  send(letters: readonly DeadLetter[]): Promise<void>;
+}
+
 export interface BlobWriter {
   put(key: string, body: Uint8Array, contentType: string): Promise<void>;
 }

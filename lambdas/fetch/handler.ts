@@ -6,14 +6,15 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { HttpFetcher } from '../adapters/http-fetcher.ts';
-import { delayRedelivery, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
+import { delayRedelivery, SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { processFetchBatch } from '../core/fetch-batch.ts';
 import { LruSet } from '../core/lru.ts';
 import { createRobotsCache } from '../core/robots-gate.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { type Env, FetchEnvSchema, loadEnv } from '../shared/env.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger, logsAt } from '../shared/logger.ts';
+import { CRAWLER_METRICS, CRAWLER_NAMESPACE, createMetrics } from '../shared/metrics.ts';
 
 /** Links this container has seen (per crawl): bounded so a long-lived container stays small. */
 const SEEN_CACHE_ENTRIES = 100_000;
@@ -23,6 +24,12 @@ export function createHandler(rawEnv: Env) {
   const env = loadEnv(FetchEnvSchema, rawEnv, 'fetch function');
   const clients = createAwsClients(env);
   const log = createLogger('fetch', rawEnv.LOG_LEVEL);
+  // EMF lines are log lines: a quiet local run (LOG_LEVEL=warn) keeps them out of the CLI's output.
+  const metrics = createMetrics(
+    CRAWLER_NAMESPACE,
+    { Function: 'fetch' },
+    logsAt(rawEnv.LOG_LEVEL, 'info') ? undefined : () => {},
+  );
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
   const deps = {
     // Several connections per origin: a request waiting behind another on one socket would leave late.
@@ -36,6 +43,7 @@ export function createHandler(rawEnv: Env) {
     blobs: new S3Blobs(clients.s3, env.PAGE_BUCKET),
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
+    deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };
@@ -59,6 +67,15 @@ export function createHandler(rawEnv: Env) {
         status: result.status,
       });
     }
+    for (const result of report.results) {
+      metrics.count(CRAWLER_METRICS.pages, 1, { Outcome: result.outcome });
+      if (result.bytes > 0) metrics.count(CRAWLER_METRICS.bytes, result.bytes, undefined, 'Bytes');
+      if (result.status !== undefined) metrics.timing(CRAWLER_METRICS.fetchLatency, result.ms);
+    }
+    const deferrals = report.deferred.filter((defer) => defer.code === 'politeness').length;
+    if (deferrals > 0) metrics.count(CRAWLER_METRICS.politenessDeferrals, deferrals);
+    if (report.retries.length > 0) metrics.count(CRAWLER_METRICS.retries, report.retries.length);
+    metrics.flush();
     for (const retry of report.retries)
       log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
     for (const defer of report.deferred)

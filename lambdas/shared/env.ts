@@ -38,6 +38,8 @@ const DefaultCrawlSchema = z
 
 export const FetchEnvSchema = AwsEnvSchema.extend({
   TASK_QUEUE_URL: z.url(),
+  /** Malformed tasks are moved here at once, with their reason. */
+  TASK_DLQ_URL: z.url(),
   RESULTS_QUEUE_URL: z.url(),
   PAGE_BUCKET: z.string().min(3),
   FRONTIER_TABLE: z.string().min(3),

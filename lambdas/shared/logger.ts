@@ -9,6 +9,11 @@ export interface Logger {
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 
+/** Whether a logger at `level` writes lines of `wanted` severity. */
+export function logsAt(level: string | undefined, wanted: keyof typeof LEVELS): boolean {
+  return LEVELS[wanted] >= (LEVELS[(level ?? 'info') as keyof typeof LEVELS] ?? LEVELS.info);
+}
+
 export function createLogger(service: string, level = 'info'): Logger {
   const threshold = LEVELS[level as keyof typeof LEVELS] ?? LEVELS.info;
   const write = (name: 'info' | 'warn' | 'error') => (message: string, fields?: LogFields) => {

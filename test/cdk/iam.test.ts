@@ -90,11 +90,19 @@ describe('FetchFunction role', () => {
     assert.ok(allows(fetch, 'sqs:SendMessage', IDS.resultsQueue));
   });
 
-  it('does not consume ResultsQueue and cannot touch the DLQs', () => {
+  it('does not consume ResultsQueue and cannot touch ResultsDLQ', () => {
     assert.ok(!allows(fetch, 'sqs:ReceiveMessage', IDS.resultsQueue));
-    for (const dlq of [IDS.taskDlq, IDS.resultsDlq]) {
-      assert.ok(!fetch.some((s) => resourceTargets(s).includes(dlq)), dlq);
-    }
+    assert.ok(!fetch.some((s) => resourceTargets(s).includes(IDS.resultsDlq)));
+  });
+
+  it('may only send to TaskDLQ (a malformed task is parked at once), never read, delete or purge it', () => {
+    assert.ok(allows(fetch, 'sqs:SendMessage', IDS.taskDlq));
+    const actions = fetch.filter((s) => resourceTargets(s).includes(IDS.taskDlq)).flatMap((s) => s.Actions);
+    assert.deepEqual([...new Set(actions)].sort(), [
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
   });
 
   it('reads and puts page store objects, lists the bucket, but cannot delete', () => {
@@ -124,9 +132,22 @@ describe('AggregateFunction role', () => {
     }
   });
 
-  it('sends to no queue and cannot touch TaskQueue', () => {
-    assert.ok(!aggregate.some((s) => s.Actions.includes('sqs:SendMessage')));
-    assert.ok(!aggregate.some((s) => resourceTargets(s).includes(IDS.taskQueue)));
+  it('sends only to ResultsDLQ (a malformed result is parked at once) and cannot touch TaskQueue or TaskDLQ', () => {
+    const sendTargets = aggregate
+      .filter((s) => s.Actions.includes('sqs:SendMessage'))
+      .flatMap((s) => resourceTargets(s));
+    assert.deepEqual(sendTargets, [IDS.resultsDlq]);
+    const dlqActions = aggregate
+      .filter((s) => resourceTargets(s).includes(IDS.resultsDlq))
+      .flatMap((s) => s.Actions);
+    assert.deepEqual([...new Set(dlqActions)].sort(), [
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
+    for (const queue of [IDS.taskQueue, IDS.taskDlq]) {
+      assert.ok(!aggregate.some((s) => resourceTargets(s).includes(queue)), queue);
+    }
   });
 
   it('reads and puts page store objects (index parts, summaries) and reads/writes the frontier table', () => {
@@ -142,8 +163,9 @@ describe('resource policies', () => {
     const docs = [
       ...ofType(json, 'AWS::SQS::QueuePolicy').map(([, p]) => p.Properties.PolicyDocument),
       ...ofType(json, 'AWS::S3::BucketPolicy').map(([, p]) => p.Properties.PolicyDocument),
+      ...ofType(json, 'AWS::SNS::TopicPolicy').map(([, p]) => p.Properties.PolicyDocument),
     ];
-    assert.ok(docs.length >= 4);
+    assert.ok(docs.length >= 5);
     for (const s of docs.flatMap(statementsOf)) {
       const anonymous = s.Principal === '*' || (isRecord(s.Principal) && s.Principal.AWS === '*');
       if (anonymous) assert.equal(s.Effect, 'Deny', JSON.stringify(s));

@@ -11,6 +11,7 @@ import {
   LOGS,
   QUEUE,
 } from '../../cdk/limits.ts';
+import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import {
   HANDLER_METADATA_KEY,
   HANDLERS,
@@ -254,12 +255,13 @@ describe('functions', () => {
     );
   });
 
-  it('FetchFunction environment: queue URLs, bucket and table names as Refs, source maps on', () => {
+  it('FetchFunction environment: queue URLs (TaskDLQ too), bucket and table names as Refs, source maps on', () => {
     const env = resource(json, IDS.fetchFunction, 'AWS::Lambda::Function').Properties.Environment;
     assert.deepEqual(env, {
       Variables: {
         NODE_OPTIONS: '--enable-source-maps',
         TASK_QUEUE_URL: { Ref: IDS.taskQueue },
+        TASK_DLQ_URL: { Ref: IDS.taskDlq },
         RESULTS_QUEUE_URL: { Ref: IDS.resultsQueue },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
@@ -267,11 +269,12 @@ describe('functions', () => {
     });
   });
 
-  it('AggregateFunction environment: bucket and table names as Refs, source maps on', () => {
+  it('AggregateFunction environment: ResultsDLQ URL, bucket and table names as Refs, source maps on', () => {
     const env = resource(json, IDS.aggregateFunction, 'AWS::Lambda::Function').Properties.Environment;
     assert.deepEqual(env, {
       Variables: {
         NODE_OPTIONS: '--enable-source-maps',
+        RESULTS_DLQ_URL: { Ref: IDS.resultsDlq },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
       },
@@ -302,6 +305,8 @@ describe('outputs', () => {
     [OUTPUTS.resultsDlqUrl]: IDS.resultsDlq,
     [OUTPUTS.pageBucketName]: IDS.pageStore,
     [OUTPUTS.frontierTableName]: IDS.frontierTable,
+    [OUTPUTS.alarmTopicArn]: MONITORING_IDS.alarmTopic,
+    [OUTPUTS.dashboardName]: MONITORING_IDS.dashboard,
   };
   for (const [key, target] of Object.entries(expected)) {
     it(`${key} is the Ref of ${target}`, () => {
@@ -316,8 +321,10 @@ describe('outputs', () => {
 });
 
 describe('logical ids', () => {
-  it('are the construct ids, unhashed, for the main resources', () => {
+  it('are the construct ids, unhashed, for the main and monitoring resources', () => {
     const resources = resourcesOf(json);
-    for (const id of Object.values(IDS)) assert.ok(resources[id], `${id} is a logical id`);
+    for (const id of [...Object.values(IDS), ...Object.values(MONITORING_IDS)]) {
+      assert.ok(resources[id], `${id} is a logical id`);
+    }
   });
 });

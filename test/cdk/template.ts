@@ -118,3 +118,30 @@ export function allows(statements: Statement[], action: string, target: string):
       s.Actions.some((a) => a === action || (a.endsWith('*') && action.startsWith(a.slice(0, -1)))),
   );
 }
+
+/**
+ * A dashboard's body as JSON: the `Fn::Join` of its DashboardBody with every token written as
+ * `${Ref:X}` / `${X.Attr}` (tokens only ever sit inside JSON strings there).
+ */
+export function dashboardBody(template: Record<string, unknown>, id: string): Record<string, unknown> {
+  const body = resource(template, id, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody;
+  const parts =
+    typeof body === 'string'
+      ? [body]
+      : isRecord(body) && Array.isArray(body['Fn::Join']) && body['Fn::Join'][0] === ''
+        ? body['Fn::Join'][1]
+        : undefined;
+  assert.ok(Array.isArray(parts), 'DashboardBody is a string or an Fn::Join with no separator');
+  const text = parts
+    .map((part: unknown) => {
+      if (typeof part === 'string') return part;
+      const ref = refTarget(part);
+      if (ref) return `\${Ref:${ref}}`;
+      if (isRecord(part) && Array.isArray(part['Fn::GetAtt'])) return `\${${part['Fn::GetAtt'].join('.')}}`;
+      throw new Error(`unexpected token in the dashboard body: ${JSON.stringify(part)}`);
+    })
+    .join('');
+  const parsed: unknown = JSON.parse(text);
+  assert.ok(isRecord(parsed));
+  return parsed;
+}

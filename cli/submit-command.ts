@@ -1,0 +1,260 @@
+/**
+ * `crawler submit URL... [--file F] [--sitemap URL|auto] [crawl options] [--stack NAME | --endpoint URL | --state-dir DIR]`:
+ * starts a crawl on a running stack and prints its id. The stack is found, never typed by hand:
+ *
+ *   --stack NAME       a deployed stack: queue URLs, bucket and table from its CloudFormation outputs
+ *                      (with --endpoint too: a stack that `cdklocal deploy` put into LocalStack)
+ *   --endpoint URL     a running local AWS (`crawler local`) or LocalStack provisioned by `crawler crawl --endpoint`
+ *   --state-dir DIR    the embedded AWS's state (a running `crawler local` on it is used directly)
+ *   none of them       the deployed stack `ServerlessCrawler`
+ *
+ * The crawl config is stored once, the seeds go in batches (cli/submit-crawl.ts). stdout carries
+ * only the crawl id (or one JSON object with --json), so `ID=$(crawler submit ...)` works; what was
+ * sent goes to stderr.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { newCrawlId } from './crawl-id.ts';
+import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
+import { type CliIo, cliIo, openStack, StackNotFoundError, write, writingTo } from './results-reader.ts';
+import { discoverSitemapUrls } from './sitemap-seeds.ts';
+import { stackOutputsReader } from './stack-outputs.ts';
+import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
+import { UsageError } from './usage-error.ts';
+
+/** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */
+export const DEFAULT_STACK_NAME = 'ServerlessCrawler';
+
+export const SUBMIT_USAGE = `usage: crawler submit URL... [options]
+starts a crawl on a deployed stack (default: stack ${DEFAULT_STACK_NAME}), a running \`crawler local\` or
+LocalStack, and prints its id
+  --file F             also read seed URLs from F, one per line (blank lines and # comments skipped; - = stdin)
+  --crawl-id ID        the crawl's id (1-64 of A-Z a-z 0-9 _ -; default: a new c-<time>-<random>)
+  --json               print {crawlId, tasks, skipped, invalid, duplicates, stack} as JSON instead of the id
+  --quiet              nothing on stderr
+  --stack NAME         a deployed stack: names from its CloudFormation outputs (default ${DEFAULT_STACK_NAME});
+                       with --endpoint: a stack deployed into LocalStack with cdklocal
+  --endpoint URL       a running local AWS (\`crawler local\`) or LocalStack provisioned by \`crawler crawl --endpoint\`
+  --state-dir DIR      the embedded AWS's state (used through \`crawler local\` when it runs on it)
+${CRAWL_OPTIONS_HELP.replace(/\n {2}--concurrency N[^\n]*/, '')}
+Concurrency is the stack's (the fetch event source's MaximumConcurrency), not a crawl's.`;
+
+/** Options of `submit` that `crawl` does not have; the rest is parsed as crawl options. */
+const OWN = { file: 'strings', stack: 'string', 'crawl-id': 'string', json: 'boolean' } as const;
+
+export interface SubmitCommandOptions {
+  crawl: CrawlCommandOptions;
+  files: string[];
+  stack: string | undefined;
+  crawlId: string | undefined;
+  json: boolean;
+}
+
+export async function submitCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    const io = cliIo(overrides);
+    await write(io.stdout, `${SUBMIT_USAGE}\n`);
+    return 0;
+  }
+  const { own, rest } = extractOptions(args, OWN);
+  const files = own.file;
+  const fileUrls: string[] = [];
+  for (const file of files) fileUrls.push(...(await readSeedFile(file)));
+  const options = parseSubmitOptions(rest, fileUrls, own);
+  const crawlId = options.crawlId ?? newCrawlId();
+  let config: ReturnType<typeof parseCrawlConfig>;
+  try {
+    config = parseCrawlConfig({
+      ...options.crawl.config,
+      crawlId,
+      seeds: options.crawl.urls,
+      createdAt: new Date().toISOString(),
+    });
+  } catch (error) {
+    throw new UsageError(`invalid crawl: ${(error as Error).message}`);
+  }
+  const endpoint = options.crawl.endpoint;
+  // Default target: the deployed stack, unless a local one was named.
+  const stackName =
+    options.stack ??
+    (endpoint === undefined && options.crawl.stateDir === undefined ? DEFAULT_STACK_NAME : undefined);
+  const io = cliIo({ describeStackOutputs: stackOutputsReader(endpoint), ...overrides });
+  const say = options.crawl.quiet ? () => {} : (line: string) => io.stderr.write(`${line}\n`);
+
+  return writingTo(io.stdout, async () => {
+    let stack: Awaited<ReturnType<typeof openStack>>;
+    try {
+      stack = await openStack({ endpoint, stack: stackName, 'state-dir': options.crawl.stateDir }, io);
+    } catch (error) {
+      if (!(error instanceof StackNotFoundError)) throw error;
+      io.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    try {
+      const sitemapUrls = options.crawl.sitemap
+        ? await discoverSitemapUrls(options.crawl.sitemap, config, say)
+        : [];
+      let submitted: Awaited<ReturnType<typeof submitCrawl>>;
+      try {
+        submitted = await submitCrawl(stack, config, sitemapUrls, {
+          onProgress: (p) => {
+            if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
+          },
+        });
+      } catch (error) {
+        if (error instanceof ConfigTooLargeError) {
+          io.stderr.write(`crawler submit: ${error.message}\n`);
+          return 2;
+        }
+        if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
+          io.stderr.write(
+            `crawl ${crawlId} already exists in ${stack.description}; choose another --crawl-id\n`,
+          );
+          return 1;
+        }
+        throw error;
+      }
+      say(
+        `crawl ${crawlId} submitted to ${stack.description}: ${submitted.tasks} tasks sent` +
+          (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
+          (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
+          (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : ''),
+      );
+      const flags = describeTarget(endpoint, stackName, options.crawl.stateDir);
+      say(`watch it:  crawler status ${crawlId}${flags}`);
+      say(`read it:   crawler results ${crawlId}${flags}`);
+      await write(
+        io.stdout,
+        options.json
+          ? `${JSON.stringify({ crawlId, ...submitted, stack: stack.description })}\n`
+          : `${crawlId}\n`,
+      );
+      return 0;
+    } finally {
+      await stack.close();
+    }
+  });
+}
+
+function describeTarget(endpoint?: string, stack?: string, stateDir?: string): string {
+  return [
+    stack === undefined ? '' : ` --stack ${stack}`,
+    endpoint === undefined ? '' : ` --endpoint ${endpoint}`,
+    stateDir === undefined ? '' : ` --state-dir ${stateDir}`,
+  ].join('');
+}
+
+export function parseSubmitOptions(
+  rest: string[],
+  fileUrls: string[],
+  own: ExtractedValues<typeof OWN>,
+): SubmitCommandOptions {
+  let crawl: CrawlCommandOptions;
+  try {
+    crawl = parseCrawlOptions([...rest, ...fileUrls]);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    const first = (error.message.split('\n')[0] ?? '').replace(
+      'crawl needs at least one URL',
+      'submit needs at least one URL (as arguments or with --file)',
+    );
+    throw new UsageError(`${first}\n${SUBMIT_USAGE}`);
+  }
+  if (crawl.out !== undefined)
+    throw new UsageError('submit has no --out: read results with `crawler results ID`');
+  if (crawl.concurrency !== undefined) {
+    throw new UsageError(
+      "--concurrency is the stack's, not a crawl's: set the fetch event source's MaximumConcurrency (or `crawler local --concurrency N`)",
+    );
+  }
+  if (own.stack !== undefined && own.stack.trim() === '')
+    throw new UsageError('--stack expects a stack name');
+  if (own.stack !== undefined && crawl.stateDir !== undefined) {
+    throw new UsageError('give --stack or --state-dir, not both');
+  }
+  const crawlId = own['crawl-id'];
+  if (crawlId !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(crawlId)) {
+    throw new UsageError(`--crawl-id expects 1-64 of A-Z a-z 0-9 _ -, got ${JSON.stringify(crawlId)}`);
+  }
+  return { crawl, files: own.file, stack: own.stack, crawlId, json: own.json ?? false };
+}
+
+/** Seed URLs of a file: one per line, trimmed; blank lines and lines starting with # are skipped. */
+export async function readSeedFile(file: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--file ${file}: ${(error as Error).message}`);
+  }
+  const urls = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const bad = urls.find((line) => line.startsWith('-'));
+  if (bad !== undefined) throw new UsageError(`--file ${file}: ${JSON.stringify(bad)} is not a URL`);
+  return urls;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+// --- Options a command adds to the crawl options ---------------------------------------------
+
+/** `strings`: repeatable, collected in order. */
+export type OptionKind = 'string' | 'strings' | 'boolean';
+export type ExtractedValues<S extends Record<string, OptionKind>> = {
+  [K in keyof S]: S[K] extends 'strings'
+    ? string[]
+    : S[K] extends 'string'
+      ? string | undefined
+      : boolean | undefined;
+};
+
+/**
+ * Takes the options named in `spec` (`--name value`, `--name=value`, booleans as `--name`) out of
+ * `args`; everything else, in order, is `rest`. A `string` option given twice keeps the last value;
+ * `strings` collect. Stops at `--`.
+ */
+export function extractOptions<S extends Record<string, OptionKind>>(
+  args: readonly string[],
+  spec: S,
+): { own: ExtractedValues<S>; rest: string[] } {
+  const own: Record<string, string | string[] | boolean | undefined> = {};
+  for (const [name, kind] of Object.entries(spec)) if (kind === 'strings') own[name] = [];
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '--') {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const match = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
+    const name = match?.[1];
+    const kind = name === undefined ? undefined : spec[name];
+    if (match === null || name === undefined || kind === undefined) {
+      rest.push(arg);
+      continue;
+    }
+    if (kind === 'boolean') {
+      if (match[2] !== undefined) throw new UsageError(`--${name} takes no value`);
+      own[name] = true;
+      continue;
+    }
+    let value = match[2];
+    if (value === undefined) {
+      value = args[i + 1];
+      if (value === undefined || (value.startsWith('--') && value.length > 2)) {
+        throw new UsageError(`--${name} expects a value`);
+      }
+      i++;
+    }
+    const previous = own[name];
+    if (Array.isArray(previous)) previous.push(value);
+    else own[name] = value;
+  }
+  return { own: own as ExtractedValues<S>, rest };
+}

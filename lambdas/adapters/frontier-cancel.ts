@@ -1,0 +1,201 @@
+/**
+ * Cancelling a crawl (docs/frontier.md, "Counters and completion"): the counters item's `state`
+ * goes running → cancelled with one conditional update, and the fetch function checks it per task
+ * through a small per-container cache, so a cancelled crawl's queued tasks end as `cancelled` results
+ * without touching robots.txt, politeness slots, claims or the network.
+ *
+ * A cancelled crawl stays cancelled: every counter write keeps an existing `state`
+ * (`if_not_exists`), and completion only flips a running crawl.
+ */
+import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  ATTR,
+  CRAWL_STATE,
+  countersKey,
+  expiresAt,
+  type Item,
+  isConditionFailed,
+  names,
+  resolveOptions,
+  S,
+  str,
+} from './frontier-schema.ts';
+
+export type CancelOutcome =
+  /** This call flipped the crawl from running to cancelled. */
+  | { status: 'cancelled'; endedAt: string }
+  /** It was cancelled before (by another call). */
+  | { status: 'already-cancelled'; endedAt?: string }
+  /** It had finished: nothing to cancel. */
+  | { status: 'complete'; endedAt?: string }
+  /** No such crawl: neither counters nor a stored config. */
+  | { status: 'unknown' };
+
+const configKey = (crawlId: string) => ({ pk: { S: `CRAWL#${crawlId}` }, sk: { S: 'CONFIG' } });
+
+/**
+ * Marks the crawl cancelled (state, endedAt), exactly once: one conditional UpdateItem on the counters
+ * item. A crawl that has a stored config but no counters yet (nothing admitted so far) gets a
+ * counters item born cancelled, so tasks that arrive later are cancelled too.
+ */
+export async function cancelCrawl(
+  dynamodb: DynamoDBClient,
+  table: string,
+  crawlId: string,
+  now: Date = new Date(),
+): Promise<CancelOutcome> {
+  const endedAt = now.toISOString();
+  // Kept as long as the crawl's other items (the frontier TTL after its last write).
+  const ttl = expiresAt(resolveOptions({ clock: () => now.getTime() }));
+  try {
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: countersKey(crawlId),
+        UpdateExpression: `SET #${ATTR.state} = :cancelled, #${ATTR.endedAt} = :endedAt, #${ATTR.expiresAt} = :expiresAt`,
+        ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (attribute_not_exists(#${ATTR.state}) OR #${ATTR.state} = :running)`,
+        ExpressionAttributeNames: names(ATTR.pk, ATTR.state, ATTR.endedAt, ATTR.expiresAt),
+        ExpressionAttributeValues: {
+          ':cancelled': S(CRAWL_STATE.cancelled),
+          ':running': S(CRAWL_STATE.running),
+          ':endedAt': S(endedAt),
+          ':expiresAt': ttl,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { status: 'cancelled', endedAt };
+  } catch (err) {
+    if (!isConditionFailed(err)) throw err;
+    // AWS returns the item that failed the condition; emulators may not, then read it.
+    const item = err.Item ?? (await readCounters(dynamodb, table, crawlId, true));
+    if (item !== undefined) return finished(item);
+  }
+  // No counters item: a crawl only exists if its config was stored.
+  const config = await dynamodb.send(
+    new GetItemCommand({
+      TableName: table,
+      Key: configKey(crawlId),
+      ConsistentRead: true,
+      ProjectionExpression: '#pk',
+      ExpressionAttributeNames: { '#pk': 'pk' },
+    }),
+  );
+  if (config.Item === undefined) return { status: 'unknown' };
+  try {
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: countersKey(crawlId),
+        UpdateExpression: `SET #${ATTR.state} = :cancelled, #${ATTR.endedAt} = :endedAt, #${ATTR.startedAt} = :endedAt, #${ATTR.expiresAt} = :expiresAt`,
+        ConditionExpression: `attribute_not_exists(#${ATTR.pk})`,
+        ExpressionAttributeNames: names(ATTR.pk, ATTR.state, ATTR.endedAt, ATTR.startedAt, ATTR.expiresAt),
+        ExpressionAttributeValues: {
+          ':cancelled': S(CRAWL_STATE.cancelled),
+          ':endedAt': S(endedAt),
+          ':expiresAt': ttl,
+        },
+      }),
+    );
+    return { status: 'cancelled', endedAt };
+  } catch (err) {
+    if (!isConditionFailed(err)) throw err;
+    // The crawl's first counter write landed in between: cancel that one.
+    return cancelCrawl(dynamodb, table, crawlId, now);
+  }
+}
+
+function finished(item: Item): CancelOutcome {
+  const state = str(item, ATTR.state);
+  const endedAt = str(item, ATTR.endedAt);
+  const when = endedAt === undefined ? {} : { endedAt };
+  if (state === CRAWL_STATE.complete) return { status: 'complete', ...when };
+  return { status: 'already-cancelled', ...when };
+}
+
+async function readCounters(
+  dynamodb: DynamoDBClient,
+  table: string,
+  crawlId: string,
+  consistent: boolean,
+): Promise<Item | undefined> {
+  const out = await dynamodb.send(
+    new GetItemCommand({
+      TableName: table,
+      Key: countersKey(crawlId),
+      ConsistentRead: consistent,
+      ProjectionExpression: `#${ATTR.state}, #${ATTR.endedAt}`,
+      ExpressionAttributeNames: names(ATTR.state, ATTR.endedAt),
+    }),
+  );
+  return out.Item;
+}
+
+/** What the fetch function needs: is this crawl cancelled? (port: see the lead's `CancelCheck`). */
+export interface CancelCheck {
+  isCancelled(crawlId: string): Promise<boolean>;
+}
+
+export interface CancelCacheOptions {
+  /** How long one answer is trusted per container. Default 5 s: a cancel takes effect within it. */
+  ttlMs?: number;
+  /** Crawls remembered per container (oldest dropped first). Default 1000. */
+  maxEntries?: number;
+  /** Epoch ms. Default Date.now. */
+  clock?: () => number;
+}
+
+/**
+ * `isCancelled` with a per-container cache: one eventually consistent GetItem (0.5 read unit) per
+ * crawl per `ttlMs`, shared by every task of the crawl in flight (concurrent misses share one read).
+ * A cancelled crawl stays cancelled, so that answer is cached for good. A failed read is not cached
+ * and is thrown: the task is retried rather than cancelled or fetched on a guess.
+ */
+export class CrawlCancellation implements CancelCheck {
+  private readonly dynamodb: DynamoDBClient;
+  private readonly table: string;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly clock: () => number;
+  private readonly cache = new Map<string, { at: number; answer: Promise<boolean> }>();
+  /** GetItem calls made (for tests and metrics). */
+  reads = 0;
+
+  constructor(dynamodb: DynamoDBClient, table: string, options: CancelCacheOptions = {}) {
+    this.dynamodb = dynamodb;
+    this.table = table;
+    this.ttlMs = options.ttlMs ?? 5_000;
+    this.maxEntries = Math.max(1, options.maxEntries ?? 1_000);
+    this.clock = options.clock ?? Date.now;
+  }
+
+  isCancelled(crawlId: string): Promise<boolean> {
+    const now = this.clock();
+    const hit = this.cache.get(crawlId);
+    if (hit && now - hit.at < this.ttlMs) return hit.answer;
+    const answer = this.read(crawlId);
+    const entry = { at: now, answer };
+    this.cache.delete(crawlId);
+    this.cache.set(crawlId, entry);
+    answer.then(
+      (cancelled) => {
+        // Cancelled is final: keep it however old it gets.
+        if (cancelled && this.cache.get(crawlId) === entry) entry.at = Number.POSITIVE_INFINITY;
+      },
+      () => {
+        if (this.cache.get(crawlId) === entry) this.cache.delete(crawlId);
+      },
+    );
+    if (this.cache.size > this.maxEntries) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    return answer;
+  }
+
+  private async read(crawlId: string): Promise<boolean> {
+    this.reads++;
+    const item = await readCounters(this.dynamodb, this.table, crawlId, false);
+    return str(item, ATTR.state) === CRAWL_STATE.cancelled;
+  }
+}

@@ -1,0 +1,512 @@
+// The public endpoint of `crawler local`: everything is passed through to the local AWS (the
+// endpoint router: SQS JSON, S3 REST, DynamoDB), except SQS requests in the query protocol, which are
+// translated to the JSON protocol and back.
+//
+// Why: SQS speaks two protocols. The AWS SDKs and CLIs since late 2023 use JSON (what fauxqs
+// implements); older clients - Debian 12's `awscli` 2.9, boto3 < 1.34, the Java SDK v1 - send
+// `Action=SendMessage&QueueUrl=...` forms and expect XML. SQS itself still answers both, so the local
+// AWS must too for "the AWS CLI works against it as against AWS" to hold.
+//
+// Covered: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch), ChangeMessageVisibility(Batch),
+// GetQueueUrl, ListQueues, GetQueueAttributes, SetQueueAttributes, CreateQueue, DeleteQueue,
+// PurgeQueue, ListQueueTags, TagQueue, UntagQueue. Another query action is answered with an
+// InvalidAction error naming it.
+import { randomUUID } from 'node:crypto';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface SqsQueryGateway {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export interface SqsQueryGatewayOptions {
+  /** The local AWS (SQS JSON, S3, DynamoDB on one URL), e.g. the endpoint router. */
+  upstream: string;
+  /** 0 = any free port. */
+  port: number;
+  /** Default 127.0.0.1: nothing outside this machine reaches the local AWS. */
+  host?: string;
+  /**
+   * Origins (the upstream's own) that SQS answers may carry in queue URLs (fauxqs keeps the URL a
+   * queue was created with): rewritten to the origin the client used, so every URL a client sees
+   * names this endpoint.
+   */
+  rewriteOrigins?: readonly string[];
+}
+
+const SQS_ACTIONS = new Set([
+  'SendMessage',
+  'SendMessageBatch',
+  'ReceiveMessage',
+  'DeleteMessage',
+  'DeleteMessageBatch',
+  'ChangeMessageVisibility',
+  'ChangeMessageVisibilityBatch',
+  'GetQueueUrl',
+  'ListQueues',
+  'GetQueueAttributes',
+  'SetQueueAttributes',
+  'CreateQueue',
+  'DeleteQueue',
+  'PurgeQueue',
+  'ListQueueTags',
+  'TagQueue',
+  'UntagQueue',
+]);
+
+/** Query actions of SQS that exist but are not translated (answered with a clear error). */
+const OTHER_SQS_ACTIONS = new Set([
+  'ListDeadLetterSourceQueues',
+  'AddPermission',
+  'RemovePermission',
+  'StartMessageMoveTask',
+  'CancelMessageMoveTask',
+  'ListMessageMoveTasks',
+]);
+
+const XMLNS = 'http://queue.amazonaws.com/doc/2012-11-05/';
+// Hop-by-hop headers, and Expect (the body is streamed through instead of negotiating 100-continue).
+const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect']);
+const MAX_FORM_BYTES = 2 * 1024 * 1024;
+
+export async function startSqsQueryGateway(options: SqsQueryGatewayOptions): Promise<SqsQueryGateway> {
+  const upstream = new URL(options.upstream);
+  const origins = [
+    ...new Set([upstream.origin, ...(options.rewriteOrigins ?? []).map((o) => new URL(o).origin)]),
+  ];
+  const server = createServer((req, res) => {
+    const type = String(req.headers['content-type'] ?? '');
+    const target = String(req.headers['x-amz-target'] ?? '');
+    const rewrite = (json: Record<string, unknown>) => rewriteQueueUrls(json, origins, req.headers.host);
+    if (req.method === 'POST' && type.includes('application/x-www-form-urlencoded') && !target) {
+      void handleForm(req, res, upstream, rewrite).catch((error: unknown) => fail(res, error));
+      return;
+    }
+    if (target.startsWith('AmazonSQS.')) {
+      void relaySqsJson(req, res, upstream, rewrite).catch((error: unknown) => fail(res, error));
+      return;
+    }
+    pipeThrough(req, res, upstream);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+type Rewrite = (json: Record<string, unknown>) => Record<string, unknown>;
+
+/** Queue URLs in an SQS answer (QueueUrl, QueueUrls, queueUrls) named by the origin the client used. */
+function rewriteQueueUrls(
+  json: Record<string, unknown>,
+  origins: readonly string[],
+  host: string | undefined,
+): Record<string, unknown> {
+  if (host === undefined) return json;
+  const fix = (url: unknown) => {
+    if (typeof url !== 'string') return url;
+    const origin = origins.find((o) => url.startsWith(`${o}/`));
+    return origin === undefined ? url : `http://${host}${url.slice(origin.length)}`;
+  };
+  const out = { ...json };
+  if ('QueueUrl' in out) out.QueueUrl = fix(out.QueueUrl);
+  for (const key of ['QueueUrls', 'queueUrls']) {
+    const list = out[key];
+    if (Array.isArray(list)) out[key] = list.map(fix);
+  }
+  return out;
+}
+
+/** SQS in JSON: passed through, with queue URLs in the answer naming this endpoint. */
+async function relaySqsJson(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstream: URL,
+  rewrite: Rewrite,
+): Promise<void> {
+  const body = await readBody(req);
+  const answer = await call(
+    upstream,
+    req.method ?? 'POST',
+    req.url ?? '/',
+    forwardable(req.headers, body),
+    body,
+  );
+  let text = answer.body.toString('utf8');
+  if (answer.status < 300 && text !== '') {
+    try {
+      text = JSON.stringify(rewrite(JSON.parse(text) as Record<string, unknown>));
+    } catch {
+      // Not JSON: passed on as it came.
+    }
+  }
+  const headers = { ...answer.headers, 'content-length': String(Buffer.byteLength(text)) };
+  delete headers['transfer-encoding'];
+  delete headers.connection;
+  res.writeHead(answer.status, headers);
+  res.end(text);
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function call(
+  upstream: URL,
+  method: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    const out = request(
+      { hostname: upstream.hostname, port: upstream.port, method, path, headers },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 502,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+          }),
+        );
+        response.on('error', reject);
+      },
+    );
+    out.on('error', reject);
+    out.end(body);
+  });
+}
+
+function pipeThrough(req: IncomingMessage, res: ServerResponse, upstream: URL, body?: Buffer): void {
+  // The Host header is kept: fauxqs builds queue URLs from it, so they name this endpoint.
+  const out = request(
+    {
+      hostname: upstream.hostname,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: forwardable(req.headers, body),
+    },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  out.on('error', (error) => fail(res, error));
+  if (body === undefined) req.pipe(out);
+  else out.end(body);
+}
+
+function forwardable(headers: IncomingHttpHeaders, body?: Buffer): IncomingHttpHeaders {
+  const out = Object.fromEntries(Object.entries(headers).filter(([name]) => !DROPPED.has(name)));
+  if (body !== undefined) {
+    delete out['transfer-encoding'];
+    out['content-length'] = String(body.byteLength);
+  }
+  return out;
+}
+
+function fail(res: ServerResponse, error: unknown): void {
+  if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+  res.end(`local AWS gateway: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).byteLength;
+    if (size > MAX_FORM_BYTES) throw new Error(`form body larger than ${MAX_FORM_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function handleForm(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstream: URL,
+  rewrite: Rewrite,
+): Promise<void> {
+  const body = await readBody(req);
+  const form = new URLSearchParams(body.toString('utf8'));
+  const action = form.get('Action') ?? '';
+  if (!SQS_ACTIONS.has(action)) {
+    if (OTHER_SQS_ACTIONS.has(action)) {
+      sendXmlError(res, 400, 'InvalidAction', `${action} is not available on the local AWS`, 'Sender');
+      return;
+    }
+    // Not SQS (STS GetCallerIdentity, SNS...): the local AWS answers it as it can.
+    pipeThrough(req, res, upstream, body);
+    return;
+  }
+  const input = toJsonInput(form);
+  // CreateQueue names its tag map `tags` in the JSON protocol (TagQueue: `Tags`).
+  if (action === 'CreateQueue' && input.Tags !== undefined) {
+    input.tags = input.Tags;
+    delete input.Tags;
+  }
+  // A query request may name the queue only by the URL it was posted to.
+  if (input.QueueUrl === undefined && req.url && req.url !== '/' && !req.url.startsWith('/?')) {
+    input.QueueUrl = `http://${req.headers.host ?? upstream.host}${req.url.split('?')[0]}`;
+  }
+  const payload = Buffer.from(JSON.stringify(input));
+  const answer = await call(
+    upstream,
+    'POST',
+    '/',
+    {
+      host: req.headers.host ?? upstream.host,
+      'content-type': 'application/x-amz-json-1.0',
+      'x-amz-target': `AmazonSQS.${action}`,
+      'content-length': String(payload.byteLength),
+    },
+    payload,
+  );
+  let json: Record<string, unknown> = {};
+  try {
+    json =
+      answer.body.byteLength > 0
+        ? rewrite(JSON.parse(answer.body.toString('utf8')) as Record<string, unknown>)
+        : {};
+  } catch {
+    sendXmlError(
+      res,
+      500,
+      'InternalFailure',
+      `unreadable answer from the local SQS: ${answer.body.toString('utf8').slice(0, 200)}`,
+      'Receiver',
+    );
+    return;
+  }
+  if (answer.status >= 400) {
+    const header = String(answer.headers['x-amzn-query-error'] ?? '');
+    const [queryCode, fault] = header.split(';');
+    const jsonCode =
+      String(json.__type ?? 'InternalFailure')
+        .split('#')
+        .pop() ?? 'InternalFailure';
+    sendXmlError(
+      res,
+      answer.status,
+      queryCode || jsonCode,
+      String(json.message ?? json.Message ?? ''),
+      fault === 'Receiver' ? 'Receiver' : 'Sender',
+    );
+    return;
+  }
+  const xml =
+    `<?xml version="1.0"?><${action}Response xmlns="${XMLNS}"><${action}Result>` +
+    resultXml(action, json) +
+    `</${action}Result><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></${action}Response>`;
+  res.writeHead(200, { 'content-type': 'text/xml', 'x-amzn-requestid': randomUUID() });
+  res.end(xml);
+}
+
+function sendXmlError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  type: string,
+): void {
+  res.writeHead(status, { 'content-type': 'text/xml' });
+  res.end(
+    `<?xml version="1.0"?><ErrorResponse xmlns="${XMLNS}"><Error><Type>${type}</Type><Code>${esc(code)}</Code>` +
+      `<Message>${esc(message)}</Message><Detail/></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
+  );
+}
+
+// --- Query form → JSON input ------------------------------------------------------------------
+
+type Tree = { [key: string]: Tree | string };
+
+const INTEGERS = new Set([
+  'DelaySeconds',
+  'MaxNumberOfMessages',
+  'VisibilityTimeout',
+  'WaitTimeSeconds',
+  'MaxResults',
+]);
+const SCALAR_LISTS: Record<string, string> = {
+  AttributeName: 'AttributeNames',
+  MessageAttributeName: 'MessageAttributeNames',
+  MessageSystemAttributeName: 'MessageSystemAttributeNames',
+  TagKey: 'TagKeys',
+};
+
+/** `A.1.B=x` pairs as a tree (`{A: {1: {B: 'x'}}}`), then shaped as the JSON protocol wants it. */
+export function toJsonInput(form: URLSearchParams): Record<string, unknown> {
+  const tree: Tree = {};
+  for (const [key, value] of form) {
+    if (key === 'Action' || key === 'Version') continue;
+    const path = key.split('.');
+    let node = tree;
+    for (const [index, part] of path.entries()) {
+      if (index === path.length - 1) {
+        node[part] = value;
+      } else {
+        const next = node[part];
+        if (typeof next === 'object') node = next;
+        else {
+          const created: Tree = {};
+          node[part] = created;
+          node = created;
+        }
+      }
+    }
+  }
+  return shape(tree);
+}
+
+function ordered(node: Tree | string): Array<Tree | string> {
+  if (typeof node === 'string') return [node];
+  return Object.keys(node)
+    .filter((key) => /^\d+$/.test(key))
+    .sort((a, b) => Number(a) - Number(b))
+    .map((key) => node[key] as Tree | string);
+}
+
+function shape(tree: Tree): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, node] of Object.entries(tree)) {
+    const listName = SCALAR_LISTS[key];
+    if (listName !== undefined) {
+      out[listName] = ordered(node).filter((item): item is string => typeof item === 'string');
+    } else if (key === 'Attribute' || key === 'Tag') {
+      // Maps: Attribute.N.Name/Value, Tag.N.Key/Value.
+      const map: Record<string, string> = {};
+      for (const entry of ordered(node)) {
+        if (typeof entry !== 'object') continue;
+        const name = entry.Name ?? entry.Key;
+        if (typeof name === 'string' && typeof entry.Value === 'string') map[name] = entry.Value;
+      }
+      out[key === 'Attribute' ? 'Attributes' : 'Tags'] = map;
+    } else if (key === 'MessageAttribute' || key === 'MessageSystemAttribute') {
+      const map: Record<string, unknown> = {};
+      for (const entry of ordered(node)) {
+        if (typeof entry !== 'object' || typeof entry.Name !== 'string' || typeof entry.Value !== 'object')
+          continue;
+        const value = entry.Value;
+        const attribute: Record<string, unknown> = {};
+        if (typeof value.DataType === 'string') attribute.DataType = value.DataType;
+        if (typeof value.StringValue === 'string') attribute.StringValue = value.StringValue;
+        // Base64 in both protocols.
+        if (typeof value.BinaryValue === 'string') attribute.BinaryValue = value.BinaryValue;
+        map[entry.Name] = attribute;
+      }
+      out[`${key}s`] = map;
+    } else if (key.endsWith('RequestEntry')) {
+      out.Entries = ordered(node).flatMap((entry) => (typeof entry === 'object' ? [shape(entry)] : []));
+    } else if (typeof node === 'string') {
+      out[key] = INTEGERS.has(key) && /^-?\d+$/.test(node) ? Number(node) : node;
+    } else {
+      out[key] = shape(node);
+    }
+  }
+  return out;
+}
+
+// --- JSON output → query XML ------------------------------------------------------------------
+
+const BATCH_ENTRY: Record<string, string> = {
+  SendMessageBatch: 'SendMessageBatchResultEntry',
+  DeleteMessageBatch: 'DeleteMessageBatchResultEntry',
+  ChangeMessageVisibilityBatch: 'ChangeMessageVisibilityBatchResultEntry',
+};
+
+export function resultXml(action: string, json: Record<string, unknown>): string {
+  let xml = '';
+  for (const [key, value] of Object.entries(json)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'Messages' && Array.isArray(value)) {
+      for (const message of value)
+        xml += `<Message>${messageXml(message as Record<string, unknown>)}</Message>`;
+    } else if (key === 'QueueUrls' && Array.isArray(value)) {
+      for (const url of value) xml += el('QueueUrl', String(url));
+    } else if (key === 'Attributes' && typeof value === 'object') {
+      xml += attributesXml(value as Record<string, unknown>);
+    } else if (key === 'Tags' && typeof value === 'object') {
+      for (const [tag, tagValue] of Object.entries(value as Record<string, unknown>)) {
+        xml += `<Tag>${el('Key', tag)}${el('Value', String(tagValue))}</Tag>`;
+      }
+    } else if (key === 'Successful' && Array.isArray(value)) {
+      const name = BATCH_ENTRY[action] ?? `${action}ResultEntry`;
+      for (const entry of value) xml += `<${name}>${scalarsXml(entry as Record<string, unknown>)}</${name}>`;
+    } else if (key === 'Failed' && Array.isArray(value)) {
+      for (const entry of value)
+        xml += `<BatchResultErrorEntry>${scalarsXml(entry as Record<string, unknown>)}</BatchResultErrorEntry>`;
+    } else if (typeof value !== 'object') {
+      xml += el(key, String(value));
+    }
+  }
+  return xml;
+}
+
+function messageXml(message: Record<string, unknown>): string {
+  let xml = '';
+  for (const [key, value] of Object.entries(message)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'Attributes' && typeof value === 'object')
+      xml += attributesXml(value as Record<string, unknown>);
+    else if (key === 'MessageAttributes' && typeof value === 'object') {
+      for (const [name, attribute] of Object.entries(value as Record<string, Record<string, unknown>>)) {
+        xml += `<MessageAttribute>${el('Name', name)}<Value>${scalarsXml(attribute)}</Value></MessageAttribute>`;
+      }
+    } else if (typeof value !== 'object') xml += el(key, String(value));
+  }
+  return xml;
+}
+
+function attributesXml(map: Record<string, unknown>): string {
+  return Object.entries(map)
+    .map(([name, value]) => `<Attribute>${el('Name', name)}${el('Value', String(value))}</Attribute>`)
+    .join('');
+}
+
+function scalarsXml(record: Record<string, unknown>): string {
+  return Object.entries(record)
+    .filter(([, value]) => value !== undefined && value !== null && typeof value !== 'object')
+    .map(([key, value]) => el(key, String(value)))
+    .join('');
+}
+
+function el(name: string, text: string): string {
+  return `<${name}>${esc(text)}</${name}>`;
+}
+
+function esc(text: string): string {
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&apos;')
+    .replaceAll('\r', '&#xD;');
+}

@@ -204,7 +204,7 @@ export async function localCommand(args: string[]): Promise<number> {
       : `${describeReady(server, options)}\n`,
   );
 
-  let last = '';
+  let last = describeActivity(server.local.stats());
   const ticker = setInterval(() => {
     const line = describeActivity(server.local.stats());
     if (line !== last) progress(`crawler local: ${line}`);

@@ -9,6 +9,8 @@ commands:
                            the crawl's results index, one line per URL
   get URL --crawl ID [--body|--headers|--warc] [--raw]
                            one stored response, by ranged read of its WARC record
+  redrive [ID] [--queue tasks|results]
+                           after a fix, move dead-lettered messages (of crawl ID) back to their queue
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
@@ -23,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   status: async () => (await import('./status-command.ts')).statusCommand,
   results: async () => (await import('./results-command.ts')).resultsCommand,
   get: async () => (await import('./get-command.ts')).getCommand,
+  redrive: async () => (await import('./redrive-command.ts')).redriveCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -22,7 +22,11 @@ export function createAwsClients(env: AwsEnv): AwsClients {
           ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
         }
       : undefined;
-  const common = { region: env.AWS_REGION, ...(credentials ? { credentials } : {}) };
+  const common = {
+    region: env.AWS_REGION,
+    ...(credentials ? { credentials } : {}),
+    ...(env.AWS_MAX_ATTEMPTS ? { maxAttempts: env.AWS_MAX_ATTEMPTS } : {}),
+  };
   const endpoint = (specific: string | undefined) => {
     const url = specific ?? env.AWS_ENDPOINT_URL;
     return url ? { endpoint: url } : {};

@@ -15,6 +15,8 @@ const AwsEnvSchema = z.object({
   AWS_ENDPOINT_URL_DYNAMODB: z.url().optional(),
   /** Emulators and LocalStack serve S3 path-style on a plain endpoint. */
   AWS_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  /** SDK attempts per call (the SDK's own retries of throttling and 5xx); default 3. */
+  AWS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).optional(),
   AWS_ACCESS_KEY_ID: z.string().optional(),
   AWS_SECRET_ACCESS_KEY: z.string().optional(),
   AWS_SESSION_TOKEN: z.string().optional(),

@@ -1,0 +1,164 @@
+/**
+ * `crawler redrive [ID] [--queue tasks|results]`: after a fix, moves dead-lettered messages back to
+ * the queue they came from (TaskDLQ → TaskQueue, ResultsDLQ → ResultsQueue), only a crawl's own
+ * messages when ID is given. A moved message is sent first and deleted after, so nothing is lost; a
+ * crash in between leaves a duplicate, which the frontier absorbs (fetch-once claims, one index line).
+ */
+import { parseArgs } from 'node:util';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
+import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
+import {
+  type CliIo,
+  cliIo,
+  requireOutput,
+  STACK_OPTIONS,
+  STACK_USAGE,
+  withStack,
+  write,
+} from './results-reader.ts';
+import { UsageError } from './usage-error.ts';
+
+export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
+  moves dead-lettered messages back to their queue (all crawls' unless ID is given)
+  --queue Q            tasks, results or both (default both)
+${STACK_USAGE}`;
+
+const PAIRS = {
+  tasks: { dlq: 'TaskDlqUrl', source: 'TaskQueueUrl' },
+  results: { dlq: 'ResultsDlqUrl', source: 'ResultsQueueUrl' },
+} as const;
+
+/** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
+const LOOK_SECONDS = 30;
+
+export async function redriveCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
+  const io = cliIo(overrides);
+  if (args.includes('--help') || args.includes('-h')) {
+    await write(io.stdout, `${REDRIVE_USAGE}\n`);
+    return 0;
+  }
+  const { values, positionals } = parse(args);
+  if (positionals.length > 1) throw new UsageError(`redrive takes at most one crawl id\n${REDRIVE_USAGE}`);
+  const crawlId = positionals[0];
+  const queue = values.queue ?? 'both';
+  if (queue !== 'both' && queue !== 'tasks' && queue !== 'results') {
+    throw new UsageError(`--queue expects tasks, results or both, got ${JSON.stringify(queue)}`);
+  }
+  const names = queue === 'both' ? (['tasks', 'results'] as const) : ([queue] as const);
+  return withStack(values, io, async (stack) => {
+    for (const name of names) {
+      const pair = PAIRS[name];
+      const moved = await redrive(
+        stack.clients.sqs,
+        requireOutput(stack, pair.dlq),
+        requireOutput(stack, pair.source),
+        crawlId,
+      );
+      await write(
+        io.stdout,
+        `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls\n`,
+      );
+    }
+    return 0;
+  });
+}
+
+/** The crawl a queued message belongs to: a task's or result's `crawlId`, a bare URL's default crawl. */
+export function crawlOf(body: string): string | undefined {
+  const text = body.trim();
+  if (!text.startsWith('{')) return DEFAULT_CRAWL_ID;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      'crawlId' in parsed &&
+      typeof parsed.crawlId === 'string'
+    ) {
+      return parsed.crawlId;
+    }
+  } catch {
+    // not JSON: belongs to no crawl
+  }
+  return undefined;
+}
+
+export async function redrive(
+  sqs: SQSClient,
+  dlqUrl: string,
+  sourceUrl: string,
+  crawlId: string | undefined,
+): Promise<{ moved: number; kept: number }> {
+  let moved = 0;
+  const kept = new Set<string>();
+  for (;;) {
+    const received = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: LOOK_SECONDS,
+        WaitTimeSeconds: 1,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const messages = received.Messages ?? [];
+    const fresh = messages.filter((message) => !kept.has(message.MessageId ?? ''));
+    if (fresh.length === 0) {
+      await release(sqs, dlqUrl, messages);
+      break;
+    }
+    const mine = fresh.filter((message) => crawlId === undefined || crawlOf(message.Body ?? '') === crawlId);
+    const others = messages.filter((message) => !mine.includes(message));
+    for (const message of others) kept.add(message.MessageId ?? '');
+    await release(sqs, dlqUrl, others);
+    if (mine.length === 0) continue;
+    await sendMessagesInBatches(
+      sqs,
+      sourceUrl,
+      mine.map((message) => ({ body: message.Body ?? '' })),
+    );
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: mine.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle! })),
+      }),
+    );
+    moved += mine.length;
+  }
+  return { moved, kept: kept.size };
+}
+
+/** Makes messages this redrive does not move visible again at once. */
+async function release(sqs: SQSClient, queueUrl: string, messages: readonly Message[]): Promise<void> {
+  if (messages.length === 0) return;
+  await sqs.send(
+    new ChangeMessageVisibilityBatchCommand({
+      QueueUrl: queueUrl,
+      Entries: messages.map((message, index) => ({
+        Id: String(index),
+        ReceiptHandle: message.ReceiptHandle!,
+        VisibilityTimeout: 0,
+      })),
+    }),
+  );
+}
+
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: { queue: { type: 'string' }, ...STACK_OPTIONS },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n${REDRIVE_USAGE}`);
+  }
+}

@@ -1,0 +1,387 @@
+/**
+ * One crawl task (fetch-task.ts `decideTask`, the fetch function's per-URL logic) against hostile
+ * servers on 127.0.0.1, through the real HttpFetcher: what each hostile behaviour becomes as a crawl
+ * decision — a stored page with `truncated`, a result with outcome/code/reason, or a bounded retry that
+ * ends `failed` on the last attempt — plus links on legacy-encoded pages, redirect chains, and the
+ * address guard on redirect targets. The frontier, host slots and robots store are in-memory fakes
+ * (robots off, no politeness delay): what is under test is the fetch and its classification.
+ */
+import assert from 'node:assert/strict';
+import { isIP, type LookupFunction } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
+import {
+  type CrawlConfig,
+  type CrawlConfigInput,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl-config.ts';
+import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
+import type { FrontierWriter, HostSlots, PageFetcher, RobotsStore } from '../../lambdas/core/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import type { Task } from '../../lambdas/core/task.ts';
+import {
+  bomb,
+  encoded,
+  encodeLegacy,
+  endlessBody,
+  type HostileServer,
+  html,
+  lyingLength,
+  raw,
+  redirect,
+  resetMidBody,
+  silent,
+  startHostileServer,
+  trickleBody,
+} from '../fixtures/hostile-server.ts';
+
+const MiB = 1024 * 1024;
+const CRAWL = 'hostile';
+
+function config(overrides: Partial<CrawlConfigInput> = {}): CrawlConfig {
+  return parseCrawlConfig({
+    crawlId: CRAWL,
+    allowPrivate: true,
+    respectRobots: false,
+    delayMs: 0,
+    maxAttempts: 4,
+    ...overrides,
+    limits: {
+      connectTimeoutMs: 1000,
+      headersTimeoutMs: 1000,
+      totalTimeoutMs: 1500,
+      maxBodyBytes: 200_000,
+      maxDecodedBytes: 20 * MiB,
+      maxRedirects: 3,
+      ...overrides.limits,
+    },
+  });
+}
+
+/** Runs decideTask with in-memory ports; `receiveCount` 4 is the last attempt of maxAttempts 4. */
+async function decide(
+  fetcher: PageFetcher,
+  crawl: CrawlConfig,
+  url: string,
+  options: { receiveCount?: number; task?: Partial<Task> } = {},
+): Promise<TaskDecision> {
+  const frontier: FrontierWriter = {
+    admit: async () => [],
+    reservePages: async (_crawlId, wanted) => wanted,
+    claim: async () => ({ status: 'claimed' }),
+    release: async () => {},
+    addQueued: async () => {},
+  };
+  const slots: HostSlots = {
+    reserve: async (_crawlId, _host, _delay, now) => now,
+    pushBack: async () => {},
+    pausedUntil: async () => undefined,
+  };
+  const robots: RobotsStore = {
+    read: async () => ({ state: 'missing' }),
+    claim: async () => true,
+    saveReady: async () => {},
+    saveUnavailable: async () => 1,
+  };
+  const task: Task = { v: 1, crawlId: CRAWL, url, depth: 0, ...options.task };
+  return decideTask(
+    { id: `m-${Math.random()}`, body: JSON.stringify(task), receiveCount: options.receiveCount ?? 1 },
+    {
+      fetcher,
+      configs: { get: async () => crawl },
+      frontier,
+      slots,
+      robots,
+      robotsCache: createRobotsCache(),
+      now: () => Date.now(),
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    },
+  );
+}
+
+/** The result record of a decision that has one (stored page or bare result). */
+function resultOf(decision: TaskDecision): CrawlResult {
+  if (decision.kind === 'captured') return decision.page.result;
+  if (decision.kind === 'result') return decision.result;
+  throw new Error(`expected a result, got ${JSON.stringify(decision)}`);
+}
+
+function linksOf(decision: TaskDecision): string[] {
+  assert.equal(decision.kind, 'captured', JSON.stringify(decision).slice(0, 300));
+  return decision.kind === 'captured' ? decision.links.map((link) => link.url) : [];
+}
+
+let server: HostileServer;
+const fetcher = new HttpFetcher();
+const crawl = config();
+before(async () => {
+  server = await startHostileServer({
+    '/endless': endlessBody('chunked'),
+    '/claims-more': lyingLength(50_000_000, 300_000),
+    '/trickle': trickleBody(200),
+    '/silent': silent(),
+    '/reset': resetMidBody(100_000, 2000),
+    '/bad-chunks': raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n', {
+      end: false,
+    }),
+    '/two-lengths': raw('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nokabc', {
+      end: false,
+    }),
+    '/huge-header': raw(`HTTP/1.1 200 OK\r\nX-Huge: ${'h'.repeat(70 * 1024)}\r\nContent-Length: 0\r\n\r\n`, {
+      end: false,
+    }),
+  });
+});
+after(async () => {
+  await fetcher.close();
+  await server.close();
+});
+
+describe('hostile bodies become stored pages marked truncated', () => {
+  it('an endless body: stored up to maxBodyBytes, truncated "length"', async () => {
+    const result = resultOf(await decide(fetcher, crawl, server.url('/endless')));
+    assert.equal(result.outcome, 'fetched');
+    assert.equal(result.truncated, 'length');
+    assert.equal(result.bytes, 200_000);
+  });
+
+  it('a Content-Length claiming 50 MB: the same, without waiting for bytes that never come', async () => {
+    const started = Date.now();
+    const result = resultOf(await decide(fetcher, crawl, server.url('/claims-more')));
+    assert.equal(result.truncated, 'length');
+    assert.equal(result.bytes, 200_000);
+    assert.ok(Date.now() - started < 1000);
+  });
+
+  it('a trickling body: stored as far as it came at the total deadline, truncated "time", not retried', async () => {
+    const decision = await decide(fetcher, crawl, server.url('/trickle'));
+    const result = resultOf(decision);
+    assert.equal(decision.kind, 'captured');
+    assert.equal(result.outcome, 'fetched');
+    assert.equal(result.truncated, 'time');
+    assert.ok(result.bytes >= 5 && result.bytes <= 8, `${result.bytes} bytes`);
+    assert.ok(result.ms >= 1400 && result.ms < 2000, `${result.ms} ms`);
+  });
+});
+
+describe('hostile servers that fail: bounded retries, then a recorded failure', () => {
+  const cases = [
+    { path: '/silent', code: 'timeout', reason: /no response headers within 1000 ms/, maxMs: 2500 },
+    {
+      path: '/reset',
+      code: 'connection-reset',
+      reason: /connection lost mid-body after 2000 bytes/,
+      maxMs: 1000,
+    },
+  ];
+  for (const { path, code, reason, maxMs } of cases) {
+    it(`${path}: retried with a backoff while attempts remain, then failed "${code}" with the reason`, async () => {
+      const first = await decide(fetcher, crawl, server.url(path));
+      assert.equal(first.kind, 'retry');
+      assert.equal(first.kind === 'retry' ? first.code : '', code);
+      assert.ok(first.kind === 'retry' && first.delaySeconds >= 1 && first.delaySeconds <= 2);
+
+      const started = Date.now();
+      const last = resultOf(await decide(fetcher, crawl, server.url(path), { receiveCount: 4 }));
+      assert.ok(Date.now() - started < maxMs);
+      assert.equal(last.outcome, 'failed');
+      assert.equal(last.code, code);
+      assert.match(last.reason ?? '', reason);
+      assert.match(last.reason ?? '', /\(gave up after 4 attempts\)$/);
+      assert.equal(last.attempt, 4);
+    });
+  }
+
+  for (const path of ['/bad-chunks', '/two-lengths', '/huge-header']) {
+    it(`${path}: recorded failed "bad-response" at once, never retried`, async () => {
+      const result = resultOf(await decide(fetcher, crawl, server.url(path)));
+      assert.equal(result.outcome, 'failed');
+      assert.equal(result.code, 'bad-response');
+      assert.match(result.reason ?? '', /malformed HTTP response/);
+      assert.equal(result.attempt, 1);
+    });
+  }
+});
+
+describe('decompression bombs: the page is stored, no links are read from it', () => {
+  for (const coding of ['gzip', 'deflate', 'br'] as const) {
+    it(`${coding}: code "decompression-bomb", and the link inside it is not followed`, async () => {
+      const path = `/bomb-${coding}`;
+      server.route(path, encoded(await bomb(coding, 64 * MiB), coding));
+      const decision = await decide(fetcher, crawl, server.url(path));
+      const result = resultOf(decision);
+      assert.equal(decision.kind, 'captured', 'the (small, encoded) body is stored');
+      assert.equal(result.outcome, 'fetched');
+      assert.equal(result.code, 'decompression-bomb');
+      assert.match(
+        result.reason ?? '',
+        new RegExp(`^links not extracted: ${coding} body of \\d+ bytes decodes to more than`),
+      );
+      assert.deepEqual(linksOf(decision), []);
+      assert.equal(result.outlinks, 0);
+    });
+  }
+
+  it('a bomb under the ratio but over maxDecodedBytes: code "decoded-too-large"', async () => {
+    server.route('/bomb-big', encoded(await bomb('gzip', 1024 * MiB), 'gzip'));
+    const result = resultOf(
+      await decide(fetcher, config({ limits: { maxBodyBytes: 5 * MiB } }), server.url('/bomb-big')),
+    );
+    assert.equal(result.code, 'decoded-too-large');
+    assert.equal(result.outlinks, 0);
+  });
+});
+
+describe('legacy-encoded pages: links come out as percent-encoded UTF-8', () => {
+  const expected = (path: string): string => new URL(encodeURI(path), server.origin).href;
+
+  it('GBK (Content-Type), Shift_JIS (meta http-equiv) and windows-1251 (meta charset)', async () => {
+    server.route(
+      '/gbk',
+      html(
+        encodeLegacy('<title>中文</title><a href="/文档/页面.html">文档</a>', 'gbk'),
+        'text/html; charset=gbk',
+      ),
+    );
+    server.route(
+      '/sjis',
+      html(
+        encodeLegacy(
+          '<meta http-equiv="content-type" content="text/html; charset=shift_jis"><a href="/日本語/ページ.html">x</a>',
+          'shift_jis',
+        ),
+        'text/html',
+      ),
+    );
+    server.route(
+      '/cp1251',
+      html(
+        encodeLegacy('<meta charset="windows-1251"><a href="/новости/статья.html">x</a>', 'windows-1251'),
+        'text/html',
+      ),
+    );
+    assert.deepEqual(linksOf(await decide(fetcher, crawl, server.url('/gbk'))), [
+      expected('/文档/页面.html'),
+    ]);
+    assert.deepEqual(linksOf(await decide(fetcher, crawl, server.url('/sjis'))), [
+      expected('/日本語/ページ.html'),
+    ]);
+    assert.deepEqual(linksOf(await decide(fetcher, crawl, server.url('/cp1251'))), [
+      expected('/новости/статья.html'),
+    ]);
+    assert.equal(expected('/文档/页面.html'), `${server.origin}/%E6%96%87%E6%A1%A3/%E9%A1%B5%E9%9D%A2.html`);
+  });
+
+  it('a gzip-encoded GBK page body cut at maxBodyBytes still yields the links before the cut', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const links = Array.from({ length: 4000 }, (_, i) => `<a href="/文档/${i}.html">${i}</a>`).join('\n');
+    const page = gzipSync(encodeLegacy(`<meta charset="gbk">${links}`, 'gbk'), { level: 1 });
+    server.route('/gbk-big', encoded(page, 'gzip'));
+    const small = config({ limits: { maxBodyBytes: Math.floor(page.length / 2) } });
+    const decision = await decide(fetcher, small, server.url('/gbk-big'));
+    assert.equal(resultOf(decision).truncated, 'length');
+    const found = linksOf(decision);
+    assert.ok(found.length > 100 && found.length < 4000, `${found.length} links`);
+    assert.equal(found[0], expected('/文档/0.html'));
+  });
+});
+
+describe('redirect chains', () => {
+  it('each hop is its own task; past maxRedirects the hop ends "too-many-redirects" with its Location', async () => {
+    for (let i = 0; i < 6; i++) server.route(`/chain/${i}`, redirect(`/chain/${i + 1}`));
+    const hops: string[] = [];
+    for (let i = 0; i <= 3; i++) {
+      const decision = await decide(fetcher, crawl, server.url(`/chain/${i}`), { task: { redirects: i } });
+      const result = resultOf(decision);
+      assert.equal(result.outcome, 'redirected');
+      assert.equal(result.location, server.url(`/chain/${i + 1}`));
+      if (i < 3) {
+        assert.equal(result.code, undefined);
+        assert.deepEqual(decision.kind === 'captured' ? decision.links : [], [
+          { url: server.url(`/chain/${i + 1}`), nofollow: false, redirects: i + 1 },
+        ]);
+      } else {
+        assert.equal(result.code, 'too-many-redirects');
+        assert.match(
+          result.reason ?? '',
+          /redirect chain longer than 3 hops \(next: http:\/\/127\.0\.0\.1:\d+\/chain\/4\)/,
+        );
+        assert.deepEqual(decision.kind === 'captured' ? decision.links : undefined, []);
+      }
+      hops.push(result.url);
+    }
+    assert.equal(server.stats('/chain/4').hits, 0, 'the hop past the limit is never requested');
+  });
+});
+
+describe('the address guard on redirect targets', () => {
+  /**
+   * The first hop must reach a "public" site, and a test may only reach 127.0.0.0/8: so the first hop
+   * goes through a fetcher with the guard off whose stub resolver maps www.public-site.test to
+   * 127.0.0.1 (standing in for a public server), and every other request through the crawl's own,
+   * guarded fetcher. The redirect targets spell 127.0.0.1 in other ways: had the guard let one pass,
+   * the connection would land on this server, which counts it.
+   */
+  const stub = (answers: Record<string, string>): LookupFunction => {
+    return (hostname, options, callback) => {
+      const address = answers[hostname];
+      queueMicrotask(() => {
+        if (address === undefined) {
+          callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '');
+        } else if (options.all) callback(null, [{ address, family: isIP(address) }]);
+        else callback(null, address, isIP(address));
+      });
+    };
+  };
+  const publicSide = new HttpFetcher({ lookup: stub({ 'www.public-site.test': '127.0.0.1' }) });
+  const guarded = new HttpFetcher({ lookup: stub({ 'intranet.test': '127.0.0.1' }) });
+  const fetcher: PageFetcher = {
+    fetch: (request) =>
+      request.url.hostname === 'www.public-site.test'
+        ? publicSide.fetch({ ...request, allowPrivate: true })
+        : guarded.fetch(request),
+  };
+  const guardedCrawl = config({ allowPrivate: false });
+  let target: HostileServer;
+  before(async () => {
+    target = await startHostileServer({ '/secret': html('<p>internal admin page</p>') });
+  });
+  after(async () => {
+    await Promise.all([publicSide.close(), guarded.close(), target.close()]);
+  });
+
+  const spellings = (port: number): string[] => [
+    `http://[::ffff:127.0.0.1]:${port}/secret`,
+    `http://[::ffff:7f00:1]:${port}/secret`,
+    `http://2130706433:${port}/secret`,
+    `http://0x7f000001:${port}/secret`,
+    `http://0x7f.0.0.1:${port}/secret`,
+    `http://0177.0.0.1:${port}/secret`,
+    `http://127.1:${port}/secret`,
+    `http://intranet.test:${port}/secret`,
+  ];
+
+  it('a public page redirecting to loopback in any spelling: the next hop is blocked, no connection made', async () => {
+    for (const [index, location] of spellings(target.port).entries()) {
+      target.route(`/start-${index}`, redirect(location));
+      const hop1 = await decide(
+        fetcher,
+        guardedCrawl,
+        `http://www.public-site.test:${target.port}/start-${index}`,
+      );
+      const first = resultOf(hop1);
+      assert.equal(first.outcome, 'redirected', location);
+      assert.equal(hop1.kind === 'captured' ? hop1.links.length : 0, 1, location);
+      const next = hop1.kind === 'captured' ? (hop1.links[0]?.url ?? '') : '';
+
+      const connections = target.connections;
+      const hop2 = resultOf(await decide(fetcher, guardedCrawl, next, { task: { redirects: 1 } }));
+      assert.equal(hop2.outcome, 'blocked', `${location}: ${JSON.stringify(hop2)}`);
+      assert.equal(hop2.code, 'address-blocked');
+      assert.match(hop2.reason ?? '', /address not allowed: .*loopback \(127\.0\.0\.0\/8\).*--allow-private/);
+      assert.equal(target.connections, connections, `${location}: a connection was opened`);
+    }
+    assert.equal(target.stats('/secret').hits, 0);
+  });
+});

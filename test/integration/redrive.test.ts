@@ -1,0 +1,80 @@
+/** `crawler redrive`: dead-lettered messages go back to their queue, only the named crawl's. */
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+} from '@aws-sdk/client-sqs';
+import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { crawlOf, redriveCommand } from '../../cli/redrive-command.ts';
+import { parseTemplate } from '../../local/cfn-template.ts';
+import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+
+describe('crawler redrive', () => {
+  let local: LocalAws;
+  before(async () => {
+    local = await startLocalAws({ template: parseTemplate(synthesizeTemplate()), stackName: STACK_NAME });
+  });
+  after(async () => {
+    await local.stop();
+  });
+
+  const depth = async (url: string) => {
+    const attributes = await local.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
+    return Number(attributes.Attributes?.ApproximateNumberOfMessages);
+  };
+
+  it('knows which crawl a message belongs to', () => {
+    assert.equal(crawlOf('{"v":1,"crawlId":"a","url":"http://x/","depth":0}'), 'a');
+    assert.equal(crawlOf('https://example.com/'), 'default');
+    assert.equal(crawlOf('{not json'), undefined);
+  });
+
+  it("moves one crawl's tasks back to the TaskQueue and leaves the others in the DLQ", async () => {
+    const task = (crawlId: string, n: number) =>
+      JSON.stringify({ v: 1, crawlId, url: `http://x.test/${n}`, depth: 0 });
+    const bodies = [task('a', 1), task('a', 2), task('b', 1), task('a', 3), '{broken'];
+    await local.clients.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: local.outputs.TaskDlqUrl,
+        Entries: bodies.map((body, index) => ({ Id: String(index), MessageBody: body })),
+      }),
+    );
+    const stdout = new PassThrough();
+    let printed = '';
+    stdout.on('data', (chunk) => {
+      printed += String(chunk);
+    });
+    // The command finds the queues the same way a user's would: through the endpoint.
+    const code = await redriveCommand(['a', '--queue', 'tasks', '--endpoint', local.endpoints.sqs], {
+      stdout,
+      stderr: new PassThrough(),
+      locate: async () => ({
+        mode: 'endpoint',
+        description: 'test stack',
+        clients: local.clients,
+        outputs: local.outputs,
+        close: async () => {},
+      }),
+    });
+    assert.equal(code, 0);
+    assert.match(printed, /tasks: moved 3 message\(s\) back, left 2 of other crawls/);
+    assert.equal(await depth(local.outputs.TaskQueueUrl!), 3);
+    assert.equal(await depth(local.outputs.TaskDlqUrl!), 2);
+    const back = await local.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: local.outputs.TaskQueueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    assert.deepEqual(
+      (back.Messages ?? []).map((message) => message.Body).sort(),
+      [task('a', 1), task('a', 2), task('a', 3)].sort(),
+    );
+  });
+});

@@ -3,6 +3,7 @@
  * Defaults are stated here once; every entry point (CLI, handlers) validates through this schema.
  */
 import { z } from 'zod';
+import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
 
 export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
 
@@ -24,6 +25,8 @@ export const FetchLimitsSchema = z.object({
     .default(20 * 1024 * 1024),
   maxRedirects: z.number().int().min(0).default(5),
   maxUrlLength: z.number().int().positive().default(2048),
+  /** Decoded bytes per received byte before a compressed body counts as a decompression bomb (past 1 MiB decoded). */
+  maxDecodeRatio: z.number().positive().default(DEFAULT_MAX_DECODE_RATIO),
 });
 
 export const CrawlConfigSchema = z.object({
@@ -45,6 +48,14 @@ export const CrawlConfigSchema = z.object({
   maxCrawlDelayMs: z.number().int().min(0).default(30_000),
   respectRobots: z.boolean().default(true),
   followNofollow: z.boolean().default(false),
+  /**
+   * Media type patterns (`text/*`, `application/pdf`, `*`) of the 2xx responses that are stored; any
+   * other type ends `skipped` with code `content-type`, body not stored. No Content-Type counts as
+   * application/octet-stream.
+   */
+  storeTypes: z
+    .array(z.string().refine(isTypePattern, 'a media type pattern such as text/*, application/pdf or *'))
+    .default([...DEFAULT_STORE_TYPES]),
   /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
   maxAttempts: z.number().int().min(1).max(4).default(4),
   limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),

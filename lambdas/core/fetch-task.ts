@@ -8,7 +8,7 @@ import { describeError, isCrawlError, type PermanentError, type RetryableError }
 import { headerValue } from './http-headers.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
-import { decodeContent, decodeText, isHtml } from './page-content.ts';
+import { decodeContent, decodeText, isHtml, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { CrawlConfigReader, FrontierWriter, HostSlots, PageFetcher, RobotsStore } from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
@@ -254,6 +254,12 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   if (verdict.kind === 'redirect') {
     const hops = (task.redirects ?? 0) + 1;
     const location = verdict.location.href;
+    const target = normalizeUrl(location, { maxUrlLength: Number.POSITIVE_INFINITY });
+    if (target.ok && target.url === subject.url) {
+      // A page redirecting to itself (cookie checks, broken rewrites): say so; dedup would end it anyway.
+      const reason = `redirect loop: the Location ${location.slice(0, 200)} is this URL`;
+      return captured({ ...base, outcome: 'redirected', code: 'redirect-loop', reason, location });
+    }
     if (location.length > config.limits.maxUrlLength) {
       // Result records stay small enough for SQS: a huge Location is cut in the record, not followed.
       const reason = `redirect Location is ${location.length} characters; at most ${config.limits.maxUrlLength} are followed`;
@@ -267,6 +273,11 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     return captured({ ...base, outcome: 'redirected', location }, [
       { url: location, nofollow: false, redirects: hops },
     ]);
+  }
+  if (!isStorableType(base.contentType, config.storeTypes)) {
+    const type = mediaType(base.contentType) ?? 'none (taken as application/octet-stream)';
+    const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
+    return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
   const page = readPage(response, config);
   return captured(
@@ -285,6 +296,7 @@ function readPage(
     response.body,
     headerValue(response.headers, 'content-encoding'),
     config.limits.maxDecodedBytes,
+    { maxRatio: config.limits.maxDecodeRatio },
   );
   if (!decoded.ok)
     return { links: [], note: { code: decoded.code, reason: `links not extracted: ${decoded.reason}` } };

@@ -34,7 +34,7 @@ export function responseVerdict(
       };
     }
   }
-  if (status === 429 || status >= 500) {
+  if (status === 429 || (status >= 500 && status < 600)) {
     return {
       kind: 'retry',
       code: `http-${status}`,

@@ -5,6 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { countAwsCalls } from './aws-call-counter.ts';
 import type { AwsEnv } from './env.ts';
 
 export interface AwsClients {
@@ -31,13 +32,16 @@ export function createAwsClients(env: AwsEnv): AwsClients {
     const url = specific ?? env.AWS_ENDPOINT_URL;
     return url ? { endpoint: url } : {};
   };
+  // Every call is counted (aws-call-counter.ts): requests per page and cost per million pages.
   return {
-    sqs: new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) }),
-    s3: new S3Client({
-      ...common,
-      ...endpoint(env.AWS_ENDPOINT_URL_S3),
-      forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true',
-    }),
-    dynamodb: new DynamoDBClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB) }),
+    sqs: countAwsCalls(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
+    s3: countAwsCalls(
+      new S3Client({
+        ...common,
+        ...endpoint(env.AWS_ENDPOINT_URL_S3),
+        forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true',
+      }),
+    ),
+    dynamodb: countAwsCalls(new DynamoDBClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB) })),
   };
 }

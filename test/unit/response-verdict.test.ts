@@ -33,6 +33,14 @@ test('429 and 5xx are retryable and carry Retry-After', () => {
   });
 });
 
+test('a status beyond 5xx is not retried', () => {
+  assert.deepEqual(responseVerdict(999, [], page), {
+    kind: 'failed',
+    code: 'http-999',
+    reason: 'the server answered HTTP 999',
+  });
+});
+
 test('other 4xx are permanent failures with the status as code', () => {
   assert.deepEqual(responseVerdict(404, [], page), {
     kind: 'failed',

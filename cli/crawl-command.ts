@@ -8,6 +8,8 @@ import { basename, join, resolve } from 'node:path';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
@@ -36,14 +38,26 @@ export async function crawlCommand(args: string[]): Promise<number> {
   const sitemapUrls = options.sitemap ? await discoverSitemapUrls(options.sitemap, config, progress) : [];
   progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
   const startedAt = new Date();
+  // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
+  const lambdaUsage: Record<string, LambdaUsage> = {};
   const local = await startLocalAws({
     template: parseTemplate(synthesizeTemplate()),
     stackName: STACK_NAME,
     ...(options.endpoint ? { endpoint: options.endpoint } : { stateDir: resolveStateDir(options.stateDir) }),
     ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
     handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+    onInvocation: (report) => {
+      const id = report.functionLogicalId;
+      const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
+      const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
+      usage.invocations++;
+      usage.durationMs += report.durationMs;
+      lambdaUsage[id] = usage;
+    },
   });
   try {
+    // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
+    const countedFrom = awsCallCounter.snapshot();
     const submitted = await submitCrawl(local, config, sitemapUrls);
     progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
     await local.start();
@@ -54,6 +68,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       clearInterval(ticker);
     }
     const endedAt = new Date();
+    const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
 
     const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
     const results = await readCrawlResults(blobs, crawlId);
@@ -68,6 +83,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       results.map((result) => `${JSON.stringify(result)}\n`).join(''),
     );
     const summary = summarize(results, { crawlId, seeds: options.urls, startedAt, endedAt, warcFiles });
+    summary.aws = crawlCostReport(counted, lambdaUsage, summary.byOutcome.fetched ?? 0);
     await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     console.log(describeSummary(summary, outDir));
     return 0;
@@ -95,5 +111,6 @@ function describeSummary(summary: CrawlSummary, outDir: string): string {
     `  bytes:    ${summary.bytes}`,
     `  pages/s:  ${summary.pagesPerSecond}`,
     `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
+    ...(summary.aws ? [`  aws:      ${describeCost(summary.aws)}`] : []),
   ].join('\n');
 }

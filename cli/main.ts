@@ -12,6 +12,9 @@ commands:
   redrive [ID] [--queue tasks|results]
                            after a fix, move dead-lettered messages (of crawl ID) back to their queue
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
+  submit URL... [options]  start a crawl on a deployed stack (--stack, default ServerlessCrawler) or at --endpoint; prints its id
+  cancel ID                stop a crawl: its queued tasks end as \`cancelled\` without being fetched
+  local [--port 4566]      a long-running local AWS (SQS, S3, DynamoDB, the handlers) for the AWS CLI and SDKs
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
 run \`crawler <command> --help\` for a command's options.`;
@@ -25,6 +28,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   status: async () => (await import('./status-command.ts')).statusCommand,
   results: async () => (await import('./results-command.ts')).resultsCommand,
   get: async () => (await import('./get-command.ts')).getCommand,
+  submit: async () => (await import('./submit-command.ts')).submitCommand,
+  cancel: async () => (await import('./cancel-command.ts')).cancelCommand,
+  local: async () => (await import('./local-command.ts')).localCommand,
   redrive: async () => (await import('./redrive-command.ts')).redriveCommand,
 };
 

@@ -14,6 +14,7 @@ import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
 import type { CrawlResult } from '../lambdas/core/result.ts';
 import { ResultSchema } from '../lambdas/core/result.ts';
+import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
 import {
   type DescribeStackOutputs,
   type LocatedStack,
@@ -234,12 +235,18 @@ export async function openStack(
     );
   }
   const stateDir = resolveStateDir(values['state-dir']);
+  // A deployed stack's outputs come from CloudFormation (loaded only for --stack: it is a big client).
+  const describeStackOutputs =
+    io.describeStackOutputs ??
+    (values.stack === undefined
+      ? undefined
+      : (await import('./stack-outputs.ts')).stackOutputsReader(values.endpoint));
   try {
     return await io.locate({
       stateDir,
       ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
       ...(values.stack === undefined ? {} : { stackName: values.stack }),
-      ...(io.describeStackOutputs ? { describeStackOutputs: io.describeStackOutputs } : {}),
+      ...(describeStackOutputs ? { describeStackOutputs } : {}),
     });
   } catch (error) {
     const where =
@@ -352,6 +359,8 @@ export interface CrawlSummary {
   bytes: number;
   pagesPerSecond: number;
   warcFiles: number;
+  /** Counted AWS requests per page and the cost per million pages they imply (lambdas/shared/aws-prices.ts). */
+  aws?: CrawlCostReport;
 }
 
 export function summarize(

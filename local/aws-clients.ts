@@ -2,6 +2,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
 
 export interface Endpoints {
   sqs: string;
@@ -68,11 +69,12 @@ export interface AwsClients {
   dynamodb: DynamoDBClient;
 }
 
+/** Every call of these clients is counted (lambdas/shared/aws-call-counter.ts), as the handlers' are. */
 export function createClients(endpoints: Endpoints, settings = clientSettings()): AwsClients {
   return {
-    sqs: new SQSClient(sqsConfig(endpoints, settings)),
-    s3: new S3Client(s3Config(endpoints, settings)),
-    dynamodb: new DynamoDBClient(dynamodbConfig(endpoints, settings)),
+    sqs: countAwsCalls(new SQSClient(sqsConfig(endpoints, settings))),
+    s3: countAwsCalls(new S3Client(s3Config(endpoints, settings))),
+    dynamodb: countAwsCalls(new DynamoDBClient(dynamodbConfig(endpoints, settings))),
   };
 }
 
@@ -81,7 +83,11 @@ export function createClients(endpoints: Endpoints, settings = clientSettings())
  * credentials from the default provider chain, AWS_ENDPOINT_URL_* honoured).
  */
 export function createDefaultClients(): AwsClients {
-  return { sqs: new SQSClient({}), s3: new S3Client({}), dynamodb: new DynamoDBClient({}) };
+  return {
+    sqs: countAwsCalls(new SQSClient({})),
+    s3: countAwsCalls(new S3Client({})),
+    dynamodb: countAwsCalls(new DynamoDBClient({})),
+  };
 }
 
 export function destroyClients(clients: AwsClients): void {

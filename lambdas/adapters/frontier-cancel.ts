@@ -143,13 +143,18 @@ export interface CancelCacheOptions {
   maxEntries?: number;
   /** Epoch ms. Default Date.now. */
   clock?: () => number;
+  /** Told about a failed read (which then counts as "not cancelled"); e.g. a warning log line. */
+  onError?: (crawlId: string, error: unknown) => void;
 }
 
 /**
  * `isCancelled` with a per-container cache: one eventually consistent GetItem (0.5 read unit) per
  * crawl per `ttlMs`, shared by every task of the crawl in flight (concurrent misses share one read).
- * A cancelled crawl stays cancelled, so that answer is cached for good. A failed read is not cached
- * and is thrown: the task is retried rather than cancelled or fetched on a guess.
+ * A cancelled crawl stays cancelled, so that answer is cached for good.
+ *
+ * It fails open: a read that fails (after the SDK's retries) counts as "not cancelled" for one TTL,
+ * so a DynamoDB hiccup never holds up or fails a running crawl's tasks; at worst a cancel takes
+ * effect one TTL later. The failure is counted in `readErrors` and passed to `onError`.
  */
 export class CrawlCancellation implements CancelCheck {
   private readonly dynamodb: DynamoDBClient;
@@ -157,9 +162,12 @@ export class CrawlCancellation implements CancelCheck {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly clock: () => number;
+  private readonly onError: ((crawlId: string, error: unknown) => void) | undefined;
   private readonly cache = new Map<string, { at: number; answer: Promise<boolean> }>();
   /** GetItem calls made (for tests and metrics). */
   reads = 0;
+  /** Reads that failed and were taken as "not cancelled". */
+  readErrors = 0;
 
   constructor(dynamodb: DynamoDBClient, table: string, options: CancelCacheOptions = {}) {
     this.dynamodb = dynamodb;
@@ -167,6 +175,7 @@ export class CrawlCancellation implements CancelCheck {
     this.ttlMs = options.ttlMs ?? 5_000;
     this.maxEntries = Math.max(1, options.maxEntries ?? 1_000);
     this.clock = options.clock ?? Date.now;
+    this.onError = options.onError;
   }
 
   isCancelled(crawlId: string): Promise<boolean> {
@@ -177,15 +186,10 @@ export class CrawlCancellation implements CancelCheck {
     const entry = { at: now, answer };
     this.cache.delete(crawlId);
     this.cache.set(crawlId, entry);
-    answer.then(
-      (cancelled) => {
-        // Cancelled is final: keep it however old it gets.
-        if (cancelled && this.cache.get(crawlId) === entry) entry.at = Number.POSITIVE_INFINITY;
-      },
-      () => {
-        if (this.cache.get(crawlId) === entry) this.cache.delete(crawlId);
-      },
-    );
+    void answer.then((cancelled) => {
+      // Cancelled is final: keep it however old it gets.
+      if (cancelled && this.cache.get(crawlId) === entry) entry.at = Number.POSITIVE_INFINITY;
+    });
     if (this.cache.size > this.maxEntries) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
@@ -195,7 +199,13 @@ export class CrawlCancellation implements CancelCheck {
 
   private async read(crawlId: string): Promise<boolean> {
     this.reads++;
-    const item = await readCounters(this.dynamodb, this.table, crawlId, false);
-    return str(item, ATTR.state) === CRAWL_STATE.cancelled;
+    try {
+      const item = await readCounters(this.dynamodb, this.table, crawlId, false);
+      return str(item, ATTR.state) === CRAWL_STATE.cancelled;
+    } catch (error) {
+      this.readErrors++;
+      this.onError?.(crawlId, error);
+      return false;
+    }
   }
 }

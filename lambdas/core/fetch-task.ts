@@ -10,7 +10,14 @@ import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isHtml, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
-import type { CrawlConfigReader, FrontierWriter, HostSlots, PageFetcher, RobotsStore } from './ports.ts';
+import type {
+  CancelCheck,
+  CrawlConfigReader,
+  FrontierWriter,
+  HostSlots,
+  PageFetcher,
+  RobotsStore,
+} from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
@@ -33,6 +40,8 @@ export interface FetchTaskDeps {
   slots: HostSlots;
   robots: RobotsStore;
   robotsCache: RobotsCache;
+  /** `crawler cancel`: a cancelled crawl's tasks end as `cancelled` results before any other work. */
+  cancellation?: CancelCheck;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }
@@ -87,6 +96,11 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     url: normalized.url,
     depth: task.depth,
   };
+  // A cancelled crawl's tasks end here: no robots.txt, no politeness slot, no claim, no request.
+  if (deps.cancellation && (await deps.cancellation.isCancelled(task.crawlId))) {
+    const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
+    return { kind: 'result', result: bareResult(subject, 'cancelled', at(deps), why) };
+  }
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   const attempt = priorAttempts + 1;

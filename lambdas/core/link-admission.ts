@@ -31,15 +31,24 @@ type Classified = FrontierUrl & { skip?: { code: string; reason: string }; redir
 
 const scopes = new WeakMap<CrawlConfig, CompiledScope>();
 
-function scopeOf(config: CrawlConfig): CompiledScope {
+function compile(config: CrawlConfig, seeds: string[]): CompiledScope {
+  return compileScope({
+    scope: config.scope,
+    seeds,
+    include: config.include.map((pattern) => new RegExp(pattern)),
+    exclude: config.exclude.map((pattern) => new RegExp(pattern)),
+  });
+}
+
+/**
+ * A crawl's scope comes from its seeds. A crawl without seeds (the default crawl of bare URLs sent to
+ * the queue) scopes each page's links by that page itself, so a bare URL crawls its own host.
+ */
+function scopeOf(config: CrawlConfig, page: DiscoveringPage): CompiledScope {
+  if (config.seeds.length === 0) return compile(config, page.parentUrl ? [page.parentUrl] : []);
   let compiled = scopes.get(config);
   if (!compiled) {
-    compiled = compileScope({
-      scope: config.scope,
-      seeds: config.seeds,
-      include: config.include.map((pattern) => new RegExp(pattern)),
-      exclude: config.exclude.map((pattern) => new RegExp(pattern)),
-    });
+    compiled = compile(config, config.seeds);
     scopes.set(config, compiled);
   }
   return compiled;
@@ -106,7 +115,7 @@ export async function admitLinks(
 
   function classify(page: DiscoveringPage): Classified[] {
     const { config } = page;
-    const scope = scopeOf(config);
+    const scope = scopeOf(config, page);
     const out = new Map<string, Classified>();
     for (const link of page.links) {
       const normalized = normalizeUrl(link.url, { maxUrlLength: config.limits.maxUrlLength });

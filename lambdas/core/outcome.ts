@@ -7,6 +7,8 @@ export const OUTCOMES = [
   'failed',
   'blocked',
   'invalid',
+  /** The crawl was cancelled (`crawler cancel`) before this URL was fetched. */
+  'cancelled',
 ] as const;
 
 export type Outcome = (typeof OUTCOMES)[number];

@@ -57,6 +57,11 @@ export interface DeadLetterSender {
   send(letters: readonly DeadLetter[]): Promise<void>;
 }
 
+/** Whether a crawl was cancelled (`crawler cancel`); the adapter caches the answer for a few seconds. */
+export interface CancelCheck {
+  isCancelled(crawlId: string): Promise<boolean>;
+}
+
 export interface BlobWriter {
   put(key: string, body: Uint8Array, contentType: string): Promise<void>;
 }

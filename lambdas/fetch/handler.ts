@@ -4,6 +4,7 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { HttpFetcher } from '../adapters/http-fetcher.ts';
 import { delayRedelivery, SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
@@ -38,6 +39,10 @@ export function createHandler(rawEnv: Env) {
     frontier,
     slots: frontier,
     robots: frontier.robots,
+    // One cached read per crawl per few seconds; a failed read counts as not cancelled (fail open).
+    cancellation: new CrawlCancellation(clients.dynamodb, env.FRONTIER_TABLE, {
+      onError: (crawlId, error) => log.warn('cancel check failed', { crawlId, error: String(error) }),
+    }),
     robotsCache: createRobotsCache(ROBOTS_CACHE_ENTRIES),
     seen: new LruSet(SEEN_CACHE_ENTRIES),
     blobs: new S3Blobs(clients.s3, env.PAGE_BUCKET),

@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
@@ -335,6 +336,32 @@ describe('frontier-cancel adapter', () => {
     now += 3_600_000;
     assert.equal(await check.isCancelled(crawlId), true);
     assert.equal(check.reads, 2, 'cancelled is final: no more reads');
+  });
+  it('isCancelled fails open: a failed read counts as not cancelled for one TTL and is reported', async () => {
+    // Nothing listens on port 1: every call fails at once.
+    const broken = new DynamoDBClient({
+      endpoint: 'http://127.0.0.1:1',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+    });
+    try {
+      let now = 0;
+      const errors: string[] = [];
+      const check = new CrawlCancellation(broken, table, {
+        ttlMs: 1_000,
+        clock: () => now,
+        onError: (crawlId) => errors.push(crawlId),
+      });
+      assert.equal(await check.isCancelled('any'), false);
+      assert.equal(await check.isCancelled('any'), false);
+      assert.deepEqual([check.reads, check.readErrors, errors], [1, 1, ['any']]);
+      now += 1_000;
+      assert.equal(await check.isCancelled('any'), false);
+      assert.equal(check.reads, 2, 'read again after the TTL');
+    } finally {
+      broken.destroy();
+    }
   });
 });
 

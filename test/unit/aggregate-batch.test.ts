@@ -283,6 +283,7 @@ describe('processResultBatch', () => {
       failed: 0,
       blocked: 0,
       invalid: 0,
+      cancelled: 0,
     });
     assert.equal(summary.startedAt, '2024-05-01T12:00:00.000Z');
     assert.equal(summary.endedAt, '2024-05-01T12:00:13.000Z');

@@ -91,7 +91,9 @@ function clients(endpoint: string, maxAttempts: number) {
   };
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<Error & { $metadata?: { httpStatusCode?: number } }> {
+async function errorOf(
+  promise: Promise<unknown>,
+): Promise<Error & { $metadata?: { httpStatusCode?: number } }> {
   try {
     await promise;
   } catch (error) {
@@ -111,10 +113,7 @@ describe('classifyCall', () => {
       { 'x-amz-target': 'AmazonSQS.SendMessageBatch' },
       Buffer.from(JSON.stringify({ QueueUrl: QUEUE_URL, Entries: [] })),
     );
-    assert.deepEqual(
-      [sqs.service, sqs.operation, sqs.queueUrl],
-      ['sqs', 'SendMessageBatch', QUEUE_URL],
-    );
+    assert.deepEqual([sqs.service, sqs.operation, sqs.queueUrl], ['sqs', 'SendMessageBatch', QUEUE_URL]);
     const ddb = classifyCall(
       'POST',
       '/',
@@ -222,7 +221,9 @@ describe('startFaultProxy', () => {
     );
     assert.match(ddb.name, /^(ProvisionedThroughputExceededException|ThrottlingException)$/);
     assert.equal(ddb.$metadata?.httpStatusCode, 400);
-    const sqs = await errorOf(once.sqs.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'x' })));
+    const sqs = await errorOf(
+      once.sqs.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'x' })),
+    );
     assert.match(sqs.name, /^(RequestThrottled|ThrottlingException)$/);
     const s3 = await errorOf(once.s3.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'k', Body: 'x' })));
     assert.equal(s3.name, 'SlowDown');

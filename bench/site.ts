@@ -16,8 +16,13 @@
  *   301 to `/moved/K`, a page linked from nowhere else. These extras are linked from the first ~100
  *   pages so their retries and redirects finish while the crawl is still running.
  *
+ * - `/big/K` (linked from nowhere, for the memory benchmark) answers `BIG_PAGE_BYTES` of HTML, more
+ *   than the crawler's default body cap.
+ *
  * The server counts requests per target and per (target, status class): a target "fetched more than
  * once" is one that got more than one non-5xx answer; a target "missed" is a planned one that got none.
+ * It can listen on several ports at once (`ports`): each port is another origin (the memory benchmark
+ * needs more origins than the fetcher opens connections per origin).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -45,6 +50,8 @@ export const DEFAULT_SITE: BenchSiteOptions = {
 };
 
 export const NAV_PATHS = ['/', '/about', '/contact', '/help'] as const;
+/** Size of a `/big/K` page: above the default 5 MiB body cap, so the fetcher cuts it. */
+export const BIG_PAGE_BYTES = 6 * 1024 * 1024;
 const MIN_BYTES = 2_000;
 const MAX_BYTES = 400_000;
 const SIGMA = 0.6;
@@ -101,6 +108,7 @@ export class BenchSiteModel {
   private readonly extras = new Map<number, string[]>();
   private readonly filler: string;
   private readonly branching: number;
+  private bigPage: string | undefined;
 
   constructor(options: Partial<BenchSiteOptions> = {}) {
     this.options = { ...DEFAULT_SITE, ...options };
@@ -203,6 +211,14 @@ export class BenchSiteModel {
         body: this.html(path.slice(1), NAV_PATHS, 4_000, path.length),
       };
     }
+    if (/^\/big\/\d+$/.test(path)) {
+      this.bigPage ??= this.html('big', NAV_PATHS, 0, 1).replace('</main>', `${this.bigFiller()}</main>`);
+      return { status: 200, headers: htmlHeaders, body: this.bigPage };
+    }
+    if (/^\/big\/\d+$/.test(path)) {
+      this.bigPage ??= this.html('big', NAV_PATHS, 0, 1).replace('</main>', `${this.bigFiller()}</main>`);
+      return { status: 200, headers: htmlHeaders, body: this.bigPage };
+    }
     if (path.startsWith('/private/')) {
       return { status: 200, headers: htmlHeaders, body: this.html('private', NAV_PATHS, 4_000, 3) };
     }
@@ -216,6 +232,12 @@ export class BenchSiteModel {
       return { status: 200, headers: htmlHeaders, body: this.html(path.slice(1), NAV_PATHS, 4_000, 5) };
     }
     return text(404, 'not found\n');
+  }
+
+  private bigFiller(): string {
+    const parts: string[] = [];
+    for (let length = 0; length < BIG_PAGE_BYTES; length += this.filler.length) parts.push(this.filler);
+    return parts.join('').slice(0, BIG_PAGE_BYTES);
   }
 
   private contentPage(index: number): string {
@@ -255,20 +277,31 @@ export class BenchSiteModel {
 
 export interface ServedSite {
   origin: string;
+  /** `origin` first, then one per extra port. */
+  origins: string[];
   model: BenchSiteModel;
   /** Non-5xx answers per target. */
   answered: Map<string, number>;
   /** All requests per target. */
   hits: Map<string, number>;
+  /** performance.now() of the first and last request since the last reset. */
+  span(): { firstMs: number; lastMs: number } | undefined;
   reset(): void;
   close(): Promise<void>;
 }
 
-export async function serveBenchSite(options: Partial<BenchSiteOptions> = {}): Promise<ServedSite> {
+export async function serveBenchSite(
+  options: Partial<BenchSiteOptions> = {},
+  ports = 1,
+): Promise<ServedSite> {
   const model = new BenchSiteModel(options);
   const hits = new Map<string, number>();
   const answered = new Map<string, number>();
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+  let firstMs: number | undefined;
+  let lastMs = 0;
+  const handle = (request: IncomingMessage, response: ServerResponse) => {
+    lastMs = performance.now();
+    firstMs ??= lastMs;
     const target = request.url ?? '/';
     const before = hits.get(target) ?? 0;
     hits.set(target, before + 1);
@@ -277,28 +310,43 @@ export async function serveBenchSite(options: Partial<BenchSiteOptions> = {}): P
     const body = Buffer.from(answer.body);
     response.writeHead(answer.status, { ...answer.headers, 'content-length': String(body.length) });
     response.end(request.method === 'HEAD' ? undefined : body);
-  });
-  server.keepAliveTimeout = 30_000;
-  server.maxRequestsPerSocket = 0;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  };
+  const servers = await Promise.all(
+    Array.from({ length: Math.max(1, ports) }, async () => {
+      const server = createServer(handle);
+      server.keepAliveTimeout = 30_000;
+      server.maxRequestsPerSocket = 0;
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+      return server;
+    }),
+  );
+  const origins = servers.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin: origins[0] as string,
+    origins,
     model,
     answered,
     hits,
+    span: () => (firstMs === undefined ? undefined : { firstMs, lastMs }),
     reset() {
       hits.clear();
       answered.clear();
+      firstMs = undefined;
+      lastMs = 0;
     },
     close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+      Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolve) => {
+              server.closeAllConnections();
+              server.close(() => resolve());
+            }),
+        ),
+      ).then(() => {}),
   };
 }
 

@@ -177,7 +177,8 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));
     // A slot can be overtaken: this task is so late (slow writes, a busy container) that its request
     // would crowd the next slot's holder, or the host paused (Retry-After) after the slot was handed out.
-    const late = deps.now() - slot > SLOT_LATENESS_MS;
+    // With no delay there is no gap to protect: lateness does not matter.
+    const late = delayMs > 0 && deps.now() - slot > SLOT_LATENESS_MS;
     const overtaken = late || (slot !== now && (await pausedAfter(slot)));
     if (!overtaken || round >= MAX_SLOT_ROUNDS) break;
     slot = undefined;

@@ -1,0 +1,526 @@
+/**
+ * `npm run bench`: the crawler against Crawlee's CheerioCrawler on a generated site over loopback,
+ * the fetch-and-extract core against a bare undici + htmlparser2 loop, and the fetch handler's peak
+ * memory. Method and results: docs/performance.md.
+ *
+ * - The site (bench/site.ts: 5,000+ pages, log-normal ~30 KB, ~24 links a page, robots.txt, 404s,
+ *   500s, redirects) runs in its own process pinned to CPU 1; every crawler runs as a child process
+ *   pinned to CPU 0 (taskset), so "pages/s" is one core's worth of crawler.
+ * - `crawler crawl` (the real CLI: embedded emulators, provisioned stack, real handlers) with
+ *   `--delay 0 --allow-private --concurrency C`, and Crawlee with `maxConcurrency` = the most requests
+ *   our crawler can have in flight to one host (C slots × the fetcher's connections per origin), same
+ *   seed, same host scope, robots.txt on both. Runs alternate, `--runs` of each.
+ * - pages/s = HTML pages fetched / the crawler's own run time (ours: summary.json `seconds`, from
+ *   starting the embedded AWS to the crawl's completion; Crawlee: `crawler.run()`); the process's
+ *   wall time and the site's first-to-last request span are reported too. Duplicates and misses are
+ *   judged by the site from the requests it answered.
+ *
+ * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
+ * (micro-benchmark rounds, 5), --only ours,crawlee,micro,memory, --json FILE.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
+import { ESM_REQUIRE_BANNER } from '../cdk/crawler-function.ts';
+import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
+import { judgeCrawl, type SitePlan } from './site.ts';
+import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const NODE = process.execPath;
+const RSS_PRELOAD = pathToFileURL(join(ROOT, 'bench', 'rss-report.ts')).href;
+/** lambdas/fetch/handler.ts: `new HttpFetcher({ connectionsPerOrigin: 6 })`. */
+const CONNECTIONS_PER_ORIGIN = 6;
+const MEMORY_BATCH = 64;
+/** Fetch slots for `crawler crawl`: Lambda's smallest MaximumConcurrency, the fastest on one core (measured). */
+const BENCH_CONCURRENCY = 2;
+const MEMORY_TARGET_MB = 256;
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    pages: { type: 'string', default: '5000' },
+    // One core: more fetch slots only add contention and per-container cache misses (docs/performance.md).
+    concurrency: { type: 'string', default: String(BENCH_CONCURRENCY) },
+    rounds: { type: 'string', default: '5' },
+    only: { type: 'string', default: 'ours,crawlee,micro,memory' },
+    json: { type: 'string' },
+  },
+});
+const runs = Number(values.runs);
+const pages = Number(values.pages);
+const concurrency = Number(values.concurrency);
+const crawleeConcurrency = concurrency * Math.min(CONNECTIONS_PER_ORIGIN, FETCH_EVENT_SOURCE.batchSize);
+const only = new Set(values.only.split(','));
+const benchStarted = performance.now();
+
+// --- processes --------------------------------------------------------------------------------
+
+const canPin = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+/** argv pinned to one CPU (when the machine has two and taskset exists). */
+function pinned(cpu: number, argv: string[]): [string, string[]] {
+  return canPin ? ['taskset', ['-c', String(cpu), ...argv]] : [argv[0] as string, argv.slice(1)];
+}
+
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  wallSeconds: number;
+}
+
+function run(argv: string[], options: { cpu: number; env?: Record<string, string>; timeoutMs: number }) {
+  const [command, args] = pinned(options.cpu, argv);
+  const started = performance.now();
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+  return new Promise<Finished>((resolve) => {
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, wallSeconds: (performance.now() - started) / 1000 });
+    });
+  });
+}
+
+/** A child with an IPC channel: `request` sends a message and resolves with the next one it sends. */
+function ipcChild<T>(argv: string[], cpu: number) {
+  const [command, args] = pinned(cpu, argv);
+  const child: ChildProcess = spawn(command, args, {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = () =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (message: unknown) => {
+        child.off('exit', onExit);
+        resolve(message as T);
+      };
+      const onExit = (code: number | null) => {
+        child.off('message', onMessage);
+        reject(new Error(`${argv.join(' ')} exited with ${code}`));
+      };
+      child.once('message', onMessage);
+      child.once('exit', onExit);
+    });
+  return {
+    child,
+    next,
+    request(message: object): Promise<T> {
+      const answer = next();
+      child.send(message);
+      return answer;
+    },
+    stop() {
+      if (child.connected) child.send({ cmd: 'exit' });
+      setTimeout(() => child.kill(), 5_000).unref();
+    },
+  };
+}
+
+// --- statistics -------------------------------------------------------------------------------
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+const mb = (bytes: number) => bytes / 2 ** 20;
+const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : '–');
+
+// --- the crawls -------------------------------------------------------------------------------
+
+interface CrawlRun {
+  crawler: 'ours' | 'crawlee';
+  pages: number;
+  seconds: number;
+  pagesPerSecond: number;
+  wallSeconds: number;
+  spanSeconds: number;
+  peakRssMb: number;
+  duplicates: number;
+  missed: number;
+  forbiddenRequests: number;
+  unplanned: number;
+  costPerMillionPages?: number;
+  aws?: unknown;
+}
+
+async function siteStats(site: ReturnType<typeof ipcChild<SiteMessage>>, plan: SitePlan) {
+  const stats = (await site.request({ cmd: 'stats' })) as SiteStats;
+  const judged = judgeCrawl(plan, new Map(stats.answered), new Map(stats.hits));
+  return { ...judged, spanSeconds: stats.spanSeconds };
+}
+
+async function crawlOurs(
+  origin: string,
+): Promise<Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-ours-'));
+  try {
+    const rssFile = join(dir, 'rss');
+    const out = join(dir, 'out');
+    const done = await run(
+      [
+        NODE,
+        '--import',
+        RSS_PRELOAD,
+        join(ROOT, 'bin', 'crawler.ts'),
+        'crawl',
+        `${origin}/`,
+        '--delay',
+        '0',
+        '--allow-private',
+        '--concurrency',
+        String(concurrency),
+        '--quiet',
+        '--out',
+        out,
+        '--state-dir',
+        join(dir, 'state'),
+      ],
+      { cpu: 0, env: { BENCH_RSS_FILE: rssFile }, timeoutMs: 300_000 },
+    );
+    if (done.code !== 0) throw new Error(`crawler crawl failed (${done.code}): ${done.stderr.slice(-2000)}`);
+    const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
+      seconds: number;
+      byOutcome: Record<string, number>;
+      aws?: { costPerMillionPages: { total: number } };
+    };
+    const fetched = summary.byOutcome.fetched ?? 0;
+    return {
+      crawler: 'ours',
+      pages: fetched,
+      seconds: summary.seconds,
+      pagesPerSecond: fetched / summary.seconds,
+      wallSeconds: done.wallSeconds,
+      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
+      ...(summary.aws
+        ? { costPerMillionPages: summary.aws.costPerMillionPages.total, aws: summary.aws }
+        : {}),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function crawlCrawlee(
+  origin: string,
+): Promise<Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-crawlee-'));
+  try {
+    const rssFile = join(dir, 'rss');
+    const done = await run(
+      [
+        NODE,
+        '--import',
+        RSS_PRELOAD,
+        join(ROOT, 'bench', 'crawlee-run.ts'),
+        JSON.stringify({ origin, concurrency: crawleeConcurrency }),
+      ],
+      {
+        cpu: 0,
+        env: { BENCH_RSS_FILE: rssFile, CRAWLEE_STORAGE_DIR: join(dir, 'storage') },
+        timeoutMs: 300_000,
+      },
+    );
+    if (done.code !== 0) throw new Error(`crawlee failed (${done.code}): ${done.stderr.slice(-2000)}`);
+    const result = JSON.parse(done.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      pages: number;
+      seconds: number;
+    };
+    return {
+      crawler: 'crawlee',
+      pages: result.pages,
+      seconds: result.seconds,
+      pagesPerSecond: result.pages / result.seconds,
+      wallSeconds: done.wallSeconds,
+      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// --- micro-benchmark and memory ---------------------------------------------------------------
+
+async function micro(origin: string): Promise<{ core: number[]; bare: number[] }> {
+  const done = await run(
+    [
+      NODE,
+      join(ROOT, 'bench', 'micro.ts'),
+      JSON.stringify({ origin, pages, concurrency: 8, rounds: Number(values.rounds) }),
+    ],
+    { cpu: 0, timeoutMs: 180_000 },
+  );
+  if (done.code !== 0) throw new Error(`micro-benchmark failed (${done.code}): ${done.stderr.slice(-2000)}`);
+  return JSON.parse(done.stdout.trim().split('\n').at(-1) ?? '{}') as { core: number[]; bare: number[] };
+}
+
+interface MemoryResult {
+  label: string;
+  tasks: number;
+  startRssMb: number;
+  baselineRssMb: number;
+  peakRssMb: number;
+  peakHeapMb: number;
+  seconds: number;
+  failures: number;
+  error?: string;
+}
+
+async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-memory-'));
+  // As deployed: the handler bundled by esbuild into one ESM file (cdk/crawler-function.ts's options),
+  // so the measured process holds what a Lambda container holds (no TypeScript loader).
+  const bundle = join(dir, 'fetch-memory.mjs');
+  await build({
+    entryPoints: [join(ROOT, 'bench', 'fetch-memory.ts')],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    minify: true,
+    mainFields: ['module', 'main'],
+    banner: { js: ESM_REQUIRE_BANNER },
+    logLevel: 'error',
+  });
+  const aws = ipcChild<{ kind: string; env: Record<string, string> }>(
+    [NODE, join(ROOT, 'bench', 'local-aws-process.ts')],
+    1,
+  );
+  try {
+    const { env } = await aws.next();
+    const cases = [
+      {
+        label: `${MEMORY_BATCH} site pages (log-normal, ~30 KB)`,
+        tasks: MEMORY_BATCH,
+        path: (i: number) => `/p/${i + 1}`,
+      },
+      {
+        label: `${FETCH_EVENT_SOURCE.batchSize} pages at the 5 MiB body cap`,
+        tasks: FETCH_EVENT_SOURCE.batchSize,
+        path: (i: number) => `/big/${i + 1}`,
+      },
+      {
+        label: `${MEMORY_BATCH} pages at the 5 MiB body cap`,
+        tasks: MEMORY_BATCH,
+        path: (i: number) => `/big/${i + 101}`,
+      },
+    ];
+    const results: MemoryResult[] = [];
+    for (const [n, c] of cases.entries()) {
+      const paths = Array.from({ length: c.tasks }, (_, i) => c.path(i));
+      const warmup = [0, 1, 2, 3].map((i) => `/p/${4000 + n * 4 + i}`);
+      const done = await run([NODE, '--expose-gc', bundle, JSON.stringify({ env, origins, paths, warmup })], {
+        cpu: 0,
+        timeoutMs: 120_000,
+      });
+      const line = done.stdout.trim().split('\n').at(-1) ?? '';
+      if (done.code !== 0 || !line.startsWith('{'))
+        throw new Error(`memory run failed: ${done.stderr.slice(-2000)}`);
+      const r = JSON.parse(line) as {
+        startRss: number;
+        baselineRss: number;
+        peakRss: number;
+        peakHeapUsed: number;
+        seconds: number;
+        failures: number;
+        error?: string;
+      };
+      results.push({
+        label: c.label,
+        tasks: c.tasks,
+        startRssMb: mb(r.startRss),
+        baselineRssMb: mb(r.baselineRss),
+        peakRssMb: mb(r.peakRss),
+        peakHeapMb: mb(r.peakHeapUsed),
+        seconds: r.seconds,
+        failures: r.failures,
+        ...(r.error ? { error: r.error } : {}),
+      });
+    }
+    return results;
+  } finally {
+    aws.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// --- main -------------------------------------------------------------------------------------
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+log(
+  `bench: ${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` +
+    `${canPin ? ', crawlers on CPU 0, site on CPU 1' : ', not pinned (needs 2 CPUs and taskset)'}`,
+);
+const site = ipcChild<SiteMessage>(
+  [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: 16 })],
+  1,
+);
+const report: {
+  machine: { cpus: number; pinned: boolean; node: string };
+  site?: { origin: string; plannedTargets: number; htmlPages: number };
+  crawls: CrawlRun[];
+  micro?: { core: number[]; bare: number[] };
+  memory?: MemoryResult[];
+  seconds?: number;
+} = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
+try {
+  const ready = (await site.next()) as SiteReady;
+  const origin = ready.origins[0] as string;
+  const plan: SitePlan = {
+    expected: new Set(ready.expected),
+    forbidden: new Set(ready.forbidden),
+    htmlPages: ready.htmlPages,
+  };
+  report.site = { origin, plannedTargets: plan.expected.size, htmlPages: plan.htmlPages };
+  log(`site: ${origin}, ${plan.expected.size} request targets planned, ${plan.htmlPages} HTML pages`);
+
+  for (let i = 1; i <= runs; i++) {
+    for (const which of ['ours', 'crawlee'] as const) {
+      if (!only.has(which)) continue;
+      await site.request({ cmd: 'reset' });
+      const crawl = which === 'ours' ? await crawlOurs(origin) : await crawlCrawlee(origin);
+      const judged = await siteStats(site, plan);
+      const result: CrawlRun = {
+        ...crawl,
+        duplicates: judged.duplicates,
+        missed: judged.missed,
+        forbiddenRequests: judged.forbiddenRequests,
+        unplanned: judged.unplanned,
+        spanSeconds: judged.spanSeconds,
+      };
+      report.crawls.push(result);
+      log(
+        `  run ${i} ${which}: ${result.pages} pages in ${fixed(result.seconds)} s = ${fixed(result.pagesPerSecond)} pages/s ` +
+          `(wall ${fixed(result.wallSeconds)} s), peak RSS ${fixed(result.peakRssMb, 0)} MB, ` +
+          `${result.duplicates} fetched twice, ${result.missed} missed` +
+          (result.costPerMillionPages === undefined
+            ? ''
+            : `, $${fixed(result.costPerMillionPages, 2)}/M pages`),
+      );
+    }
+  }
+  if (only.has('micro')) {
+    log('micro-benchmark: fetch-and-extract core vs bare undici + htmlparser2 ...');
+    report.micro = await micro(origin);
+  }
+  if (only.has('memory')) {
+    log(`memory: the fetch handler with ${MEMORY_BATCH} concurrent fetches ...`);
+    report.memory = await memory(ready.origins);
+  }
+} finally {
+  site.stop();
+}
+report.seconds = (performance.now() - benchStarted) / 1000;
+
+// --- the table --------------------------------------------------------------------------------
+
+const lines: string[] = [];
+const ours = report.crawls.filter((c) => c.crawler === 'ours');
+const crawlee = report.crawls.filter((c) => c.crawler === 'crawlee');
+const row = (name: string, list: CrawlRun[]) => {
+  const pps = list.map((c) => c.pagesPerSecond);
+  const cost = list.flatMap((c) => (c.costPerMillionPages === undefined ? [] : [c.costPerMillionPages]));
+  return (
+    `| ${name} | ${list.length} | ${median(list.map((c) => c.pages))} | **${fixed(median(pps))}** (${fixed(Math.min(...pps))}–${fixed(Math.max(...pps))}) ` +
+    `| ${fixed(median(list.map((c) => c.wallSeconds)))} | ${fixed(Math.max(...list.map((c) => c.peakRssMb)), 0)} ` +
+    `| ${Math.max(...list.map((c) => c.duplicates))} | ${Math.max(...list.map((c) => c.missed))} ` +
+    `| ${Math.max(...list.map((c) => c.forbiddenRequests))} | ${cost.length ? `$${fixed(median(cost), 2)}` : '–'} |`
+  );
+};
+if (ours.length + crawlee.length > 0) {
+  lines.push(
+    `### Crawl: ${report.site?.htmlPages} HTML pages (${report.site?.plannedTargets} request targets), one core each`,
+    '',
+    '| crawler | runs | pages | pages/s median (min–max) | wall s | peak RSS MB | fetched twice | missed | robots-forbidden requests | $ / M pages |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  );
+  if (ours.length)
+    lines.push(row(`serverless-crawler (\`crawler crawl\`, --concurrency ${concurrency})`, ours));
+  if (crawlee.length)
+    lines.push(row(`Crawlee CheerioCrawler (maxConcurrency ${crawleeConcurrency})`, crawlee));
+  if (ours.length && crawlee.length) {
+    const ratio = median(ours.map((c) => c.pagesPerSecond)) / median(crawlee.map((c) => c.pagesPerSecond));
+    const clean = ours.every((c) => c.duplicates === 0 && c.missed === 0);
+    lines.push(
+      '',
+      `ours / Crawlee pages/s: **${fixed(ratio, 2)}×** (target ≥ 2×, with zero duplicates and misses: ` +
+        `${ratio >= 2 && clean ? 'met' : 'MISSED'})`,
+    );
+  }
+  const aws = ours.at(-1)?.aws as
+    | { requestsPerPage?: Record<string, number>; costPerMillionPages?: Record<string, number> }
+    | undefined;
+  if (aws?.costPerMillionPages) {
+    const c = aws.costPerMillionPages;
+    lines.push(
+      '',
+      `Counted cost (last run): $${fixed(c.total ?? Number.NaN, 2)} per million pages ` +
+        `(lambda $${fixed(c.lambda ?? Number.NaN, 2)}, sqs $${fixed(c.sqs ?? Number.NaN, 2)}, s3 $${fixed(c.s3 ?? Number.NaN, 2)}, ` +
+        `dynamodb $${fixed(c.dynamodb ?? Number.NaN, 2)}); target ≤ $1.00: ${(c.total ?? Infinity) <= 1 ? 'met' : 'MISSED'}`,
+      `Requests per page: ${Object.entries(aws.requestsPerPage ?? {})
+        .filter(([, n]) => n > 0)
+        .map(([op, n]) => `${op} ${n}`)
+        .join(', ')}`,
+    );
+  }
+}
+if (report.micro) {
+  const core = median(report.micro.core);
+  const bare = median(report.micro.bare);
+  lines.push(
+    '',
+    `### Fetch-and-extract core, no AWS (${pages} pages, 8 concurrent, ${report.micro.core.length} rounds)`,
+    '',
+    '| loop | pages/s median (min–max) |',
+    '| --- | --- |',
+    `| HttpFetcher + decode + extractLinks | ${fixed(core, 0)} (${fixed(Math.min(...report.micro.core), 0)}–${fixed(Math.max(...report.micro.core), 0)}) |`,
+    `| bare undici.request + htmlparser2 | ${fixed(bare, 0)} (${fixed(Math.min(...report.micro.bare), 0)}–${fixed(Math.max(...report.micro.bare), 0)}) |`,
+    '',
+    `core / bare: **${fixed(core / bare, 2)}×** (target ≥ 0.8×: ${core / bare >= 0.8 ? 'met' : 'MISSED'})`,
+  );
+}
+if (report.memory) {
+  lines.push(
+    '',
+    '### Fetch handler memory (bundled as deployed, one invocation, default 5 MiB body cap)',
+    '',
+    '| batch | RSS at start MB | after warm-up MB | peak RSS MB | peak heap MB | seconds | note |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...report.memory.map(
+      (m) =>
+        `| ${m.label} | ${fixed(m.startRssMb, 0)} | ${fixed(m.baselineRssMb, 0)} | **${fixed(m.peakRssMb, 0)}** | ${fixed(m.peakHeapMb, 0)} | ${fixed(m.seconds, 2)} | ${m.error ? `invocation failed: ${m.error}` : m.failures ? `${m.failures} retries` : 'ok'} |`,
+    ),
+    '',
+    `64 concurrent fetches at the default body cap ≤ ${MEMORY_TARGET_MB} MB: ${(report.memory.at(-1)?.peakRssMb ?? Infinity) <= MEMORY_TARGET_MB ? 'met' : 'MISSED'}`,
+  );
+}
+lines.push(
+  '',
+  `bench finished in ${fixed(report.seconds, 0)} s (${report.machine.cpus} CPUs, Node ${report.machine.node})`,
+);
+process.stdout.write(`${lines.join('\n')}\n`);
+if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
+process.exit(0);

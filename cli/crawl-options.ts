@@ -29,6 +29,7 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --user-agent S       User-Agent header and robots.txt product token (default: ${DEFAULT_USER_AGENT})
   --allow-private      allow private, loopback and link-local addresses (tests, local demos)
   --no-respect-robots  ignore robots.txt (on by default)
+  --max-cost-usd N     stop the crawl once its estimated AWS cost reaches N dollars (its queued URLs end cancelled)
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
@@ -54,6 +55,7 @@ const OPTIONS = {
   'allow-private': { type: 'boolean' },
   'respect-robots': { type: 'boolean' },
   sitemap: { type: 'string' },
+  'max-cost-usd': { type: 'string' },
 } as const;
 
 export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
@@ -83,6 +85,12 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
   const maxDepth = integer(values['max-depth'], '--max-depth', 0);
   const delayMs = integer(values.delay, '--delay', 0);
   const concurrency = integer(values.concurrency, '--concurrency', 1, 1000);
+  const maxCostUsd = values['max-cost-usd'] === undefined ? undefined : Number(values['max-cost-usd']);
+  if (maxCostUsd !== undefined && !(Number.isFinite(maxCostUsd) && maxCostUsd > 0)) {
+    throw new UsageError(
+      `--max-cost-usd expects a positive number of US dollars, got ${JSON.stringify(values['max-cost-usd'])}`,
+    );
+  }
   return {
     urls: positionals,
     out: values.out,
@@ -99,6 +107,7 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
       ...(maxPages === undefined ? {} : { maxPages }),
       ...(maxDepth === undefined ? {} : { maxDepth }),
       ...(delayMs === undefined ? {} : { delayMs }),
+      ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },

@@ -27,6 +27,8 @@ export const ATTR = {
   admitted: 'admitted',
   bytes: 'bytes',
   requests: 'requests',
+  // HTTP requests charged by the fetch function against the crawl's budget (core/budget.ts)
+  charged: 'charged',
   state: 'state',
   startedAt: 'startedAt',
   endedAt: 'endedAt',

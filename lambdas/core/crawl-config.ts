@@ -47,6 +47,8 @@ export const CrawlConfigSchema = z.object({
   /** Cap on robots.txt Crawl-delay: a host asking for more is crawled at the cap, and that is recorded. */
   maxCrawlDelayMs: z.number().int().min(0).default(30_000),
   respectRobots: z.boolean().default(true),
+  /** Stop the crawl (its queued tasks end `cancelled`) once its estimated AWS cost reaches this (core/budget.ts). */
+  maxCostUsd: z.number().positive().optional(),
   followNofollow: z.boolean().default(false),
   /**
    * Media type patterns (`text/*`, `application/pdf`, `*`) of the 2xx responses that are stored; any

@@ -9,6 +9,7 @@ import { admitLinks, type DiscoveringPage } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
   BlobWriter,
+  CrawlBudget,
   DeadLetter,
   DeadLetterSender,
   OutgoingTask,
@@ -27,6 +28,7 @@ export interface RetryRequest {
 
 export interface FetchBatchDeps extends FetchTaskDeps {
   deadLetters: DeadLetterSender;
+  budget?: CrawlBudget;
   blobs: BlobWriter;
   results: ResultSender;
   tasks: TaskSender;
@@ -41,6 +43,8 @@ export interface FetchBatchReport {
   newTasks: OutgoingTask[];
   deferred: Array<OutgoingTask & { code: string }>;
   dropped: number;
+  /** Crawls whose budget this batch spent (now stopped). */
+  budgetStopped: string[];
 }
 
 export async function processFetchBatch(
@@ -54,6 +58,7 @@ export async function processFetchBatch(
   const results: CrawlResult[] = [];
   const retries: RetryRequest[] = [];
   const invalid: DeadLetter[] = [];
+  const budgetStopped: string[] = [];
   const deferred: FetchBatchReport['deferred'] = [];
   const captured: CapturedPage[] = [];
   const discovering: DiscoveringPage[] = [];
@@ -95,6 +100,11 @@ export async function processFetchBatch(
     }
   }
 
+  if (deps.budget) {
+    for (const [crawlId, pages] of Map.groupBy(captured, (page) => page.result.crawlId)) {
+      if (await deps.budget.charge(crawlId, pages.length)) budgetStopped.push(crawlId);
+    }
+  }
   const now = new Date(deps.now());
   // New URLs are admitted (and counted as queued) before their parent's result is sent, so the
   // aggregator can never see a crawl as finished while a page's links are still on their way.
@@ -105,5 +115,6 @@ export async function processFetchBatch(
   const allResults = [...results, ...stored.results, ...admitted.results];
   await deps.results.sendResults(allResults);
   if (invalid.length > 0) await deps.deadLetters.send(invalid);
-  return { retries, results: allResults, warcKeys: stored.keys, newTasks, deferred, dropped };
+  for (const key of admitted.seenKeys) deps.seen.add(key);
+  return { retries, results: allResults, warcKeys: stored.keys, newTasks, deferred, dropped, budgetStopped };
 }

@@ -57,8 +57,11 @@ function scopeOf(config: CrawlConfig, page: DiscoveringPage): CompiledScope {
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
   deps: { frontier: FrontierWriter; seen: LruSet; now: Date },
-): Promise<{ tasks: OutgoingTask[]; results: CrawlResult[] }> {
+): Promise<{ tasks: OutgoingTask[]; results: CrawlResult[]; seenKeys: string[] }> {
   const tasks: OutgoingTask[] = [];
+  // Marked seen by the caller only once their tasks and results are sent: a batch that fails after
+  // admission is redelivered and must re-send its own admissions, not skip them as seen.
+  const seenKeys: string[] = [];
   const results: CrawlResult[] = [];
   const queuedByCrawl = new Map<string, number>();
 
@@ -68,7 +71,7 @@ export async function admitLinks(
       const candidates = classify(page);
       if (candidates.length === 0) return;
       const admitted = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
-      for (const candidate of candidates) deps.seen.add(`${config.crawlId}:${candidate.key}`);
+      for (const candidate of candidates) seenKeys.push(`${config.crawlId}:${candidate.key}`);
       if (admitted.length === 0) return;
       const fresh = admitted.filter((url) => url.fresh).length;
       queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
@@ -111,7 +114,7 @@ export async function admitLinks(
     }),
   );
   for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
-  return { tasks, results };
+  return { tasks, results, seenKeys };
 
   function classify(page: DiscoveringPage): Classified[] {
     const { config } = page;

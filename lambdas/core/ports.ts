@@ -46,6 +46,12 @@ export interface ResultSender {
   sendResults(results: readonly CrawlResult[]): Promise<void>;
 }
 
+/** Per-crawl budgets (core/budget.ts): charges requests, stops the crawl that crosses its budget. */
+export interface CrawlBudget {
+  /** Charges `requests` HTTP requests to the crawl; true when this charge spent its budget (it is now stopped). */
+  charge(crawlId: string, requests: number): Promise<boolean>;
+}
+
 /** A message that cannot be processed, kept in a DLQ for inspection with why. */
 export interface DeadLetter {
   body: string;

@@ -3,6 +3,7 @@
  * Thin on purpose: parse the event, call the core, report batch item failures.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
@@ -32,10 +33,11 @@ export function createHandler(rawEnv: Env) {
     logsAt(rawEnv.LOG_LEVEL, 'info') ? undefined : () => {},
   );
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
+  const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
   const deps = {
     // Several connections per origin: a request waiting behind another on one socket would leave late.
     fetcher: new HttpFetcher({ connectionsPerOrigin: 6 }),
-    configs: new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG),
+    configs,
     frontier,
     slots: frontier,
     robots: frontier.robots,
@@ -49,6 +51,7 @@ export function createHandler(rawEnv: Env) {
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
     deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
+    budget: new DynamoCrawlBudget(clients.dynamodb, env.FRONTIER_TABLE, configs),
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };

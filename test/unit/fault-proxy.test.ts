@@ -2,6 +2,8 @@
 // errors so the SDK reads them as AWS's own (throttling and 5xx, retried by the SDK), fail before or
 // after forwarding as asked, delay, duplicate SQS sends, and do all of it deterministically per seed.
 // Upstream here is a stub on 127.0.0.1 that records what reached it and answers like the emulators.
+// The crashing handler wrapper (test/fixtures/faulty-handler.ts) is checked against the same stub:
+// a crash mid-batch stops the invocation's AWS calls, as a dead process would.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -10,6 +12,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import {
   classifyCall,
   type FaultProxy,
@@ -17,6 +20,13 @@ import {
   seededRandom,
   startFaultProxy,
 } from '../fixtures/fault-proxy.ts';
+import {
+  type CrashMode,
+  crashLog,
+  createHandler as createFaultyHandler,
+  SimulatedCrash,
+} from '../fixtures/faulty-handler.ts';
+import { recorder } from '../fixtures/local-handler.ts';
 
 interface Seen {
   method: string;
@@ -352,5 +362,120 @@ describe('startFaultProxy', () => {
     ]);
     assert.equal(seen.filter((s) => s.target === 'AmazonSQS.SendMessage').length, 1, 'other queue: no copy');
     assert.equal(proxy.stats().byOperation['sqs:SendMessageBatch']?.duplicated, 2);
+
+    // The chance may depend on the message body.
+    seen.length = 0;
+    proxy.setRules([
+      { operations: ['SendMessageBatch'], duplicate: (body) => (body.includes('keep') ? 1 : 0) },
+    ]);
+    await c.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: QUEUE_URL,
+        Entries: [
+          { Id: 'a', MessageBody: 'drop me' },
+          { Id: 'b', MessageBody: 'keep me' },
+        ],
+      }),
+    );
+    const again = seen.filter((s) => s.target === 'AmazonSQS.SendMessageBatch').at(1);
+    assert.deepEqual((JSON.parse(again?.body ?? '{}') as { Entries: unknown[] }).Entries, [
+      { Id: 'dup0', MessageBody: 'keep me' },
+    ]);
+  });
+});
+
+describe('faulty handler (test/fixtures/faulty-handler.ts)', () => {
+  const seen: Seen[] = [];
+  let upstream: { server: Server; url: string };
+
+  before(async () => {
+    upstream = await startUpstream(seen);
+  });
+  after(
+    () =>
+      new Promise<void>((resolve) => {
+        upstream.server.closeAllConnections();
+        upstream.server.close(() => resolve());
+      }),
+  );
+
+  // Wraps the runtime's test handler: each `spawn` record makes one SendMessageBatch call.
+  async function faulty(mode: CrashMode, runId: string) {
+    return createFaultyHandler({
+      FAULTY_HANDLER_TARGET: 'test/fixtures/local-handler.ts',
+      FAULTY_RUN_ID: runId,
+      FAULTY_CRASH_RATE: '1',
+      FAULTY_CRASH_MODES: mode,
+      FAULTY_MID_MAX_CALLS: '1',
+      TEST_RUN_ID: runId,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_SQS: upstream.url,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      TASK_QUEUE_URL: QUEUE_URL,
+    });
+  }
+
+  const spawn = JSON.stringify({ do: 'spawn', n: 1, depth: 1 });
+  const event: SQSEvent = {
+    Records: ['m1', 'm2', 'm3'].map(
+      (messageId) =>
+        ({
+          messageId,
+          body: spawn,
+          receiptHandle: messageId,
+          attributes: { ApproximateReceiveCount: '1' },
+        }) as unknown as SQSRecord,
+    ),
+  };
+  const context = {
+    awsRequestId: 'req-1',
+    functionName: 'fn',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:fn',
+    memoryLimitInMB: '128',
+    logGroupName: 'g',
+    logStreamName: 's',
+    getRemainingTimeInMillis: () => 10_000,
+  } as unknown as Context;
+  const sends = () => seen.filter((s) => s.target === 'AmazonSQS.SendMessageBatch').length;
+
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  it('mid: dies at the K-th AWS call, and no later call of that invocation reaches AWS', async () => {
+    const handler = await faulty('mid', 'unit-mid');
+    await assert.rejects(handler(event, context), SimulatedCrash);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const log = crashLog('unit-mid');
+    assert.equal(log.crashes.length, 1);
+    const crash = log.crashes[0];
+    assert.equal(crash?.mode, 'mid');
+    assert.deepEqual(crash?.diedAt?.call, 'SQS.SendMessageBatch');
+    assert.equal(sends(), crash?.diedAt?.tookEffect ? 1 : 0, 'only the dying call may have reached AWS');
+    assert.equal(recorder('unit-mid').completed.size, 0, 'the rest of the batch never ran');
+  });
+
+  it('before: no side effect; after: every side effect; each crash restarts the container', async () => {
+    const before = await faulty('before', 'unit-before');
+    await assert.rejects(before(event, context), SimulatedCrash);
+    assert.equal(sends(), 0);
+    assert.equal(recorder('unit-before').invocations.length, 0);
+
+    const afterAll = await faulty('after', 'unit-after');
+    await assert.rejects(afterAll(event, context), SimulatedCrash);
+    assert.equal(sends(), 3, 'the real handler did all its work');
+    assert.equal(recorder('unit-after').completed.get(spawn), 3);
+    await assert.rejects(afterAll(event, context), SimulatedCrash);
+    assert.equal(crashLog('unit-after').realInstances, 2, 'a crash ends the container: a cold start follows');
+  });
+
+  it('other SDK calls in the process are not tapped', async () => {
+    const sqs = new SQSClient({ region: 'us-east-1', endpoint: upstream.url, credentials, maxAttempts: 1 });
+    await sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: QUEUE_URL, Entries: [{ Id: 'a', MessageBody: 'x' }] }),
+    );
+    assert.equal(sends(), 1);
   });
 });

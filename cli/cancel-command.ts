@@ -8,7 +8,6 @@
  * Exit 0 when the crawl is stopped (now, or it already was cancelled or complete), 1 when there is no
  * such crawl, 2 on a usage error.
  */
-import { parseArgs } from 'node:util';
 import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
@@ -22,7 +21,7 @@ import {
   write,
 } from './results-reader.ts';
 import { stackOutputsReader } from './stack-outputs.ts';
-import { UsageError } from './usage-error.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
 
 export const CANCEL_USAGE = `usage: crawler cancel ID [options]
 marks the crawl cancelled: its queued tasks end as \`cancelled\` results without being fetched
@@ -79,14 +78,5 @@ function at(endedAt: string | undefined): string {
 }
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${CANCEL_USAGE}`);
-  }
+  return parseCommandArgs(args, { json: { type: 'boolean' }, ...STACK_OPTIONS }, CANCEL_USAGE);
 }

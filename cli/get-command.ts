@@ -14,7 +14,6 @@
  * - `--headers`: the HTTP status line and header fields as stored (CRLF line ends, blank line last).
  * - `--warc`: the whole WARC record, uncompressed.
  */
-import { parseArgs } from 'node:util';
 import {
   brotliDecompressSync,
   constants,
@@ -37,7 +36,7 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { UsageError } from './usage-error.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
 
 export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --crawl ID           the crawl to read from (required)
@@ -195,21 +194,16 @@ function isGzip(bytes: Uint8Array): boolean {
 }
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        crawl: { type: 'string' },
-        body: { type: 'boolean' },
-        headers: { type: 'boolean' },
-        warc: { type: 'boolean' },
-        raw: { type: 'boolean' },
-        ...STACK_OPTIONS,
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${GET_USAGE}`);
-  }
+  return parseCommandArgs(
+    args,
+    {
+      crawl: { type: 'string' },
+      body: { type: 'boolean' },
+      headers: { type: 'boolean' },
+      warc: { type: 'boolean' },
+      raw: { type: 'boolean' },
+      ...STACK_OPTIONS,
+    },
+    GET_USAGE,
+  );
 }

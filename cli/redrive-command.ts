@@ -4,7 +4,6 @@
  * messages when ID is given. A moved message is sent first and deleted after, so nothing is lost; a
  * crash in between leaves a duplicate, which the frontier absorbs (fetch-once claims, one index line).
  */
-import { parseArgs } from 'node:util';
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -23,7 +22,7 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { UsageError } from './usage-error.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)
@@ -151,14 +150,5 @@ async function release(sqs: SQSClient, queueUrl: string, messages: readonly Mess
 }
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { queue: { type: 'string' }, ...STACK_OPTIONS },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${REDRIVE_USAGE}`);
-  }
+  return parseCommandArgs(args, { queue: { type: 'string' }, ...STACK_OPTIONS }, REDRIVE_USAGE);
 }

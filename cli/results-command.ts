@@ -4,7 +4,6 @@
  * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
  * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
  */
-import { parseArgs } from 'node:util';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
@@ -22,7 +21,7 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { UsageError } from './usage-error.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
 
 export const RESULTS_USAGE = `usage: crawler results ID [options]
   --outcome X          only URLs with this outcome (${OUTCOMES.join(', ')})
@@ -73,14 +72,9 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
 }
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${RESULTS_USAGE}`);
-  }
+  return parseCommandArgs(
+    args,
+    { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
+    RESULTS_USAGE,
+  );
 }

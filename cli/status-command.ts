@@ -3,7 +3,6 @@
  * "Counters and completion"): queued, done, by outcome, bytes, requests, pages/s, start and end.
  * Human text by default, `--json` for one JSON object.
  */
-import { parseArgs } from 'node:util';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
 import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
@@ -17,7 +16,7 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { UsageError } from './usage-error.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
 
 export const STATUS_USAGE = `usage: crawler status ID [options]
   --json               print one JSON object instead of text
@@ -102,14 +101,5 @@ export async function statusCommand(args: string[], overrides: Partial<CliIo> = 
 }
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${STATUS_USAGE}`);
-  }
+  return parseCommandArgs(args, { json: { type: 'boolean' }, ...STACK_OPTIONS }, STATUS_USAGE);
 }

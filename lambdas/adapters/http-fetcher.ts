@@ -22,6 +22,7 @@ import { BlockList, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import { BLOCKED_SUBNETS, blockedAddressReason, hostIpLiteral } from '../core/address-guard.ts';
 import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
+import type { PageFetcher, PageResponse } from '../core/ports.ts';
 
 export type { LookupFunction } from 'node:net';
 
@@ -52,28 +53,8 @@ export interface FetchRequest {
   headers?: Record<string, string>;
 }
 
-export interface FetchedResponse {
-  /** The URL requested. */
-  url: string;
-  /** As sent, e.g. 'GET /path?q HTTP/1.1'. */
-  requestLine: string;
-  /** As sent on the wire, in order, names as sent (host, connection, user-agent, ...). */
-  requestHeaders: Array<[string, string]>;
-  /** HTTP version of the exchange; always '1.1' (HTTP/2 is not negotiated). */
-  httpVersion: string;
-  status: number;
-  statusText: string;
-  /** Response headers as received, in order, names as received (values decoded as latin1). */
-  headers: Array<[string, string]>;
-  /** Entity body as received: content-encoding kept, transfer-encoding removed, at most maxBodyBytes. */
-  body: Uint8Array;
-  /** 'length': the body was cut at maxBodyBytes; 'time': the deadline hit mid-body. */
-  truncated: 'length' | 'time' | undefined;
-  /** The IP address actually dialled. */
-  remoteAddress: string;
-  startedAt: Date;
-  elapsedMs: number;
-}
+/** The response shape the core's PageFetcher port defines (lambdas/core/ports.ts). */
+export type FetchedResponse = PageResponse;
 
 export interface HttpFetcherOptions {
   /** Resolver with dns.lookup's shape; injectable so tests can claim any answer. Default dns.lookup. */
@@ -517,7 +498,7 @@ function timerMs(ms: number): number {
 
 // --- the fetcher ----------------------------------------------------------------------------
 
-export class HttpFetcher {
+export class HttpFetcher implements PageFetcher {
   readonly #lookup: LookupFunction;
   readonly #connections: number;
   /** One keep-alive agent per (guard on/off, connect timeout): the guard policy is per request. */

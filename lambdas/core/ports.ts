@@ -15,15 +15,23 @@ export interface PageRequest {
 }
 
 export interface PageResponse {
+  /** The URL requested. */
   url: string;
+  /** As sent, e.g. 'GET /path?q HTTP/1.1'. */
   requestLine: string;
+  /** As sent on the wire, in order, names as sent (host, connection, user-agent, ...). */
   requestHeaders: Array<[string, string]>;
+  /** HTTP version of the exchange. */
   httpVersion: string;
   status: number;
   statusText: string;
+  /** Response headers as received, in order, names as received (values decoded as latin1). */
   headers: Array<[string, string]>;
+  /** Entity body as received: content-encoding kept, transfer-encoding removed, at most maxBodyBytes. */
   body: Uint8Array;
+  /** 'length': the body was cut at maxBodyBytes; 'time': the deadline hit mid-body. */
   truncated: 'length' | 'time' | undefined;
+  /** The IP address actually dialled. */
   remoteAddress: string;
   startedAt: Date;
   elapsedMs: number;

@@ -2,68 +2,30 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  DynamoDBClient,
-  GetItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   createFrontierStore,
   type FrontierStore,
   OVERSIZED_POLICY_JSON,
 } from '../../lambdas/adapters/frontier-store.ts';
 import { isAllowed, parseRobots } from '../../lambdas/core/robots.ts';
-import { dynamodbConfig } from '../../local/aws-clients.ts';
-import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
-const TABLE = 'FrontierTable';
-let emulators: Emulators;
+const TABLE = FRONTIER_TABLE;
+let table: FrontierTableFixture;
 let dynamodb: DynamoDBClient;
 let store: FrontierStore;
 let crawlSeq = 0;
 const newCrawl = () => `crawl-${++crawlSeq}`;
-
-async function rawItem(crawlId: string, sk: string) {
-  const out = await dynamodb.send(
-    new GetItemCommand({
-      TableName: TABLE,
-      Key: { pk: { S: `CRAWL#${crawlId}` }, sk: { S: sk } },
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item;
-}
+const rawItem = (crawlId: string, sk: string) => table.rawItem(crawlId, sk);
 
 before(async () => {
-  emulators = await startEmulators();
-  dynamodb = new DynamoDBClient(dynamodbConfig(emulators.endpoints));
-  await dynamodb.send(
-    new CreateTableCommand({
-      TableName: TABLE,
-      BillingMode: 'PAY_PER_REQUEST',
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-    }),
-  );
-  for (;;) {
-    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: TABLE }));
-    if (Table?.TableStatus === 'ACTIVE') break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  table = await startFrontierTable();
+  dynamodb = table.dynamodb;
   store = createFrontierStore(dynamodb, TABLE);
 });
 
-after(async () => {
-  dynamodb.destroy();
-  await emulators.stop();
-});
+after(() => table.stop());
 
 describe('host slots', () => {
   it('gives 50 concurrent fetchers of one host 50 distinct slots, one delay apart', async () => {
@@ -88,7 +50,7 @@ describe('host slots', () => {
 
   it('costs one write per slot once a container knows the host is busy', async () => {
     const crawlId = newCrawl();
-    const client = new DynamoDBClient(dynamodbConfig(emulators.endpoints));
+    const client = table.newClient();
     const calls: string[] = [];
     client.middlewareStack.add(
       (next, context) => (args) => {

@@ -2,25 +2,18 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  DynamoDBClient,
-  GetItemCommand,
-  QueryCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import type { FrontierUrl } from '../../lambdas/core/ports.ts';
-import { dynamodbConfig } from '../../local/aws-clients.ts';
-import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
-const TABLE = 'FrontierTable';
-let emulators: Emulators;
+const TABLE = FRONTIER_TABLE;
+let table: FrontierTableFixture;
 let dynamodb: DynamoDBClient;
 let store: FrontierStore;
 let crawlSeq = 0;
 const newCrawl = () => `crawl-${++crawlSeq}`;
+const rawItem = (crawlId: string, sk: string) => table.rawItem(crawlId, sk);
 
 const frontierUrl = (url: string, depth = 1): FrontierUrl => ({
   key: createHash('sha256').update(url).digest('hex'),
@@ -28,46 +21,13 @@ const frontierUrl = (url: string, depth = 1): FrontierUrl => ({
   depth,
 });
 
-async function rawItem(crawlId: string, sk: string) {
-  const out = await dynamodb.send(
-    new GetItemCommand({
-      TableName: TABLE,
-      Key: { pk: { S: `CRAWL#${crawlId}` }, sk: { S: sk } },
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item;
-}
-
 before(async () => {
-  emulators = await startEmulators();
-  dynamodb = new DynamoDBClient(dynamodbConfig(emulators.endpoints));
-  await dynamodb.send(
-    new CreateTableCommand({
-      TableName: TABLE,
-      BillingMode: 'PAY_PER_REQUEST',
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-    }),
-  );
-  for (;;) {
-    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: TABLE }));
-    if (Table?.TableStatus === 'ACTIVE') break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  table = await startFrontierTable();
+  dynamodb = table.dynamodb;
   store = createFrontierStore(dynamodb, TABLE);
 });
 
-after(async () => {
-  dynamodb.destroy();
-  await emulators.stop();
-});
+after(() => table.stop());
 
 describe('admission', () => {
   it('admits each URL exactly once across 100 concurrent pages with overlapping links', async () => {

@@ -27,6 +27,7 @@ import {
   outcomeAttr,
   parseCounters,
   type ResolvedOptions,
+  retryThrottled,
   S,
   str,
   URL_SK_PREFIX,
@@ -41,6 +42,11 @@ export interface UrlTally {
   pending: number;
   /** `done` URL items by outcome (every outcome present, 0 when none). */
   byOutcome: Record<Outcome, number>;
+  /** Sums of the done URL items' `bytes` and `requests` (their winning results'). */
+  bytes: number;
+  requests: number;
+  /** The index parts the done URL items' lines are in. */
+  parts: Set<string>;
 }
 
 // Every write that may create the counters item marks the crawl running (unless it already has a
@@ -50,11 +56,14 @@ const START_NAMES = [ATTR.state, ATTR.startedAt, ATTR.expiresAt];
 
 export class FrontierCounters {
   private readonly dynamodb: DynamoDBClient;
+  /** For ADDs: one attempt per call, throttling aside (FrontierStoreOptions.singleAttemptClient). */
+  private readonly adder: DynamoDBClient;
   private readonly table: string;
   private readonly options: ResolvedOptions;
 
   constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
     this.dynamodb = dynamodb;
+    this.adder = options.singleAttemptClient ?? dynamodb;
     this.table = table;
     this.options = options;
   }
@@ -104,25 +113,24 @@ export class FrontierCounters {
     let seen: number | undefined;
     if (unlimited || want <= max) {
       try {
-        await this.dynamodb.send(
-          new UpdateItemCommand({
-            TableName: this.table,
-            Key: countersKey(crawlId),
-            UpdateExpression: `SET ${START} ADD #${ATTR.admitted} :want`,
-            ...(unlimited
-              ? {}
-              : {
-                  ConditionExpression: `attribute_not_exists(#${ATTR.admitted}) OR #${ATTR.admitted} <= :room`,
-                }),
-            ExpressionAttributeNames: names(ATTR.admitted, ...START_NAMES),
-            ExpressionAttributeValues: {
-              ':want': N(want),
-              ...(unlimited ? {} : { ':room': N(max - want) }),
-              ...this.startValues(),
-            },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        );
+        const add = new UpdateItemCommand({
+          TableName: this.table,
+          Key: countersKey(crawlId),
+          UpdateExpression: `SET ${START} ADD #${ATTR.admitted} :want`,
+          ...(unlimited
+            ? {}
+            : {
+                ConditionExpression: `attribute_not_exists(#${ATTR.admitted}) OR #${ATTR.admitted} <= :room`,
+              }),
+          ExpressionAttributeNames: names(ATTR.admitted, ...START_NAMES),
+          ExpressionAttributeValues: {
+            ':want': N(want),
+            ...(unlimited ? {} : { ':room': N(max - want) }),
+            ...this.startValues(),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        });
+        await retryThrottled(() => this.adder.send(add));
         return want;
       } catch (err) {
         if (!isConditionFailed(err)) throw err;
@@ -165,15 +173,14 @@ export class FrontierCounters {
   /** Counts newly queued URLs: one ADD; nothing is written for 0. */
   async addQueued(crawlId: string, count: number): Promise<void> {
     if (count === 0) return;
-    await this.dynamodb.send(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: countersKey(crawlId),
-        UpdateExpression: `SET ${START} ADD #${ATTR.queued} :n`,
-        ExpressionAttributeNames: names(ATTR.queued, ...START_NAMES),
-        ExpressionAttributeValues: { ':n': N(count), ...this.startValues() },
-      }),
-    );
+    const add = new UpdateItemCommand({
+      TableName: this.table,
+      Key: countersKey(crawlId),
+      UpdateExpression: `SET ${START} ADD #${ATTR.queued} :n`,
+      ExpressionAttributeNames: names(ATTR.queued, ...START_NAMES),
+      ExpressionAttributeValues: { ':n': N(count), ...this.startValues() },
+    });
+    await retryThrottled(() => this.adder.send(add));
   }
 
   /** Adds all deltas of a batch in one UpdateItem; returns the counters after it. */
@@ -193,23 +200,22 @@ export class FrontierCounters {
     const addValues: Item = {};
     for (const [attr, value] of adds) addValues[`:${attr}`] = N(value);
     const add = adds.length > 0 ? ` ADD ${adds.map(([attr]) => `#${attr} :${attr}`).join(', ')}` : '';
-    const out = await this.dynamodb.send(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: countersKey(crawlId),
-        UpdateExpression: `${set}${add}`,
-        ExpressionAttributeNames: names(...START_NAMES, ...adds.map(([attr]) => attr)),
-        ExpressionAttributeValues: { ...addValues, ...this.startValues() },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
+    const command = new UpdateItemCommand({
+      TableName: this.table,
+      Key: countersKey(crawlId),
+      UpdateExpression: `${set}${add}`,
+      ExpressionAttributeNames: names(...START_NAMES, ...adds.map(([attr]) => attr)),
+      ExpressionAttributeValues: { ...addValues, ...this.startValues() },
+      ReturnValues: 'ALL_NEW',
+    });
+    const out = await retryThrottled(() => this.adder.send(command));
     return parseCounters(out.Attributes ?? {});
   }
 
   /** One consistent, paginated Query over the crawl's URL items (projecting `st` and `outcome`). */
   async tally(crawlId: string): Promise<UrlTally> {
     const byOutcome = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
-    const tally: UrlTally = { total: 0, pending: 0, byOutcome };
+    const tally: UrlTally = { total: 0, pending: 0, byOutcome, bytes: 0, requests: 0, parts: new Set() };
     let startKey: Item | undefined;
     do {
       const page: QueryCommandOutput = await this.dynamodb.send(
@@ -217,8 +223,18 @@ export class FrontierCounters {
           TableName: this.table,
           ConsistentRead: true,
           KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-          ProjectionExpression: `#${ATTR.st}, #${ATTR.outcome}`,
-          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ATTR.st, ATTR.outcome),
+          ProjectionExpression: [ATTR.st, ATTR.outcome, ATTR.bytes, ATTR.requests, ATTR.part]
+            .map((attr) => `#${attr}`)
+            .join(', '),
+          ExpressionAttributeNames: names(
+            ATTR.pk,
+            ATTR.sk,
+            ATTR.st,
+            ATTR.outcome,
+            ATTR.bytes,
+            ATTR.requests,
+            ATTR.part,
+          ),
           ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(URL_SK_PREFIX) },
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
@@ -231,6 +247,10 @@ export class FrontierCounters {
         }
         const outcome = str(item, ATTR.outcome);
         if (outcome !== undefined && outcome in byOutcome) byOutcome[outcome as Outcome]++;
+        tally.bytes += num(item, ATTR.bytes) ?? 0;
+        tally.requests += num(item, ATTR.requests) ?? 0;
+        const part = str(item, ATTR.part);
+        if (part !== undefined) tally.parts.add(part);
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
@@ -240,9 +260,12 @@ export class FrontierCounters {
   /**
    * Completion, confirmed by a consistent Query (never guessed from the counters).
    *
-   * Nothing pending (and at least one URL item): the counters are rewritten from the Query (queued =
-   * done = URL items, `o_*` per outcome; bytes and requests stay as counted) in the same conditional
-   * update that flips `state` running → complete, so exactly one caller gets `completedNow: true`.
+   * Nothing pending (at least one URL item) and every index part the done items point at written
+   * (`partsWritten`: a URL can be done while its aggregate invocation has not yet written its line):
+   * the counters are rewritten from the Query (queued = done = URL items, `o_*` per outcome, bytes
+   * and requests summed) in the same conditional update that flips `state` running → complete, so
+   * exactly one caller gets `completedNow: true`. The counters' own ADDs may drift under retries and
+   * crashes; the completed crawl's numbers never do.
    *
    * Something pending: other functions are still writing, so absolute values from the Query would race
    * with their ADDs (an item the Query saw whose ADD lands after our write would be counted twice,
@@ -255,11 +278,12 @@ export class FrontierCounters {
   async confirmCompletion(
     crawlId: string,
     now: Date,
+    partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
   ): Promise<{ completedNow: boolean; counters: CrawlCounters }> {
     const before = await this.readItem(crawlId, [ATTR.queued]);
     const tally = await this.tally(crawlId);
 
-    if (tally.total > 0 && tally.pending === 0) {
+    if (tally.total > 0 && tally.pending === 0 && (await partsWritten(tally.parts))) {
       const outcomeNames = OUTCOMES.map(outcomeAttr);
       const outcomeValues: Item = {};
       for (const outcome of OUTCOMES) outcomeValues[`:${outcomeAttr(outcome)}`] = N(tally.byOutcome[outcome]);
@@ -270,6 +294,7 @@ export class FrontierCounters {
             Key: countersKey(crawlId),
             UpdateExpression: [
               `SET #${ATTR.queued} = :total, #${ATTR.done} = :total`,
+              `#${ATTR.bytes} = :bytes, #${ATTR.requests} = :requests`,
               ...outcomeNames.map((attr) => `#${attr} = :${attr}`),
               `#${ATTR.state} = :complete, #${ATTR.endedAt} = :endedAt`,
               `#${ATTR.startedAt} = if_not_exists(#${ATTR.startedAt}, :endedAt)`,
@@ -279,6 +304,8 @@ export class FrontierCounters {
             ExpressionAttributeNames: names(
               ATTR.queued,
               ATTR.done,
+              ATTR.bytes,
+              ATTR.requests,
               ATTR.state,
               ATTR.endedAt,
               ATTR.startedAt,
@@ -287,6 +314,8 @@ export class FrontierCounters {
             ),
             ExpressionAttributeValues: {
               ':total': N(tally.total),
+              ':bytes': N(tally.bytes),
+              ':requests': N(tally.requests),
               ':complete': S(CRAWL_STATE.complete),
               ':running': S(CRAWL_STATE.running),
               ':endedAt': S(now.toISOString()),

@@ -3,7 +3,7 @@
  * of `st` and `state`, and the small helpers every frontier adapter shares. Expressions always refer
  * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
 
@@ -20,8 +20,13 @@ export const ATTR = {
   st: 'st',
   parent: 'parent',
   lease: 'lease',
+  // fetch attempts made so far (set when a fetch is postponed for a retry)
+  attempts: 'att',
   outcome: 'outcome',
-  // crawl counters
+  // the winning result's id and the index part its line is in (set by finalize)
+  rid: 'rid',
+  part: 'part',
+  // crawl counters (bytes and requests also on done URL items: the winning result's)
   queued: 'queued',
   done: 'done',
   admitted: 'admitted',
@@ -96,6 +101,13 @@ export function isConditionFailed(err: unknown): err is Error & { Item?: Item } 
 
 export interface FrontierStoreOptions {
   /**
+   * A client that makes one attempt per call (maxAttempts 1), for the counter ADDs: an ADD retried
+   * by the SDK after its first attempt took effect (the answer was lost) counts twice, and a
+   * `queued` counted twice keeps the crawl from ever completing. Throttled calls, which never take
+   * effect, are still retried (`retryThrottled`). Default: the store's own client.
+   */
+  singleAttemptClient?: DynamoDBClient;
+  /**
    * How long a frontier item lives after its last write, via the table's TTL attribute `expiresAt`
    * (epoch seconds). Default 30 days: a crawl that sits idle longer loses its frontier.
    */
@@ -111,6 +123,7 @@ export interface FrontierStoreOptions {
 }
 
 export interface ResolvedOptions {
+  singleAttemptClient: DynamoDBClient | undefined;
   ttlSeconds: number;
   admitConcurrency: number;
   maxConflictAttempts: number;
@@ -122,6 +135,7 @@ export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
 
 export function resolveOptions(options: FrontierStoreOptions = {}): ResolvedOptions {
   return {
+    singleAttemptClient: options.singleAttemptClient,
     ttlSeconds: options.ttlSeconds ?? DEFAULT_TTL_SECONDS,
     admitConcurrency: Math.max(1, Math.floor(options.admitConcurrency ?? 16)),
     maxConflictAttempts: Math.max(1, Math.floor(options.maxConflictAttempts ?? 100)),
@@ -141,6 +155,32 @@ export const expiresAt = (options: ResolvedOptions): AttributeValue =>
 export function conflictPause(attempt: number): Promise<void> {
   const ceiling = Math.min(50, 2 * 2 ** Math.min(attempt, 10));
   return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+}
+
+const THROTTLING = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'Throttling',
+]);
+
+/** AWS rejects a throttled call before doing anything, so it is the one error safe to repeat blindly. */
+export function isThrottling(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const retryable = (err as { $retryable?: { throttling?: boolean } }).$retryable;
+  return THROTTLING.has(err.name) || retryable?.throttling === true;
+}
+
+/** Runs `call` again (with jittered backoff) while it is throttled, at most `attempts` times in all. */
+export async function retryThrottled<T>(call: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (attempt >= attempts || !isThrottling(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * 2 ** attempt));
+    }
+  }
 }
 
 export class ConflictError extends Error {

@@ -38,16 +38,17 @@ export function createFrontierStore(
     reservePages: (crawlId, wanted, maxPages) => counters.reservePages(crawlId, wanted, maxPages),
     claim: (crawlId, url, leaseMs, now) => urls.claim(crawlId, url, leaseMs, now),
     release: (crawlId, key) => urls.release(crawlId, key),
+    postpone: (crawlId, key, attempts, retryAt) => urls.postpone(crawlId, key, attempts, retryAt),
     addQueued: (crawlId, count) => counters.addQueued(crawlId, count),
     // HostSlots
     reserve: (crawlId, host, delayMs, now) => slots.reserve(crawlId, host, delayMs, now),
     pushBack: (crawlId, host, notBefore) => slots.pushBack(crawlId, host, notBefore),
     pausedUntil: (crawlId, host) => slots.pausedUntil(crawlId, host),
     // FrontierFinalizer
-    finalize: (crawlId, key, url, outcome) => urls.finalize(crawlId, key, url, outcome),
+    finalize: (crawlId, entry) => urls.finalize(crawlId, entry),
     addCounters: (crawlId, deltas) => counters.addCounters(crawlId, deltas),
     readCounters: (crawlId) => counters.readCounters(crawlId),
-    confirmCompletion: (crawlId, now) => counters.confirmCompletion(crawlId, now),
+    confirmCompletion: (crawlId, now, partsWritten) => counters.confirmCompletion(crawlId, now, partsWritten),
     robots: new FrontierRobots(dynamodb, table, resolved),
   };
 }

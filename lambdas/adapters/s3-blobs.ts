@@ -1,14 +1,66 @@
 /** The page store bucket: whole-object writes, listing and ranged reads. */
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { BlobWriter } from '../core/ports.ts';
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import type { ResultStore } from '../core/ports.ts';
 
-export class S3Blobs implements BlobWriter {
+const PUT_ONCE_ATTEMPTS = 5;
+
+export class S3Blobs implements ResultStore {
   private readonly s3: S3Client;
+  private readonly singleAttempt: S3Client;
   readonly bucket: string;
 
-  constructor(s3: S3Client, bucket: string) {
+  /** `singleAttempt`: a client without SDK retries, for `putIfAbsent` (default: `s3`). */
+  constructor(s3: S3Client, bucket: string, options: { singleAttempt?: S3Client } = {}) {
     this.s3 = s3;
+    this.singleAttempt = options.singleAttempt ?? s3;
     this.bucket = bucket;
+  }
+
+  /**
+   * Writes `key` once: a conditional PUT (`If-None-Match: *`), after a HEAD, because not every S3
+   * (the embedded emulator) honours the condition, and repeated with a HEAD before each attempt, so
+   * an attempt that took effect but lost its answer is not written again. False when the object
+   * already existed, including when an earlier attempt of this call wrote it.
+   */
+  async putIfAbsent(key: string, body: Uint8Array, contentType: string): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (await this.exists(key)) return false;
+        await this.singleAttempt.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            Body: body,
+            ContentType: contentType,
+            IfNoneMatch: '*',
+          }),
+        );
+        return true;
+      } catch (err) {
+        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        // 412: it exists; 409: a concurrent conditional write to the same key is in progress.
+        if (status === 412 || status === 409) return false;
+        if (attempt >= PUT_ONCE_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  async exists(key: string): Promise<boolean> {
+    try {
+      await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return true;
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 404) return false;
+      throw err;
+    }
   }
 
   async put(key: string, body: Uint8Array, contentType: string): Promise<void> {

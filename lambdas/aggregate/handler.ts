@@ -25,8 +25,10 @@ const RETRY_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };
 export function createHandler(rawEnv: Env) {
   const env = loadEnv(AggregateEnvSchema, rawEnv, 'aggregate function');
   const clients = createAwsClients(env);
-  const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET);
-  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
+  const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET, { singleAttempt: clients.singleAttempt.s3 });
+  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
+    singleAttemptClient: clients.singleAttempt.dynamodb,
+  });
   const log = createLogger('aggregate', rawEnv.LOG_LEVEL);
   const queueUrls = new Map<string, Promise<string>>();
 
@@ -52,7 +54,7 @@ export function createHandler(rawEnv: Env) {
     );
     for (const part of report.written) log.info('index part written', part);
     for (const dup of report.duplicates) log.info('duplicate result dropped', dup);
-    for (const again of report.rewritten) log.warn('redelivered result written again', again);
+    for (const again of report.rewritten) log.warn('result written again (repeat)', again);
     for (const summary of report.summaries) log.info('crawl complete, summary written', summary);
     for (const bad of report.rejected)
       log.error('not a result record', { messageId: bad.id, reason: bad.reason });

@@ -5,46 +5,48 @@
  *   validate → finalize each result (bounded parallelism) → one gzip JSONL index part per crawl →
  *   one `addCounters` per crawl → completion check → `crawls/<crawlId>/summary.json` once.
  *
- * ## Why finalize, then write (and how a crash loses nothing)
+ * ## Why finalize, then write (and how a crash or a fault loses nothing)
  *
- * Only the result that wins `finalize` (the conditional `st <> done → done` update of its URL item)
- * becomes an index line and is counted, so a duplicate result (a task fetched twice, a result sent
- * twice) never yields a second line or a second count. The index part is written after the
- * finalize calls, and the counters after the part:
+ * Only the result that wins `finalize` (the conditional update of its URL item to `done`, recording
+ * the result's id and the index part its line goes to) becomes an index line and is counted, so a
+ * second result for a URL (a task fetched twice) never yields a second line.
+ * The same result finalized again (its id matches) wins again, as a `repeat`: an SDK retry of a
+ * finalize whose answer was lost, or a redelivery after a crash or a failed step. A repeat writes
+ * its line again to this invocation's part and points the URL at it, so:
  *
- * - crash (or error) before finalize: nothing happened; the redelivered message wins as usual.
- * - crash between finalize and the part PUT: the URL is `done` but has no line. The message was not
- *   deleted, so SQS redelivers it (ApproximateReceiveCount > 1). A redelivered result that loses
- *   finalize is therefore written again (the "rewrite path"): it may be the line the crashed
- *   invocation never wrote. If that invocation did write it (crash after the PUT), the line is now
- *   in two parts; readers keep the first line per `key` (cli/results-reader.ts). So a line can be
- *   duplicated after a crash, never lost.
- * - crash between the part PUT and `addCounters`: the rewrite path also counts the result, so `done`
- *   cannot stay below `queued` forever (which would keep the crawl from ever completing). If the
- *   crash came after `addCounters` instead, it is counted twice; completion reconciles `done`,
- *   `queued` and the outcome counts exactly from a Query of the URL items before it fires, so the
- *   over-count only triggers an early (exact) check. `bytes` and `requests` are not in the URL items
- *   and can drift by the re-counted results after such a crash, as docs/frontier.md allows. Once a
- *   crawl is complete the rewrite path does not count (its counters are final and exact).
+ * - crash (or failure) before the part is written: the URLs point at a part that does not exist;
+ *   the messages are redelivered, win as repeats and write their lines. Completion is never
+ *   confirmed while a done URL points at a missing part (`confirmCompletion`'s `partsWritten`).
+ * - crash after the part PUT: the repeat writes the line a second time, in another part; readers
+ *   keep the first line per `key` (cli/results-reader.ts). A line can be duplicated after a crash
+ *   (or when one result message was sent twice and the copies arrive in different batches; copies
+ *   in one batch are dropped), never lost, and never written for a second result.
+ * - counters: the ADDs of `addCounters` may count a repeat twice; that only makes the completion
+ *   check run early. Completion rewrites every counter from a consistent Query of the URL items, so
+ *   a completed crawl's numbers are exact. Once a crawl is complete nothing is counted again.
  * - crash between `confirmCompletion` (state → complete, true for exactly one caller) and the
- *   summary PUT: the messages of that batch are redelivered, lose finalize, and see state `complete`
- *   on the rewrite path; the summary is then written again from the (final) counters. The summary is
- *   a function of the counters item, so rewriting it is idempotent.
+ *   summary PUT: the redelivered messages are repeats, see the crawl complete and write the summary
+ *   (`putIfAbsent`: it is written once).
  *
- * Checking before writing (read the URL item, write the line, then finalize) would also lose
- * nothing, but costs a read per result and lets two concurrent duplicates both write a line without
- * any crash; finalize-then-write makes duplicates possible only after a crash (or a failed step,
- * which is handled the same way: the message is retried).
- *
- * Any failed step of a crawl's results (finalize, PUT, counters, completion, summary) makes those
- * messages batch item failures: they are retried and take the paths above. Messages that are not
- * result records are `rejected` (batch item failures too) so they end in the ResultsDLQ.
+ * A failed finalize is repeated in the function (it is idempotent); if it keeps failing, every
+ * message of that crawl in the batch is retried and nothing is written. Any later failed step
+ * (PUT, counters, completion, summary) makes the winners batch item failures: they come back as
+ * repeats. Messages that are not result records are `rejected` (batch item failures too) so they
+ * end in the ResultsDLQ.
  */
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { type IndexLine, indexLine } from './cdxj.ts';
 import { OUTCOMES, type Outcome } from './outcome.ts';
-import type { BlobWriter, CounterDeltas, CrawlCounters, FrontierFinalizer } from './ports.ts';
+import type {
+  CounterDeltas,
+  CrawlCounters,
+  FinalizeOutcome,
+  FrontierFinalizer,
+  ResultStore,
+} from './ports.ts';
 import { type CrawlResult, ResultSchema } from './result.ts';
+import { retryStep } from './retry-step.ts';
 
 export interface ResultMessage {
   id: string;
@@ -55,7 +57,7 @@ export interface ResultMessage {
 
 export interface AggregateDeps {
   frontier: FrontierFinalizer;
-  blobs: BlobWriter;
+  blobs: ResultStore;
   invocationId: string;
   now?: () => Date;
   /** Finalize calls in flight at once (default 16). */
@@ -68,9 +70,9 @@ export interface AggregateReport {
   rejected: Array<{ id: string; reason: string }>;
   /** Valid results whose processing failed at some step: failed so that they are retried. */
   retry: Array<{ id: string; crawlId: string; reason: string }>;
-  /** Results that lost finalize on first delivery: someone else's result counts; dropped. */
+  /** Results that lost finalize: another result of the URL counts; dropped. */
   duplicates: Array<{ id: string; crawlId: string; key: string }>;
-  /** Redelivered results that lost finalize and were written again (see the top of this file). */
+  /** Results that had won before (a crash or a lost answer) and were written again (see the top of this file). */
   rewritten: Array<{ id: string; crawlId: string; key: string }>;
   /** Counters after this batch's update, by crawl. */
   counters: Record<string, CrawlCounters>;
@@ -83,7 +85,11 @@ export const DEFAULT_FINALIZE_CONCURRENCY = 16;
 /** `results/<crawlId>/<UTC time>-<invocation id>.jsonl.gz`: keys sort by write time, then invocation. */
 export function resultPartKey(crawlId: string, at: Date, invocationId: string): string {
   const stamp = at.toISOString().replace(/[:.]/g, '-');
-  return `results/${crawlId}/${stamp}-${invocationId}.jsonl.gz`;
+  return `${resultsPrefixOf(crawlId)}${stamp}-${invocationId}.jsonl.gz`;
+}
+
+function resultsPrefixOf(crawlId: string): string {
+  return `results/${crawlId}/`;
 }
 
 export function summaryKey(crawlId: string): string {
@@ -194,37 +200,63 @@ async function processCrawl(
   report: AggregateReport,
 ): Promise<void> {
   const now = deps.now ?? (() => new Date());
-  // Two messages of one batch for one URL: both finalize; the loser is a plain duplicate.
-  const winners: Array<Item & { created: boolean }> = [];
-  const rewrites: Item[] = [];
-  const outcomes = await mapLimit(items, deps.concurrency ?? DEFAULT_FINALIZE_CONCURRENCY, async (item) => {
-    const { result } = item;
-    return deps.frontier.finalize(crawlId, result.key, result.url, result.outcome);
-  });
-  for (const [i, outcome] of outcomes.entries()) {
-    const item = items[i]!;
-    if (outcome.status === 'rejected') {
-      report.retry.push({ id: item.message.id, crawlId, reason: `finalize: ${describe(outcome.reason)}` });
-    } else if (outcome.value.won) {
-      winners.push({ ...item, created: outcome.value.created });
-    } else if ((item.message.receiveCount ?? 1) > 1) {
-      rewrites.push(item);
-      report.rewritten.push({ id: item.message.id, crawlId, key: item.result.key });
-    } else {
-      report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
+  const part = resultPartKey(crawlId, now(), deps.invocationId);
+  // One message sent twice (an SQS send retried after a lost answer) can arrive twice in one batch:
+  // both copies would win (the second as a repeat), so the copies are dropped here.
+  const unique: Item[] = [];
+  const ids = new Set<string>();
+  for (const item of items) {
+    const id = resultId(item.message.body);
+    if (ids.has(id)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
+    else {
+      ids.add(id);
+      unique.push(item);
     }
   }
-  const lines = [...winners, ...rewrites];
-  if (lines.length === 0) return;
+  const finalized = await mapLimit(
+    unique,
+    deps.concurrency ?? DEFAULT_FINALIZE_CONCURRENCY,
+    ({ message, result }) =>
+      // Finalize is idempotent for one result (its id), so a failed call is simply made again.
+      retryStep(() =>
+        deps.frontier.finalize(crawlId, {
+          key: result.key,
+          url: result.url,
+          outcome: result.outcome,
+          bytes: result.bytes,
+          requests: result.status === undefined ? 0 : 1,
+          rid: resultId(message.body),
+          part,
+        }),
+      ),
+  );
+  const failed = finalized.find((outcome) => outcome.status === 'rejected');
+  if (failed) {
+    // Some URLs now point at `part`, which is not written: completion waits until their retries
+    // (every message of the crawl in this batch) have written them to a part of their own.
+    for (const { message } of unique)
+      report.retry.push({ id: message.id, crawlId, reason: `finalize: ${describe(failed.reason)}` });
+    return;
+  }
+  const winners: Array<Item & FinalizeOutcome> = [];
+  for (const [i, outcome] of finalized.entries()) {
+    const item = unique[i]!;
+    const value = (outcome as PromiseFulfilledResult<FinalizeOutcome>).value;
+    if (value.won) winners.push({ ...item, ...value });
+    else report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
+  }
+  if (winners.length === 0) return;
+  for (const item of winners)
+    if (item.repeat) report.rewritten.push({ id: item.message.id, crawlId, key: item.result.key });
   const fail = (step: string, error: unknown) => {
-    for (const item of lines)
+    for (const item of winners)
       report.retry.push({ id: item.message.id, crawlId, reason: `${step}: ${describe(error)}` });
   };
 
-  // The rewrite path (rare: only after a crash or a failed step) reads the counters first, so that
-  // results of a completed crawl are not counted again and its summary can be rewritten.
+  // A repeat (rare: after a crash or a lost answer) or a URL the crawl never had reads the counters
+  // first: a completed crawl's counters are final, and its summary may still have to be written.
   let before: CrawlCounters | undefined;
-  if (rewrites.length > 0) {
+  if (winners.some((item) => item.repeat || item.created)) {
     try {
       before = await deps.frontier.readCounters(crawlId);
     } catch (error) {
@@ -233,20 +265,19 @@ async function processCrawl(
   }
   const crawlComplete = before?.state === 'complete';
 
-  const part = lines.map((item) => indexLine(item.result)).sort(compareLines);
-  const key = resultPartKey(crawlId, now(), deps.invocationId);
+  const lines = winners.map((item) => indexLine(item.result)).sort(compareLines);
   try {
-    await deps.blobs.put(key, gzipSync(part.map((line) => `${JSON.stringify(line)}\n`).join('')), JSONL);
+    const body = gzipSync(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    await retryStep(() => deps.blobs.put(part, body, JSONL));
   } catch (error) {
     return fail('write index part', error);
   }
-  report.written.push({ crawlId, key, lines: part.length });
+  report.written.push({ crawlId, key: part, lines: lines.length });
 
-  const counted = crawlComplete ? winners : lines;
   let counters = before;
-  if (counted.length > 0) {
+  if (!crawlComplete) {
     try {
-      counters = await deps.frontier.addCounters(crawlId, deltasOf(counted));
+      counters = await deps.frontier.addCounters(crawlId, deltasOf(winners));
     } catch (error) {
       return fail('add counters', error);
     }
@@ -257,7 +288,9 @@ async function processCrawl(
   let completedNow = false;
   if (counters.state === 'running' && counters.done >= counters.queued) {
     try {
-      const confirmed = await deps.frontier.confirmCompletion(crawlId, now());
+      const confirmed = await deps.frontier.confirmCompletion(crawlId, now(), (parts) =>
+        allWritten(deps.blobs, crawlId, parts),
+      );
       completedNow = confirmed.completedNow;
       counters = confirmed.counters;
       report.counters[crawlId] = counters;
@@ -266,18 +299,35 @@ async function processCrawl(
     }
   }
   if (completedNow || (crawlComplete && counters.state === 'complete')) {
+    // Written once: a repeat after a crash between completion and this write writes it then.
     const summary = summaryFromCounters(crawlId, counters, now());
     try {
-      await deps.blobs.put(
+      const written = await deps.blobs.putIfAbsent(
         summaryKey(crawlId),
         new TextEncoder().encode(`${JSON.stringify(summary, null, 2)}\n`),
         'application/json',
       );
+      if (written) report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
     } catch (error) {
       return fail('write summary', error);
     }
-    report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
   }
+}
+
+/** Whether every one of `parts` (index part keys of the crawl) exists: one listing of the crawl's parts. */
+async function allWritten(blobs: ResultStore, crawlId: string, parts: ReadonlySet<string>): Promise<boolean> {
+  if (parts.size === 0) return true;
+  const missing = new Set(parts);
+  for await (const key of blobs.list(resultsPrefixOf(crawlId))) {
+    missing.delete(key);
+    if (missing.size === 0) return true;
+  }
+  return false;
+}
+
+/** A result message's id: the same for every delivery of one message, different for another result. */
+export function resultId(body: string): string {
+  return createHash('sha256').update(body).digest('base64url').slice(0, 22);
 }
 
 const JSONL = 'application/x-ndjson';

@@ -4,7 +4,15 @@
  * results, new tasks and deferred tasks in batches.
  */
 
-import { decideTask, type FetchTaskDeps, type TaskMessage } from './fetch-task.ts';
+import { backoffSeconds } from './backoff.ts';
+import { isCrawlError } from './errors.ts';
+import {
+  type ClaimedUrl,
+  decideTask,
+  type FetchTaskDeps,
+  type TaskDecision,
+  type TaskMessage,
+} from './fetch-task.ts';
 import { admitLinks, type DiscoveringPage } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
@@ -17,6 +25,7 @@ import type {
   TaskSender,
 } from './ports.ts';
 import type { CrawlResult } from './result.ts';
+import { retryStep } from './retry-step.ts';
 import { type CapturedPage, storeWarcFiles } from './warc-batch.ts';
 
 export interface RetryRequest {
@@ -52,7 +61,14 @@ export async function processFetchBatch(
   deps: FetchBatchDeps,
 ): Promise<FetchBatchReport> {
   const decisions = await Promise.all(
-    messages.map(async (message) => ({ message, decision: await decideTask(message, deps) })),
+    messages.map(async (message): Promise<{ message: TaskMessage; decision: TaskDecision }> => {
+      try {
+        return { message, decision: await decideTask(message, deps) };
+      } catch (error) {
+        // This task alone is retried soon (its claim was given back); its neighbours go on.
+        return { message, decision: failedTask(message, error) };
+      }
+    }),
   );
 
   const results: CrawlResult[] = [];
@@ -62,8 +78,11 @@ export async function processFetchBatch(
   const deferred: FetchBatchReport['deferred'] = [];
   const captured: CapturedPage[] = [];
   const discovering: DiscoveringPage[] = [];
+  const claims: ClaimedUrl[] = [];
   let dropped = 0;
   for (const { message, decision } of decisions) {
+    if ((decision.kind === 'result' || decision.kind === 'captured') && decision.claimed)
+      claims.push(decision.claimed);
     switch (decision.kind) {
       case 'result':
         results.push(decision.result);
@@ -100,21 +119,61 @@ export async function processFetchBatch(
     }
   }
 
-  if (deps.budget) {
-    for (const [crawlId, pages] of Map.groupBy(captured, (page) => page.result.crawlId)) {
-      if (await deps.budget.charge(crawlId, pages.length)) budgetStopped.push(crawlId);
+  try {
+    if (deps.budget) {
+      for (const [crawlId, pages] of Map.groupBy(captured, (page) => page.result.crawlId)) {
+        if (await deps.budget.charge(crawlId, pages.length)) budgetStopped.push(crawlId);
+      }
     }
+    const now = new Date(deps.now());
+    // New URLs are admitted (and counted as queued) before their parent's result is sent, so the
+    // aggregator can never see a crawl as finished while a page's links are still on their way.
+    // Each step is safe to repeat (admission re-admits its own URLs uncounted; a task or result
+    // sent twice is deduplicated by the claim and by finalize), so a failed call is tried again here.
+    const admitted = await retryStep(() =>
+      admitLinks(discovering, { frontier: deps.frontier, seen: deps.seen, now }),
+    );
+    const stored = await retryStep(() => storeWarcFiles(captured, deps.blobs, deps.invocationId, now));
+    const newTasks = admitted.tasks;
+    await retryStep(() => deps.tasks.sendTasks([...newTasks, ...deferred]));
+    const allResults = [...results, ...stored.results, ...admitted.results];
+    await retryStep(() => deps.results.sendResults(allResults));
+    if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
+    for (const key of admitted.seenKeys) deps.seen.add(key);
+    return {
+      retries,
+      results: allResults,
+      warcKeys: stored.keys,
+      newTasks,
+      deferred,
+      dropped,
+      budgetStopped,
+    };
+  } catch (error) {
+    // The batch's output is (partly) lost: give back its claims and retry every task of the batch.
+    // What did go out is deduplicated when the retries send it again.
+    await Promise.all(claims.map((c) => deps.frontier.release(c.crawlId, c.key).catch(() => {})));
+    const retried = new Set(retries.map((retry) => retry.id));
+    for (const message of messages) {
+      if (!retried.has(message.id)) retries.push(failedTaskRetry(message, error));
+    }
+    return { retries, results: [], warcKeys: [], newTasks: [], deferred: [], dropped, budgetStopped };
   }
-  const now = new Date(deps.now());
-  // New URLs are admitted (and counted as queued) before their parent's result is sent, so the
-  // aggregator can never see a crawl as finished while a page's links are still on their way.
-  const admitted = await admitLinks(discovering, { frontier: deps.frontier, seen: deps.seen, now });
-  const stored = await storeWarcFiles(captured, deps.blobs, deps.invocationId, now);
-  const newTasks = admitted.tasks;
-  await deps.tasks.sendTasks([...newTasks, ...deferred]);
-  const allResults = [...results, ...stored.results, ...admitted.results];
-  await deps.results.sendResults(allResults);
-  if (invalid.length > 0) await deps.deadLetters.send(invalid);
-  for (const key of admitted.seenKeys) deps.seen.add(key);
-  return { retries, results: allResults, warcKeys: stored.keys, newTasks, deferred, dropped, budgetStopped };
 }
+
+/** A task whose processing failed (not its fetch: an AWS call that kept failing): retried soon. */
+function failedTask(message: TaskMessage, error: unknown): TaskDecision {
+  const { delaySeconds, code } = failedTaskRetry(message, error);
+  return { kind: 'retry', delaySeconds, code };
+}
+
+function failedTaskRetry(message: TaskMessage, error: unknown): RetryRequest {
+  return {
+    id: message.id,
+    delaySeconds: backoffSeconds(message.receiveCount, FAILURE_BACKOFF),
+    code: isCrawlError(error) ? error.code : 'batch-step-failed',
+  };
+}
+
+/** Retries of a task after an infrastructure failure: seconds, not the queue's visibility timeout. */
+const FAILURE_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };

@@ -47,14 +47,26 @@ export interface FetchTaskDeps {
 }
 
 export type TaskDecision =
-  | { kind: 'result'; result: CrawlResult }
-  | { kind: 'captured'; page: CapturedPage; config: CrawlConfig; links: DiscoveredLink[] }
+  /** `claimed`: the URL's fetch-once claim this task holds (given back if the batch fails). */
+  | { kind: 'result'; result: CrawlResult; claimed?: ClaimedUrl }
+  | {
+      kind: 'captured';
+      page: CapturedPage;
+      config: CrawlConfig;
+      links: DiscoveredLink[];
+      claimed?: ClaimedUrl;
+    }
   /** Report as a batch item failure, visible again after `delaySeconds`. */
   | { kind: 'retry'; delaySeconds: number; code: string }
   /** Re-send the task with DelaySeconds (politeness slot or robots wait) and drop this message. */
   | { kind: 'defer'; task: Task; delaySeconds: number; code: string }
   /** A duplicate of a URL that already has its result. */
   | { kind: 'drop' };
+
+export interface ClaimedUrl {
+  crawlId: string;
+  key: string;
+}
 
 const MAX_SQS_DELAY_SECONDS = 900;
 /** How long a fetch-once claim outlives the request deadline (a crashed holder is taken over after it). */
@@ -67,7 +79,29 @@ function clampDelay(ms: number): number {
   return Math.min(MAX_SQS_DELAY_SECONDS, Math.max(1, Math.ceil(ms / 1000)));
 }
 
+/**
+ * One task's decision. A task that fails (an AWS call that kept failing) gives back the claim it
+ * made, so its retry can claim again at once, and rethrows; a decision that ends with the claim
+ * still held says so (`claimed`), so the batch can give it back if the batch's own steps fail.
+ */
 export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Promise<TaskDecision> {
+  const claim: { held?: ClaimedUrl } = {};
+  try {
+    const decision = await decide(message, deps, claim);
+    return claim.held && (decision.kind === 'result' || decision.kind === 'captured')
+      ? { ...decision, claimed: claim.held }
+      : decision;
+  } catch (error) {
+    if (claim.held) await deps.frontier.release(claim.held.crawlId, claim.held.key).catch(() => {});
+    throw error;
+  }
+}
+
+async function decide(
+  message: TaskMessage,
+  deps: FetchTaskDeps,
+  claim: { held?: ClaimedUrl },
+): Promise<TaskDecision> {
   const parsed = parseTaskMessage(message.body);
   if (!parsed.ok) {
     const subject = {
@@ -103,7 +137,8 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
   }
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
-  const attempt = priorAttempts + 1;
+  // Counted on from the URL item's attempts once claimed (another copy of the task may have made some).
+  let attempt = priorAttempts + 1;
   const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): TaskDecision => ({
     kind: 'defer',
     task: { ...task, url: normalized.url, attempt: priorAttempts, ...extra },
@@ -161,18 +196,24 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     slot ??= await deps.slots.reserve(task.crawlId, host, reservedGapMs(delayMs), now);
     const plan = slotPlan(slot, now);
     if (plan.kind === 'defer') {
-      if (claimed) await deps.frontier.release(task.crawlId, subject.key);
+      if (claimed) {
+        await deps.frontier.release(task.crawlId, subject.key);
+        claim.held = undefined;
+      }
       return deferred(plan.delaySeconds, 'politeness', { notBefore: plan.notBefore, slotDelayMs: delayMs });
     }
     if (!claimed) {
       // Claim before waiting, so the request leaves at its slot rather than one write later.
       const frontierUrl = { key: subject.key, url: subject.url, depth: task.depth };
-      const claim = await deps.frontier.claim(task.crawlId, frontierUrl, leaseMs, deps.now());
-      if (claim.status === 'done') return { kind: 'drop' };
-      if (claim.status === 'held') {
-        return { kind: 'retry', code: 'claim-held', delaySeconds: clampDelay(claim.leaseUntil - deps.now()) };
+      const claimResult = await deps.frontier.claim(task.crawlId, frontierUrl, leaseMs, deps.now());
+      if (claimResult.status === 'done') return { kind: 'drop' };
+      if (claimResult.status === 'held') {
+        const delaySeconds = clampDelay(claimResult.leaseUntil - deps.now());
+        return { kind: 'retry', code: 'claim-held', delaySeconds };
       }
       claimed = true;
+      claim.held = { crawlId: task.crawlId, key: subject.key };
+      attempt = Math.max(attempt, claimResult.attempts + 1);
     }
     if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));
     // A slot can be overtaken: this task is so late (slow writes, a busy container) that its request
@@ -195,9 +236,11 @@ export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Pro
     retryAfterMs: number | undefined,
   ): Promise<TaskDecision | undefined> => {
     if (attempt >= config.maxAttempts) return undefined;
-    await deps.frontier.release(task.crawlId, subject.key);
     const wanted = Math.max(backoffSeconds(attempt), Math.ceil((retryAfterMs ?? 0) / 1000));
-    return { kind: 'retry', code, delaySeconds: Math.min(MAX_SQS_DELAY_SECONDS, wanted) };
+    const delaySeconds = Math.min(MAX_SQS_DELAY_SECONDS, wanted);
+    await deps.frontier.postpone(task.crawlId, subject.key, attempt, deps.now() + delaySeconds * 1000);
+    claim.held = undefined;
+    return { kind: 'retry', code, delaySeconds };
   };
 
   const started = deps.now();

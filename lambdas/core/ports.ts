@@ -80,6 +80,13 @@ export interface BlobWriter {
   put(key: string, body: Uint8Array, contentType: string): Promise<void>;
 }
 
+/** The aggregate side of the page store: index parts, and the summary written once. */
+export interface ResultStore extends BlobWriter {
+  list(prefix: string): AsyncIterable<string>;
+  /** Writes `key` unless it exists; false when it already did (nothing written). */
+  putIfAbsent(key: string, body: Uint8Array, contentType: string): Promise<boolean>;
+}
+
 export interface CrawlConfigReader {
   get(crawlId: string): Promise<CrawlConfig>;
 }
@@ -91,7 +98,9 @@ export interface FrontierUrl {
   depth: number;
 }
 
-export type ClaimResult = { status: 'claimed' } | { status: 'held'; leaseUntil: number } | { status: 'done' };
+export type ClaimResult =
+  /** `attempts`: fetch attempts already made for this URL (by any copy of its task). */
+  { status: 'claimed'; attempts: number } | { status: 'held'; leaseUntil: number } | { status: 'done' };
 
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
@@ -105,12 +114,18 @@ export interface FrontierWriter {
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
   /**
-   * Fetch-once. `claimed`: this caller may fetch now. `held`: another live claim holds it until
-   * `leaseUntil` (a redelivery after a crash waits for it). `done`: the URL already has its result.
+   * Fetch-once. `claimed`: this caller may fetch now. `held`: another live claim (or a postponed
+   * retry) holds it until `leaseUntil` (a redelivery after a crash waits for it). `done`: the URL
+   * already has its result.
    */
   claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
-  /** Gives a claim back (the fetch will be retried later), so the retry can claim again. */
+  /** Gives this caller's claim back, so the task can be claimed again at once. */
   release(crawlId: string, key: string): Promise<void>;
+  /**
+   * Gives this caller's claim back for a retry at `retryAt` (epoch ms), recording the attempts made:
+   * until then the URL is held, so a duplicate of the task cannot start attempts of its own.
+   */
+  postpone(crawlId: string, key: string, attempts: number, retryAt: number): Promise<void>;
   /** Counts newly admitted URLs (one ADD per crawl per batch). */
   addQueued(crawlId: string, count: number): Promise<void>;
 }
@@ -162,22 +177,43 @@ export interface CrawlCounters {
 
 /** The aggregate side of the frontier (docs/frontier.md). */
 export interface FrontierFinalizer {
-  /**
-   * Marks the URL done with its outcome unless it already is. `won` means this result is the one that
-   * counts (write its index line); `created` means no URL item existed (it was never counted as queued).
-   */
-  finalize(
-    crawlId: string,
-    key: string,
-    url: string,
-    outcome: Outcome,
-  ): Promise<{ won: boolean; created: boolean }>;
+  /** Marks the URL done with this result unless another result already did (see FinalizeOutcome). */
+  finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome>;
   addCounters(crawlId: string, deltas: CounterDeltas): Promise<CrawlCounters>;
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;
   /**
-   * Consistent Query over the crawl's URL items; if none is pending, rewrites the counters from it and
-   * flips state running → complete (conditionally: true for exactly one caller). Otherwise reconciles
-   * the counters and returns complete: false.
+   * Consistent Query over the crawl's URL items; if none is pending and `partsWritten` confirms that
+   * every index part a done URL points at exists, rewrites the counters from it and flips state
+   * running → complete (conditionally: true for exactly one caller). Otherwise reconciles the
+   * counters and returns complete: false.
    */
-  confirmCompletion(crawlId: string, now: Date): Promise<{ completedNow: boolean; counters: CrawlCounters }>;
+  confirmCompletion(
+    crawlId: string,
+    now: Date,
+    partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
+  ): Promise<{ completedNow: boolean; counters: CrawlCounters }>;
+}
+
+/** What finalize records on a URL item: the result that counts. */
+export interface FinalizeEntry {
+  key: string;
+  url: string;
+  outcome: Outcome;
+  /** Payload bytes stored and HTTP requests (0 or 1) of this result. */
+  bytes: number;
+  requests: number;
+  /** The result's id: the same for every delivery of one result message, different for another result. */
+  rid: string;
+  /** The index part this result's line is written to. */
+  part: string;
+}
+
+/**
+ * `won`: this result counts (write its index line). `repeat`: it had won before (its line may be
+ * missing: write it again). `created`: no URL item existed, so the URL was never counted as queued.
+ */
+export interface FinalizeOutcome {
+  won: boolean;
+  repeat: boolean;
+  created: boolean;
 }

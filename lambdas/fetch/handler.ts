@@ -32,7 +32,9 @@ export function createHandler(rawEnv: Env) {
     { Function: 'fetch' },
     logsAt(rawEnv.LOG_LEVEL, 'info') ? undefined : () => {},
   );
-  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);
+  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
+    singleAttemptClient: clients.singleAttempt.dynamodb,
+  });
   const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
   const deps = {
     // Several connections per origin: a request waiting behind another on one socket would leave late.
@@ -88,6 +90,7 @@ export function createHandler(rawEnv: Env) {
       log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
     for (const defer of report.deferred)
       log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });
+    // If this fails the retries come back after the queue's visibility timeout instead: later, not lost.
     await delayRedelivery(
       clients.sqs,
       env.TASK_QUEUE_URL,
@@ -95,6 +98,8 @@ export function createHandler(rawEnv: Env) {
         receiptHandle: receiptHandles.get(retry.id)!,
         seconds: retry.delaySeconds,
       })),
+    ).catch((error: unknown) =>
+      log.warn('could not change the visibility of retried tasks', { error: String(error) }),
     );
     return { batchItemFailures: report.retries.map((retry) => ({ itemIdentifier: retry.id })) };
   };

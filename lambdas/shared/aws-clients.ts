@@ -12,6 +12,12 @@ export interface AwsClients {
   sqs: SQSClient;
   s3: S3Client;
   dynamodb: DynamoDBClient;
+  /**
+   * The same services with one attempt per call (no SDK retries), for writes that must not be
+   * repeated blindly: a retry after a first attempt that took effect (its answer lost) would add a
+   * counter twice or write an object twice. Their callers retry only what they know did not happen.
+   */
+  singleAttempt: { s3: S3Client; dynamodb: DynamoDBClient };
 }
 
 export function createAwsClients(env: AwsEnv): AwsClients {
@@ -32,16 +38,28 @@ export function createAwsClients(env: AwsEnv): AwsClients {
     const url = specific ?? env.AWS_ENDPOINT_URL;
     return url ? { endpoint: url } : {};
   };
-  // Every call is counted (aws-call-counter.ts): requests per page and cost per million pages.
-  return {
-    sqs: countAwsCalls(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
-    s3: countAwsCalls(
+  const s3 = (maxAttempts?: number) =>
+    countAwsCalls(
       new S3Client({
         ...common,
+        ...(maxAttempts ? { maxAttempts } : {}),
         ...endpoint(env.AWS_ENDPOINT_URL_S3),
         forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true',
       }),
-    ),
-    dynamodb: countAwsCalls(new DynamoDBClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB) })),
+    );
+  const dynamodb = (maxAttempts?: number) =>
+    countAwsCalls(
+      new DynamoDBClient({
+        ...common,
+        ...(maxAttempts ? { maxAttempts } : {}),
+        ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB),
+      }),
+    );
+  // Every call is counted (aws-call-counter.ts): requests per page and cost per million pages.
+  return {
+    sqs: countAwsCalls(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
+    s3: s3(),
+    dynamodb: dynamodb(),
+    singleAttempt: { s3: s3(1), dynamodb: dynamodb(1) },
   };
 }

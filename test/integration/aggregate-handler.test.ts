@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
 import {
   ChangeMessageVisibilityCommand,
   GetQueueAttributesCommand,
@@ -16,7 +17,7 @@ import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { summaryKey } from '../../lambdas/core/aggregate-batch.ts';
+import { resultId, resultPartKey, summaryKey } from '../../lambdas/core/aggregate-batch.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { WarcFileBuilder } from '../../lambdas/core/warc.ts';
@@ -88,6 +89,17 @@ async function depth(queueUrl: string): Promise<number> {
     Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
     Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
   );
+}
+
+/** Every line of every index part of the crawl, as stored (not deduplicated like readers do). */
+async function storedLines(crawlId: string): Promise<Array<Record<string, unknown>>> {
+  const lines: Array<Record<string, unknown>> = [];
+  for await (const key of blobs.list(`results/${crawlId}/`))
+    for (const line of gunzipSync(await blobs.get(key))
+      .toString('utf8')
+      .split('\n'))
+      if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+  return lines;
 }
 
 interface Page {
@@ -181,11 +193,20 @@ describe('aggregate function on the emulators', () => {
       new ReceiveMessageCommand({ QueueUrl: resultsQueue, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 }),
     );
     const message = received.Messages?.[0];
-    assert.ok(message?.ReceiptHandle);
-    assert.deepEqual(await frontier.finalize(crawlId, x.key, x.url, x.outcome), {
-      won: true,
-      created: false,
-    });
+    assert.ok(message?.ReceiptHandle && message.Body);
+    const lostPart = resultPartKey(crawlId, new Date(), 'crashed');
+    assert.deepEqual(
+      await frontier.finalize(crawlId, {
+        key: x.key,
+        url: x.url,
+        outcome: x.outcome,
+        bytes: x.bytes,
+        requests: 1,
+        rid: resultId(message.Body),
+        part: lostPart,
+      }),
+      { won: true, repeat: false, created: false },
+    );
     // Its visibility timeout runs out (made immediate here): SQS redelivers with a receive count of 2.
     await aws.clients.sqs.send(
       new ChangeMessageVisibilityCommand({
@@ -199,10 +220,13 @@ describe('aggregate function on the emulators', () => {
 
     const lines = await readCrawlResults(blobs, crawlId);
     assert.deepEqual(lines.map((l) => l.url).sort(), [x.url, y.url]);
+    assert.equal(await blobs.exists(lostPart), false, "the crashed invocation's part was never written");
     const counters = await frontier.readCounters(crawlId);
     assert.equal(counters?.state, 'complete');
+    assert.equal(counters?.queued, 2);
     assert.equal(counters?.done, 2);
     assert.equal(counters?.bytes, 3);
+    assert.equal(counters?.requests, 2);
     const summary = JSON.parse(new TextDecoder().decode(await blobs.get(summaryKey(crawlId))));
     assert.equal(summary.done, 2);
   });
@@ -215,12 +239,21 @@ describe('aggregate function on the emulators', () => {
     ];
     const { crawlId, results } = await fetchedCrawl(pages, ['/out']);
     const bodies = results.map((r) => JSON.stringify(r));
-    // A duplicate result (the same record sent twice) and a malformed message in the same stream.
-    await send([...bodies, bodies[1]!, '{"not":"a result"}']);
+    // The same record sent twice, another result for /a (the URL fetched twice; same numbers, so
+    // whichever wins the counters are the same) and a malformed message, in the same stream.
+    const refetched = JSON.stringify({
+      ...results[1]!,
+      fetchedAt: new Date(Date.now() + 1000).toISOString(),
+    });
+    await send([...bodies, bodies[1]!, refetched, '{"not":"a result"}']);
     await runAggregate();
 
     const lines = await readCrawlResults(blobs, crawlId);
     assert.deepEqual(lines.map((l) => l.url).sort(), results.map((r) => r.url).sort());
+    // Every stored line of /a is of one result (the same record's repeat may be stored twice).
+    const storedA = (await storedLines(crawlId)).filter((line) => line.url === results[1]!.url);
+    assert.ok(storedA.length >= 1);
+    assert.equal(new Set(storedA.map((line) => line.fetchedAt)).size, 1, 'one result of /a, never both');
     let stored = 0;
     for await (const _ of blobs.list(`results/${crawlId}/`)) stored++;
     assert.ok(stored >= 1);

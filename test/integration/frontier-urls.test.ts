@@ -2,9 +2,15 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { type DynamoDBClient, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBClient,
+  QueryCommand,
+  ThrottlingException,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
-import type { FrontierUrl } from '../../lambdas/core/ports.ts';
+import type { Outcome } from '../../lambdas/core/outcome.ts';
+import type { FinalizeEntry, FrontierUrl } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;
@@ -20,6 +26,22 @@ const frontierUrl = (url: string, depth = 1): FrontierUrl => ({
   url,
   depth,
 });
+
+let resultSeq = 0;
+const PART = 'results/c/2024-05-01T12-00-00-000Z-inv.jsonl.gz';
+/** What the aggregate function finalizes for one result: a fresh result id unless `rid` is given. */
+const entry = (url: FrontierUrl, outcome: Outcome, more: Partial<FinalizeEntry> = {}): FinalizeEntry => ({
+  key: url.key,
+  url: url.url,
+  outcome,
+  bytes: 0,
+  requests: 0,
+  rid: `result-${++resultSeq}`,
+  part: PART,
+  ...more,
+});
+/** The index parts exist (the aggregate function's S3 listing, stood in for). */
+const partsWritten = async () => true;
 
 before(async () => {
   table = await startFrontierTable();
@@ -85,7 +107,7 @@ describe('admission', () => {
     );
 
     // Once a link is being fetched its own page cannot send it again either.
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), { status: 'claimed' });
+    assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), { status: 'claimed', attempts: 0 });
     assert.deepEqual(await store.admit(crawlId, 'page-1', [a, b]), [again(b)]);
   });
 
@@ -148,17 +170,17 @@ describe('claims', () => {
     const url = frontierUrl('https://example.com/crashed');
     await store.admit(crawlId, 'seed', [url]);
     const t0 = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0), { status: 'claimed' });
+    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0), { status: 'claimed', attempts: 0 });
     assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 999), {
       status: 'held',
       leaseUntil: t0 + 1_000,
     });
     assert.deepEqual(
       await store.claim(crawlId, url, 1_000, t0 + 1_001),
-      { status: 'claimed' },
+      { status: 'claimed', attempts: 0 },
       'stale lease',
     );
-    await store.finalize(crawlId, url.key, url.url, 'fetched');
+    await store.finalize(crawlId, entry(url, 'fetched'));
     assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 10_000), { status: 'done' });
   });
 
@@ -166,7 +188,7 @@ describe('claims', () => {
     const crawlId = newCrawl();
     const url = frontierUrl('https://example.com/bare', 0);
     const now = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 30_000, now), { status: 'claimed' });
+    assert.deepEqual(await store.claim(crawlId, url, 30_000, now), { status: 'claimed', attempts: 0 });
     assert.equal((await store.claim(crawlId, url, 30_000, now)).status, 'held');
     const counters = await store.readCounters(crawlId);
     assert.equal(counters?.queued, 1);
@@ -195,41 +217,113 @@ describe('claims', () => {
       leaseUntil: t0 + 62_000,
     });
     await store.release(crawlId, url.key);
-    await store.finalize(crawlId, url.key, url.url, 'failed');
+    await store.finalize(crawlId, entry(url, 'failed'));
     await store.release(crawlId, url.key); // nothing to give back once done
     assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 4_000), { status: 'done' });
   });
 });
 
 describe('finalize and counters', () => {
-  it('lets exactly one of 10 duplicate results win', async () => {
+  it('lets exactly one of 10 different results win', async () => {
     const crawlId = newCrawl();
     const url = frontierUrl('https://example.com/dup');
     await store.admit(crawlId, 'seed', [url]);
     await store.claim(crawlId, url, 30_000, Date.now());
-    const outcomes = await Promise.all(
-      Array.from({ length: 10 }, () => store.finalize(crawlId, url.key, url.url, 'fetched')),
-    );
+    const entries = Array.from({ length: 10 }, () => entry(url, 'fetched'));
+    const outcomes = await Promise.all(entries.map((e) => store.finalize(crawlId, e)));
     assert.equal(outcomes.filter((o) => o.won).length, 1);
     assert.deepEqual(
       outcomes.find((o) => o.won),
-      { won: true, created: false },
+      { won: true, repeat: false, created: false },
     );
+    for (const lost of outcomes.filter((o) => !o.won))
+      assert.deepEqual(lost, { won: false, repeat: false, created: false });
+    const winner = entries[outcomes.findIndex((o) => o.won)]!;
     const item = await rawItem(crawlId, `URL#${url.key}`);
     assert.equal(item?.st?.S, 'done');
     assert.equal(item?.outcome?.S, 'fetched');
+    assert.equal(item?.rid?.S, winner.rid, 'the winner is the result recorded');
     assert.equal(item?.lease, undefined);
+  });
+
+  it('records the winning result on the URL item: id, index part, bytes and requests', async () => {
+    const crawlId = newCrawl();
+    const url = frontierUrl('https://example.com/recorded');
+    await store.admit(crawlId, 'seed', [url]);
+    const won = entry(url, 'failed', { bytes: 1234, requests: 1, part: 'results/c/part-1.jsonl.gz' });
+    assert.deepEqual(await store.finalize(crawlId, won), { won: true, repeat: false, created: false });
+    const item = await rawItem(crawlId, `URL#${url.key}`);
+    assert.deepEqual(
+      {
+        st: item?.st?.S,
+        outcome: item?.outcome?.S,
+        rid: item?.rid?.S,
+        part: item?.part?.S,
+        bytes: item?.bytes?.N,
+        requests: item?.requests?.N,
+        url: item?.url?.S,
+        depth: item?.depth?.N,
+      },
+      {
+        st: 'done',
+        outcome: 'failed',
+        rid: won.rid,
+        part: 'results/c/part-1.jsonl.gz',
+        bytes: '1234',
+        requests: '1',
+        url: url.url,
+        depth: '1',
+      },
+    );
+  });
+
+  it('the same result again wins as a repeat and points the URL at its new part', async () => {
+    const crawlId = newCrawl();
+    const url = frontierUrl('https://example.com/again');
+    await store.admit(crawlId, 'seed', [url]);
+    const first = entry(url, 'fetched', { bytes: 10, requests: 1, part: 'results/c/crashed.jsonl.gz' });
+    assert.deepEqual(await store.finalize(crawlId, first), { won: true, repeat: false, created: false });
+    // A redelivery after a crash: same result (same id), written to this invocation's part.
+    const again = { ...first, part: 'results/c/redelivery.jsonl.gz' };
+    assert.deepEqual(await store.finalize(crawlId, again), { won: true, repeat: true, created: false });
+    assert.deepEqual(await store.finalize(crawlId, again), { won: true, repeat: true, created: false });
+    const item = await rawItem(crawlId, `URL#${url.key}`);
+    assert.equal(item?.part?.S, 'results/c/redelivery.jsonl.gz');
+    assert.equal(item?.rid?.S, first.rid);
+    assert.equal(item?.bytes?.N, '10');
+  });
+
+  it('a different result for a done URL loses and changes nothing on the item', async () => {
+    const crawlId = newCrawl();
+    const url = frontierUrl('https://example.com/taken');
+    await store.admit(crawlId, 'seed', [url]);
+    const first = entry(url, 'fetched', { bytes: 10, requests: 1, part: 'results/c/first.jsonl.gz' });
+    await store.finalize(crawlId, first);
+    const before = await rawItem(crawlId, `URL#${url.key}`);
+    // A second fetch of the URL (another result id), even with the same outcome and part.
+    const other = entry(url, 'failed', { bytes: 99, requests: 1, part: 'results/c/second.jsonl.gz' });
+    assert.deepEqual(await store.finalize(crawlId, other), { won: false, repeat: false, created: false });
+    assert.deepEqual(await store.finalize(crawlId, { ...other, outcome: 'fetched', part: first.part }), {
+      won: false,
+      repeat: false,
+      created: false,
+    });
+    assert.deepEqual(await rawItem(crawlId, `URL#${url.key}`), before);
   });
 
   it('reports a result for a URL with no item as created (never counted as queued)', async () => {
     const crawlId = newCrawl();
     const url = frontierUrl('not a url at all');
-    assert.deepEqual(await store.finalize(crawlId, url.key, url.url, 'invalid'), {
-      won: true,
-      created: true,
-    });
-    assert.deepEqual(await store.finalize(crawlId, url.key, url.url, 'invalid'), {
+    const result = entry(url, 'invalid');
+    assert.deepEqual(await store.finalize(crawlId, result), { won: true, repeat: false, created: true });
+    assert.deepEqual(
+      await store.finalize(crawlId, result),
+      { won: true, repeat: true, created: false },
+      'its repeat: the item exists now',
+    );
+    assert.deepEqual(await store.finalize(crawlId, entry(url, 'invalid')), {
       won: false,
+      repeat: false,
       created: false,
     });
     const item = await rawItem(crawlId, `URL#${url.key}`);
@@ -264,6 +358,50 @@ describe('finalize and counters', () => {
     const unchanged = await store.addCounters(crawlId, {});
     assert.deepEqual(unchanged, second);
   });
+  it('makes every counter ADD on the single-attempt client: a throttle is retried, nothing else is', async () => {
+    // An ADD repeated after its first attempt took effect counts twice (a queued counted twice keeps
+    // the crawl from completing); only a throttled ADD, which never took effect, may be repeated.
+    const single = table.newClient();
+    const calls: string[] = [];
+    const faults: Array<'throttle' | 'lose answer'> = [];
+    single.middlewareStack.add(
+      (next, context) => async (args) => {
+        calls.push(context.commandName ?? '?');
+        const fault = faults.shift();
+        if (fault === 'throttle') throw new ThrottlingException({ message: 'Rate exceeded', $metadata: {} });
+        const out = await next(args);
+        if (fault === 'lose answer')
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+        return out;
+      },
+      { step: 'build', name: 'injectFaults' },
+    );
+    const counted = createFrontierStore(dynamodb, TABLE, { singleAttemptClient: single });
+    const crawlId = newCrawl();
+    await counted.addQueued(crawlId, 2);
+    assert.equal(await counted.reservePages(crawlId, 3, 10), 3);
+    await counted.addCounters(crawlId, { done: 1, bytes: 5 });
+    assert.deepEqual(calls, ['UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
+
+    faults.push('throttle', 'throttle');
+    await counted.addQueued(crawlId, 1);
+    assert.equal(calls.length, 6, 'two throttled attempts, then the one that counts');
+    assert.equal((await counted.readCounters(crawlId))?.queued, 3, 'counted once');
+
+    faults.push('lose answer');
+    await assert.rejects(counted.addCounters(crawlId, { done: 1 }), /socket hang up/);
+    assert.equal(calls.length, 7, 'not repeated: the ADD may have taken effect');
+    const counters = await counted.readCounters(crawlId);
+    assert.deepEqual(
+      {
+        queued: counters?.queued,
+        done: counters?.done,
+        admitted: counters?.admitted,
+        bytes: counters?.bytes,
+      },
+      { queued: 3, done: 2, admitted: 3, bytes: 5 },
+    );
+  });
 });
 
 describe('completion', () => {
@@ -272,32 +410,47 @@ describe('completion', () => {
     const urls = Array.from({ length: 5 }, (_, i) => frontierUrl(`https://example.com/c/${i}`));
     await store.admit(crawlId, 'seed', urls);
     await store.addQueued(crawlId, urls.length);
-    const outcomes = ['fetched', 'fetched', 'skipped', 'failed'] as const;
-    for (const [i, outcome] of outcomes.entries()) {
-      await store.finalize(crawlId, urls[i]!.key, urls[i]!.url, outcome);
-    }
+    const results = [
+      entry(urls[0]!, 'fetched', { bytes: 100, requests: 1, part: 'results/c/p1.jsonl.gz' }),
+      entry(urls[1]!, 'fetched', { bytes: 250, requests: 1, part: 'results/c/p1.jsonl.gz' }),
+      entry(urls[2]!, 'skipped', { part: 'results/c/p2.jsonl.gz' }),
+      entry(urls[3]!, 'failed', { bytes: 7, requests: 1, part: 'results/c/p2.jsonl.gz' }),
+    ];
+    for (const result of results) await store.finalize(crawlId, result);
+    // The ADDs drift from the URL items: an SDK retry counted bytes and requests twice.
     await store.addCounters(crawlId, {
       done: 4,
-      bytes: 500,
-      requests: 4,
+      bytes: 714,
+      requests: 6,
       byOutcome: { fetched: 2, skipped: 1, failed: 1 },
     });
 
-    const pending = await store.confirmCompletion(crawlId, new Date());
+    const pending = await store.confirmCompletion(crawlId, new Date(), partsWritten);
     assert.equal(pending.completedNow, false);
     assert.equal(pending.counters.state, 'running');
     assert.equal(pending.counters.endedAt, undefined);
 
     // The last result is finalized, but its counters drift: the ADD for it was lost (crash) and an
     // earlier batch was counted twice.
-    await store.finalize(crawlId, urls[4]!.key, urls[4]!.url, 'disallowed');
-    await store.addCounters(crawlId, { queued: 2, done: 1, byOutcome: { fetched: 1 } });
+    await store.finalize(crawlId, entry(urls[4]!, 'disallowed', { part: 'results/c/p3.jsonl.gz' }));
+    await store.addCounters(crawlId, { queued: 2, done: 1, bytes: 3, byOutcome: { fetched: 1 } });
 
     const endedAt = new Date('2030-01-02T03:04:05.000Z');
+    const asked: string[][] = [];
     const confirmations = await Promise.all(
-      Array.from({ length: 10 }, () => store.confirmCompletion(crawlId, endedAt)),
+      Array.from({ length: 10 }, () =>
+        store.confirmCompletion(crawlId, endedAt, async (parts) => {
+          asked.push([...parts].sort());
+          return true;
+        }),
+      ),
     );
     assert.equal(confirmations.filter((c) => c.completedNow).length, 1);
+    assert.deepEqual(
+      asked[0],
+      ['results/c/p1.jsonl.gz', 'results/c/p2.jsonl.gz', 'results/c/p3.jsonl.gz'],
+      'the parts every done URL points at',
+    );
     const counters = await store.readCounters(crawlId);
     assert.deepEqual(
       { ...counters, startedAt: undefined },
@@ -305,20 +458,75 @@ describe('completion', () => {
         queued: 5,
         done: 5,
         admitted: 0,
-        bytes: 500,
-        requests: 4,
+        bytes: 357,
+        requests: 3,
         byOutcome: { fetched: 2, skipped: 1, failed: 1, disallowed: 1 },
         state: 'complete',
         startedAt: undefined,
         endedAt: endedAt.toISOString(),
       },
+      "every number is the URL items' tally, whatever the ADDs said",
     );
     assert.deepEqual(confirmations.find((c) => c.completedNow)?.counters, counters);
     assert.equal(
-      (await store.confirmCompletion(crawlId, new Date())).completedNow,
+      (await store.confirmCompletion(crawlId, new Date(), partsWritten)).completedNow,
       false,
       'already complete',
     );
+    assert.deepEqual(await store.readCounters(crawlId), counters, 'a complete crawl is not touched again');
+  });
+
+  it('is not confirmed while an index part a done URL points at is missing', async () => {
+    const crawlId = newCrawl();
+    const urls = Array.from({ length: 2 }, (_, i) => frontierUrl(`https://example.com/m/${i}`));
+    await store.admit(crawlId, 'seed', urls);
+    await store.addQueued(crawlId, urls.length);
+    const a = entry(urls[0]!, 'fetched', { bytes: 5, requests: 1, part: 'results/c/written.jsonl.gz' });
+    // The invocation that finalized b crashed before writing its part.
+    const b = entry(urls[1]!, 'fetched', { bytes: 6, requests: 1, part: 'results/c/lost.jsonl.gz' });
+    await store.finalize(crawlId, a);
+    await store.finalize(crawlId, b);
+    await store.addCounters(crawlId, { done: 1, bytes: 5, requests: 1, byOutcome: { fetched: 1 } });
+    const written = new Set(['results/c/written.jsonl.gz']);
+    const onlyWritten = async (parts: ReadonlySet<string>) => [...parts].every((part) => written.has(part));
+
+    const missing = await store.confirmCompletion(crawlId, new Date(), onlyWritten);
+    assert.equal(missing.completedNow, false);
+    assert.equal(missing.counters.state, 'running');
+    assert.equal(missing.counters.endedAt, undefined);
+    assert.equal((await store.readCounters(crawlId))?.state, 'running');
+
+    // b's redelivery wins as a repeat, points the URL at its own part and writes it.
+    const again = await store.finalize(crawlId, { ...b, part: 'results/c/redelivered.jsonl.gz' });
+    assert.deepEqual(again, { won: true, repeat: true, created: false });
+    written.add('results/c/redelivered.jsonl.gz');
+    const done = await store.confirmCompletion(crawlId, new Date(), onlyWritten);
+    assert.equal(done.completedNow, true);
+    assert.deepEqual(
+      {
+        state: done.counters.state,
+        queued: done.counters.queued,
+        done: done.counters.done,
+        bytes: done.counters.bytes,
+        requests: done.counters.requests,
+      },
+      { state: 'complete', queued: 2, done: 2, bytes: 11, requests: 2 },
+    );
+  });
+
+  it('does not ask for the parts while a URL is pending', async () => {
+    const crawlId = newCrawl();
+    const urls = Array.from({ length: 2 }, (_, i) => frontierUrl(`https://example.com/p/${i}`));
+    await store.admit(crawlId, 'seed', urls);
+    await store.addQueued(crawlId, urls.length);
+    await store.finalize(crawlId, entry(urls[0]!, 'fetched'));
+    let asked = 0;
+    const result = await store.confirmCompletion(crawlId, new Date(), async () => {
+      asked++;
+      return true;
+    });
+    assert.equal(result.completedNow, false);
+    assert.equal(asked, 0, 'listing the parts is wasted while something is pending');
   });
 
   it('while URLs are pending, corrects only drift the Query proves (queued too high, done too low)', async () => {
@@ -327,11 +535,11 @@ describe('completion', () => {
     await store.admit(crawlId, 'seed', urls);
     await store.addQueued(crawlId, 3);
     await store.addQueued(crawlId, 2); // a retried batch re-admitted its own links and counted them again
-    await store.finalize(crawlId, urls[0]!.key, urls[0]!.url, 'fetched');
-    await store.finalize(crawlId, urls[1]!.key, urls[1]!.url, 'redirected');
+    await store.finalize(crawlId, entry(urls[0]!, 'fetched'));
+    await store.finalize(crawlId, entry(urls[1]!, 'redirected'));
     await store.addCounters(crawlId, { done: 1, bytes: 10, byOutcome: { fetched: 1 } }); // one ADD lost
 
-    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date());
+    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date(), partsWritten);
     assert.equal(completedNow, false);
     assert.deepEqual(
       { queued: counters.queued, done: counters.done, byOutcome: counters.byOutcome, bytes: counters.bytes },
@@ -344,12 +552,12 @@ describe('completion', () => {
     const low = newCrawl();
     await store.admit(low, 'seed', urls);
     await store.addQueued(low, 1);
-    assert.equal((await store.confirmCompletion(low, new Date())).counters.queued, 1);
+    assert.equal((await store.confirmCompletion(low, new Date(), partsWritten)).counters.queued, 1);
   });
 
   it('does not complete a crawl with no URL items, or a cancelled one', async () => {
     const empty = newCrawl();
-    const nothing = await store.confirmCompletion(empty, new Date());
+    const nothing = await store.confirmCompletion(empty, new Date(), partsWritten);
     assert.equal(nothing.completedNow, false);
     assert.equal(await store.readCounters(empty), undefined, 'nothing written');
 
@@ -366,8 +574,8 @@ describe('completion', () => {
         ExpressionAttributeValues: { ':cancelled': { S: 'cancelled' } },
       }),
     );
-    await store.finalize(cancelled, url.key, url.url, 'skipped');
-    const result = await store.confirmCompletion(cancelled, new Date());
+    await store.finalize(cancelled, entry(url, 'skipped'));
+    const result = await store.confirmCompletion(cancelled, new Date(), partsWritten);
     assert.equal(result.completedNow, false);
     assert.equal(result.counters.state, 'cancelled');
   });
@@ -379,7 +587,7 @@ describe('completion', () => {
       frontierUrl(`https://example.com/${'x'.repeat(2000)}/${i}`),
     );
     await store.admit(crawlId, 'seed', urls);
-    await Promise.all(urls.map((url) => store.finalize(crawlId, url.key, url.url, 'fetched')));
+    await Promise.all(urls.map((url) => store.finalize(crawlId, entry(url, 'fetched'))));
     const firstPage = await dynamodb.send(
       new QueryCommand({
         TableName: TABLE,
@@ -388,7 +596,7 @@ describe('completion', () => {
       }),
     );
     assert.ok(firstPage.LastEvaluatedKey, 'the items do not fit one Query page');
-    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date());
+    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date(), partsWritten);
     assert.equal(completedNow, true);
     assert.equal(counters.queued, 700);
     assert.equal(counters.done, 700);

@@ -69,8 +69,9 @@ async function decide(
   const frontier: FrontierWriter = {
     admit: async () => [],
     reservePages: async (_crawlId, wanted) => wanted,
-    claim: async () => ({ status: 'claimed' }),
+    claim: async () => ({ status: 'claimed', attempts: 0 }),
     release: async () => {},
+    postpone: async () => {},
     addQueued: async () => {},
   };
   const slots: HostSlots = {

@@ -1,6 +1,8 @@
-// processResultBatch over in-memory ports: winners only become lines and counts, duplicates never do,
-// completion fires once, and every crash window ends with each URL's line present (duplicated at
-// worst) and exact counters. The DynamoDB finalizer itself is covered by the integration tests.
+// processResultBatch over in-memory ports: winners only become lines and counts, another result for
+// a done URL never does, completion fires once (and never while a done URL's index part is
+// missing), and every crash window ends with each URL's line present (duplicated at worst), exact
+// counters and the summary written once. The DynamoDB and S3 adapters are covered by the
+// integration tests (frontier-urls, s3-blobs).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
@@ -9,30 +11,93 @@ import {
   mapLimit,
   processResultBatch,
   type ResultMessage,
+  resultId,
   resultPartKey,
   summaryFromCounters,
   summaryKey,
 } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
-import type { Outcome } from '../../lambdas/core/outcome.ts';
+import { OUTCOMES, type Outcome } from '../../lambdas/core/outcome.ts';
 import type {
-  BlobWriter,
   CounterDeltas,
   CrawlCounters,
+  FinalizeEntry,
+  FinalizeOutcome,
   FrontierFinalizer,
+  ResultStore,
 } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 
-/** The semantics of docs/frontier.md, in memory; `failNext` makes the next call of a method throw. */
-class MemoryFrontier implements FrontierFinalizer {
-  urls = new Map<string, { st: 'new' | 'fetching' | 'done'; outcome?: Outcome }>();
-  counters = new Map<string, CrawlCounters>();
-  failNext = new Set<'finalize' | 'addCounters' | 'confirmCompletion' | 'readCounters'>();
-  calls = { finalize: 0, addCounters: 0, confirmCompletion: 0, readCounters: 0 };
+/**
+ * Where a fake can make the invocation die: the call never settles (like a Lambda that timed out or
+ * crashed), so nothing after it runs and its messages come back with a higher receive count.
+ * `<step>` dies before the step takes effect, `<step> done` after it took effect.
+ */
+type CrashPoint =
+  | 'part put'
+  | 'part put done'
+  | 'addCounters done'
+  | 'confirmCompletion done'
+  | 'summary put'
+  | 'summary put done';
 
-  private fail(method: 'finalize' | 'addCounters' | 'confirmCompletion' | 'readCounters') {
+class Crash {
+  private armed: CrashPoint | undefined;
+  private reached: (() => void) | undefined;
+
+  /** Arms a crash at `point`; resolves once an invocation reached it (and hangs there for good). */
+  at(point: CrashPoint): Promise<void> {
+    this.armed = point;
+    return new Promise((resolve) => {
+      this.reached = resolve;
+    });
+  }
+
+  async check(point: CrashPoint): Promise<void> {
+    if (this.armed !== point) return;
+    this.armed = undefined;
+    this.reached?.();
+    await new Promise<never>(() => {});
+  }
+}
+
+type Method = 'finalize' | 'addCounters' | 'confirmCompletion' | 'readCounters';
+
+interface UrlItem {
+  st: 'new' | 'fetching' | 'done';
+  outcome?: Outcome;
+  rid?: string;
+  part?: string;
+  bytes?: number;
+  requests?: number;
+}
+
+/** The semantics of docs/frontier.md and the DynamoDB adapters (frontier-urls, frontier-counters), in memory. */
+class MemoryFrontier implements FrontierFinalizer {
+  urls = new Map<string, UrlItem>();
+  counters = new Map<string, CrawlCounters>();
+  calls = { finalize: 0, addCounters: 0, confirmCompletion: 0, readCounters: 0 };
+  /** The next n calls of a method throw before doing anything. */
+  private failures = new Map<Method, number>();
+  /** Per URL key, the next finalize calls' faults: 'fail' throws before, 'lose answer' after taking effect. */
+  finalizeFaults = new Map<string, Array<'fail' | 'lose answer'>>();
+  private readonly crash: Crash;
+
+  constructor(crash: Crash) {
+    this.crash = crash;
+  }
+
+  failNext(method: Method, times = 1): void {
+    this.failures.set(method, times);
+  }
+
+  private enter(method: Method): void {
     this.calls[method]++;
-    if (this.failNext.delete(method)) throw new Error(`${method} failed (injected)`);
+    const left = this.failures.get(method) ?? 0;
+    if (left > 0) {
+      this.failures.set(method, left - 1);
+      throw new Error(`${method} failed (injected)`);
+    }
   }
 
   /** A URL admitted and counted as queued by the fetch side. */
@@ -41,6 +106,10 @@ class MemoryFrontier implements FrontierFinalizer {
     const c = this.counter(crawlId);
     c.queued++;
     c.admitted++;
+  }
+
+  item(crawlId: string, key: string): UrlItem | undefined {
+    return this.urls.get(`${crawlId}/${key}`);
   }
 
   private counter(crawlId: string): CrawlCounters {
@@ -61,17 +130,23 @@ class MemoryFrontier implements FrontierFinalizer {
     return c;
   }
 
-  async finalize(crawlId: string, key: string, _url: string, outcome: Outcome) {
-    this.fail('finalize');
-    const id = `${crawlId}/${key}`;
-    const item = this.urls.get(id);
-    if (item?.st === 'done') return { won: false, created: false };
-    this.urls.set(id, { st: 'done', outcome });
-    return { won: true, created: item === undefined };
+  /** Condition `not exists OR st <> done OR rid = :rid`; ALL_OLD tells `created` and `repeat`. */
+  async finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
+    this.enter('finalize');
+    const fault = this.finalizeFaults.get(entry.key)?.shift();
+    if (fault === 'fail') throw new Error(`finalize ${entry.key} failed (injected)`);
+    const id = `${crawlId}/${entry.key}`;
+    const before = this.urls.get(id);
+    if (before?.st === 'done' && before.rid !== entry.rid)
+      return { won: false, repeat: false, created: false };
+    const { outcome, rid, part, bytes, requests } = entry;
+    this.urls.set(id, { st: 'done', outcome, rid, part, bytes, requests });
+    if (fault === 'lose answer') throw new Error(`finalize ${entry.key}: answer lost (injected)`);
+    return { won: true, repeat: before?.st === 'done', created: before === undefined };
   }
 
   async addCounters(crawlId: string, d: CounterDeltas): Promise<CrawlCounters> {
-    this.fail('addCounters');
+    this.enter('addCounters');
     const c = this.counter(crawlId);
     c.queued += d.queued ?? 0;
     c.done += d.done ?? 0;
@@ -79,61 +154,141 @@ class MemoryFrontier implements FrontierFinalizer {
     c.requests += d.requests ?? 0;
     for (const [o, n] of Object.entries(d.byOutcome ?? {}))
       c.byOutcome[o as Outcome] = (c.byOutcome[o as Outcome] ?? 0) + (n ?? 0);
+    await this.crash.check('addCounters done');
     return structuredClone(c);
   }
 
   async readCounters(crawlId: string): Promise<CrawlCounters | undefined> {
-    this.fail('readCounters');
+    this.enter('readCounters');
     const c = this.counters.get(crawlId);
     return c && structuredClone(c);
   }
 
-  async confirmCompletion(crawlId: string, now: Date) {
-    this.fail('confirmCompletion');
-    const c = this.counter(crawlId);
+  async confirmCompletion(
+    crawlId: string,
+    now: Date,
+    partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
+  ): Promise<{ completedNow: boolean; counters: CrawlCounters }> {
+    this.enter('confirmCompletion');
+    const queuedBefore = this.counters.get(crawlId)?.queued ?? 0;
     const items = [...this.urls].filter(([id]) => id.startsWith(`${crawlId}/`)).map(([, v]) => v);
-    c.queued = items.length;
-    c.done = items.filter((i) => i.st === 'done').length;
-    c.byOutcome = {};
-    for (const i of items) if (i.outcome) c.byOutcome[i.outcome] = (c.byOutcome[i.outcome] ?? 0) + 1;
-    if (c.done < c.queued || c.state !== 'running')
-      return { completedNow: false, counters: structuredClone(c) };
-    c.state = 'complete';
-    c.endedAt = now.toISOString();
-    return { completedNow: true, counters: structuredClone(c) };
+    const done = items.filter((i) => i.st === 'done');
+    const byOutcome = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+    for (const i of done) if (i.outcome) byOutcome[i.outcome]++;
+    const parts = new Set(done.flatMap((i) => (i.part ? [i.part] : [])));
+    const existing = this.counters.get(crawlId);
+    if (items.length > 0 && done.length === items.length && (await partsWritten(parts))) {
+      // The conditional flip running → complete, with every counter rewritten from the items.
+      if (existing && existing.state !== 'running')
+        return { completedNow: false, counters: structuredClone(existing) };
+      const c = this.counter(crawlId);
+      c.queued = items.length;
+      c.done = items.length;
+      c.byOutcome = Object.fromEntries(
+        OUTCOMES.filter((o) => byOutcome[o] > 0).map((o) => [o, byOutcome[o]]),
+      );
+      c.bytes = done.reduce((sum, i) => sum + (i.bytes ?? 0), 0);
+      c.requests = done.reduce((sum, i) => sum + (i.requests ?? 0), 0);
+      c.state = 'complete';
+      c.endedAt = now.toISOString();
+      await this.crash.check('confirmCompletion done');
+      return { completedNow: true, counters: structuredClone(c) };
+    }
+    if (!existing) return { completedNow: false, counters: emptyCounters() };
+    if (existing.state !== 'running') return { completedNow: false, counters: structuredClone(existing) };
+    // Only what the query proves: queued lowered to the items, each o_* (and done) raised to its count.
+    if (queuedBefore > items.length) existing.queued += items.length - queuedBefore;
+    for (const o of OUTCOMES) {
+      const raise = byOutcome[o] - (existing.byOutcome[o] ?? 0);
+      if (raise > 0) {
+        existing.byOutcome[o] = byOutcome[o];
+        existing.done += raise;
+      }
+    }
+    return { completedNow: false, counters: structuredClone(existing) };
   }
 }
 
-class MemoryBlobs implements BlobWriter {
-  objects = new Map<string, Uint8Array>();
-  puts: string[] = [];
-  failNextPut: RegExp | undefined;
+function emptyCounters(): CrawlCounters {
+  return { queued: 0, done: 0, admitted: 0, bytes: 0, requests: 0, byOutcome: {}, state: 'running' };
+}
 
-  async put(key: string, body: Uint8Array): Promise<void> {
-    if (this.failNextPut?.test(key)) {
-      this.failNextPut = undefined;
+const kindOf = (key: string): 'part' | 'summary' | 'other' =>
+  key.startsWith('results/') ? 'part' : key.endsWith('/summary.json') ? 'summary' : 'other';
+
+class MemoryBlobs implements ResultStore {
+  objects = new Map<string, Uint8Array>();
+  /** Every write that took effect, in order. */
+  puts: string[] = [];
+  lists = 0;
+  private failures: Array<{ pattern: RegExp; times: number }> = [];
+  private readonly crash: Crash;
+
+  constructor(crash: Crash) {
+    this.crash = crash;
+  }
+
+  /** The next `times` writes of a key matching `pattern` throw before writing. */
+  failPuts(pattern: RegExp, times: number): void {
+    this.failures.push({ pattern, times });
+  }
+
+  private async write(key: string, body: Uint8Array, ifAbsent: boolean): Promise<boolean> {
+    const failure = this.failures.find((f) => f.times > 0 && f.pattern.test(key));
+    if (failure) {
+      failure.times--;
       throw new Error(`PUT ${key} failed (injected)`);
     }
-    this.puts.push(key);
+    const kind = kindOf(key);
+    if (kind !== 'other') await this.crash.check(`${kind} put`);
+    if (ifAbsent && this.objects.has(key)) return false;
     this.objects.set(key, body);
+    this.puts.push(key);
+    if (kind !== 'other') await this.crash.check(`${kind} put done`);
+    return true;
+  }
+
+  async put(key: string, body: Uint8Array): Promise<void> {
+    await this.write(key, body, false);
+  }
+
+  putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
+    return this.write(key, body, true);
+  }
+
+  async *list(prefix: string): AsyncGenerator<string> {
+    this.lists++;
+    for (const key of [...this.objects.keys()].sort()) if (key.startsWith(prefix)) yield key;
+  }
+
+  parts(crawlId: string): string[] {
+    return [...this.objects.keys()].filter((key) => key.startsWith(`results/${crawlId}/`)).sort();
   }
 
   lines(crawlId: string): Array<Record<string, unknown>> {
-    return [...this.objects]
-      .filter(([key]) => key.startsWith(`results/${crawlId}/`))
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .flatMap(([, body]) =>
-        gunzipSync(body)
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== '')
-          .map((line) => JSON.parse(line) as Record<string, unknown>),
-      );
+    return this.parts(crawlId).flatMap((key) =>
+      gunzipSync(this.objects.get(key) ?? new Uint8Array())
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    );
+  }
+
+  /** The URLs as readers see them: the first line per key (cli/results-reader.ts). */
+  urls(crawlId: string): string[] {
+    const seen = new Map<unknown, unknown>();
+    for (const line of this.lines(crawlId)) if (!seen.has(line.key)) seen.set(line.key, line.url);
+    return [...seen.values()].map(String).sort();
   }
 
   summary(crawlId: string): Record<string, unknown> | undefined {
     const body = this.objects.get(summaryKey(crawlId));
     return body && JSON.parse(new TextDecoder().decode(body));
+  }
+
+  summaryWrites(crawlId: string): number {
+    return this.puts.filter((key) => key === summaryKey(crawlId)).length;
   }
 }
 
@@ -165,9 +320,15 @@ function message(body: CrawlResult | string, receiveCount = 1): ResultMessage {
   return { id: `m${nextId++}`, body: typeof body === 'string' ? body : JSON.stringify(body), receiveCount };
 }
 
+/** The same SQS message delivered again (a crash, a timeout or a batch item failure). */
+const redelivered = (m: ResultMessage): ResultMessage => ({ ...m, receiveCount: (m.receiveCount ?? 1) + 1 });
+
+const ids = (entries: ReadonlyArray<{ id: string }>) => entries.map((e) => e.id).sort();
+
 function setup() {
-  const frontier = new MemoryFrontier();
-  const blobs = new MemoryBlobs();
+  const crash = new Crash();
+  const frontier = new MemoryFrontier(crash);
+  const blobs = new MemoryBlobs(crash);
   let clock = Date.parse('2024-05-01T12:00:10.000Z');
   let invocation = 0;
   const run = (messages: ResultMessage[]) =>
@@ -180,8 +341,30 @@ function setup() {
         return new Date(clock);
       },
     });
-  return { frontier, blobs, run };
+  /** Runs an invocation that dies at `point`; resolves when it has (it never returns). */
+  const crashingRun = async (point: CrashPoint, messages: ResultMessage[]) => {
+    const reached = crash.at(point);
+    void run(messages);
+    await reached;
+  };
+  return { frontier, blobs, run, crashingRun };
 }
+
+/** The exact numbers of a crawl from its URLs' winning results. */
+function exact(results: readonly CrawlResult[]) {
+  const byOutcome: Partial<Record<Outcome, number>> = {};
+  for (const r of results) byOutcome[r.outcome] = (byOutcome[r.outcome] ?? 0) + 1;
+  return {
+    queued: results.length,
+    done: results.length,
+    bytes: results.reduce((sum, r) => sum + r.bytes, 0),
+    requests: results.filter((r) => r.status !== undefined).length,
+    byOutcome,
+  };
+}
+
+const numbers = (c: CrawlCounters | undefined) =>
+  c && { queued: c.queued, done: c.done, bytes: c.bytes, requests: c.requests, byOutcome: c.byOutcome };
 
 describe('processResultBatch', () => {
   it('writes the winners as one sorted index part per crawl and counts them once', async () => {
@@ -194,9 +377,12 @@ describe('processResultBatch', () => {
       result('c1', '/a', { outcome: 'failed', status: 500, code: 'http-500', bytes: 7 }),
       result('c2', '/x', { outcome: 'skipped', code: 'out-of-scope', status: undefined, bytes: 0 }),
     ];
-    const report = await run(results.map((r) => message(r)));
+    const messages = results.map((r) => message(r));
+    const report = await run(messages);
     assert.deepEqual(report.rejected, []);
     assert.deepEqual(report.retry, []);
+    assert.deepEqual(report.duplicates, []);
+    assert.deepEqual(report.rewritten, []);
     assert.equal(report.written.length, 2);
     assert.deepEqual(
       report.written.map((w) => [w.crawlId, w.lines]),
@@ -208,6 +394,16 @@ describe('processResultBatch', () => {
     assert.match(report.written[0]!.key, /^results\/c1\/2024-05-01T12-00-11-000Z-inv0\.jsonl\.gz$/);
     // Lines are the index lines, sorted by urlkey.
     assert.deepEqual(blobs.lines('c1'), [indexLine(results[1]!), indexLine(results[0]!)]);
+    // Each URL item records the result that counts and the part its line is in.
+    assert.deepEqual(frontier.item('c1', results[1]!.key), {
+      st: 'done',
+      outcome: 'failed',
+      rid: resultId(messages[1]!.body),
+      part: report.written[0]!.key,
+      bytes: 7,
+      requests: 1,
+    });
+    assert.equal(frontier.item('c2', results[2]!.key)?.requests, 0, 'no HTTP status: no request');
     const c1 = frontier.counters.get('c1')!;
     assert.equal(c1.done, 2);
     assert.equal(c1.queued, 3);
@@ -236,19 +432,51 @@ describe('processResultBatch', () => {
     assert.equal(blobs.lines('c1').length, 1);
   });
 
-  it('drops a duplicate result: no second line, counters unchanged', async () => {
+  it('drops another result for a done URL: no second line, counters unchanged, even when redelivered', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     frontier.admit('c1', keyOf('http://site.test/b'));
     const a = result('c1', '/a');
-    await run([message(a), message(a)]); // twice in one batch
+    await run([message(a)]);
     const before = structuredClone(frontier.counters.get('c1'));
-    const report = await run([message(a), message({ ...a, fetchedAt: '2024-05-01T12:00:05.000Z' })]);
-    assert.equal(report.duplicates.length, 2);
+    // The URL fetched twice (a duplicate task): another result, however often SQS delivers it.
+    const second = message({ ...a, fetchedAt: '2024-05-01T12:00:05.000Z', bytes: 55 }, 3);
+    const third = message({ ...a, outcome: 'failed', status: 503, code: 'http-503' });
+    const report = await run([second, third]);
+    assert.deepEqual(ids(report.duplicates), ids([second, third]));
+    assert.deepEqual(report.rewritten, []);
+    assert.deepEqual(report.retry, []);
     assert.deepEqual(report.written, []);
     assert.deepEqual(frontier.counters.get('c1'), before);
-    assert.equal(blobs.lines('c1').length, 1);
+    assert.deepEqual(blobs.lines('c1'), [indexLine(a)]);
     assert.equal(before?.done, 1);
+    assert.equal(frontier.item('c1', a.key)?.outcome, 'fetched', 'the first result still counts');
+  });
+
+  it('writes and counts one line for the same message delivered twice in one batch', async () => {
+    const { frontier, blobs, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    frontier.admit('c1', keyOf('http://site.test/b'));
+    const a = result('c1', '/a');
+    await run([message(a), message(a)]); // sent twice (an SQS send retried after a lost answer)
+    assert.equal(blobs.lines('c1').length, 1);
+    assert.equal(frontier.counters.get('c1')?.done, 1);
+  });
+
+  it('the same message twice in one batch: readers see it once, and the crawl completes exactly', async () => {
+    const { frontier, blobs, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    frontier.admit('c1', keyOf('http://site.test/b'));
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    const copy = message(a);
+    const report = await run([message(a), copy]);
+    assert.deepEqual(ids(report.duplicates), ids([copy]), 'the copy is dropped before finalize');
+    assert.deepEqual(blobs.urls('c1'), [a.url]);
+    await run([message(b)]);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact([a, b]));
+    assert.equal(blobs.summary('c1')?.done, 2);
   });
 
   it('counts a result for a URL that was never queued as queued too', async () => {
@@ -259,16 +487,17 @@ describe('processResultBatch', () => {
     assert.equal(c.done, 1);
   });
 
-  it('completes the crawl once and writes its summary with one PUT', async () => {
+  it('completes the crawl once and writes its summary once', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     frontier.admit('c1', keyOf('http://site.test/b'));
     const first = await run([message(result('c1', '/a'))]);
     assert.deepEqual(first.summaries, []);
     assert.equal(frontier.calls.confirmCompletion, 0, 'done < queued: no completion query');
+    assert.equal(blobs.lists, 0, 'no listing either');
     const last = await run([message(result('c1', '/b', { outcome: 'redirected', status: 301 }))]);
     assert.deepEqual(last.summaries, [{ crawlId: 'c1', key: 'crawls/c1/summary.json', completedNow: true }]);
-    assert.equal(blobs.puts.filter((k) => k === summaryKey('c1')).length, 1);
+    assert.equal(blobs.summaryWrites('c1'), 1);
     const summary = blobs.summary('c1')!;
     assert.equal(summary.state, 'complete');
     assert.equal(summary.done, 2);
@@ -289,10 +518,12 @@ describe('processResultBatch', () => {
     assert.equal(summary.endedAt, '2024-05-01T12:00:13.000Z');
     assert.equal(summary.seconds, 13);
     assert.equal(summary.pagesPerSecond, Number((1 / 13).toFixed(2)));
-    // A late duplicate changes nothing and does not complete again.
+    // A late different result changes nothing and does not complete again.
     const late = await run([message(result('c1', '/b'))]);
+    assert.equal(late.duplicates.length, 1);
     assert.deepEqual(late.summaries, []);
     assert.equal(frontier.calls.confirmCompletion, 1);
+    assert.equal(blobs.summaryWrites('c1'), 1);
   });
 
   it('does not complete while the completion query finds pending URLs', async () => {
@@ -304,44 +535,74 @@ describe('processResultBatch', () => {
     assert.equal(frontier.calls.confirmCompletion, 1);
     assert.deepEqual(report.summaries, []);
     assert.equal(blobs.summary('c1'), undefined);
-    assert.equal(frontier.counters.get('c1')!.queued, 2, 'reconciled by the query');
+    assert.equal(frontier.counters.get('c1')!.state, 'running');
+    // Raising queued while URLs are pending could count an ADD still in flight twice: left low.
+    assert.equal(frontier.counters.get('c1')!.queued, 1);
     await run([message(result('c1', '/b'))]);
     assert.equal(blobs.summary('c1')?.done, 2);
+    assert.equal(blobs.summary('c1')?.queued, 2, 'exact once complete');
   });
 
-  it('crash between finalize and the part PUT: the redelivery writes the line and counts it', async () => {
+  it('crash between finalize and the part: the redelivery writes the line as a repeat and counts it', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    frontier.admit('c1', keyOf('http://site.test/b'));
+    const a = result('c1', '/a');
+    const ma = message(a);
+    await crashingRun('part put', [ma]);
+    assert.equal(frontier.item('c1', a.key)?.st, 'done', 'finalized');
+    assert.equal(blobs.lines('c1').length, 0, 'the part was never written');
+    assert.equal(frontier.counters.get('c1')!.done, 0);
+
+    // SQS redelivers the same message: it wins again as a repeat, is written and counted.
+    const again = await run([redelivered(ma)]);
+    assert.deepEqual(again.rewritten, [{ id: ma.id, crawlId: 'c1', key: a.key }]);
+    assert.deepEqual(again.duplicates, []);
+    assert.deepEqual(again.retry, []);
+    assert.deepEqual(blobs.lines('c1'), [indexLine(a)]);
+    assert.equal(frontier.item('c1', a.key)?.part, again.written[0]?.key, 'the URL points at the new part');
+    assert.equal(frontier.counters.get('c1')!.done, 1);
+    assert.equal(frontier.calls.readCounters, 1, 'a repeat reads the counters first');
+
+    const b = result('c1', '/b');
+    await run([message(b)]);
+    assert.equal(blobs.summary('c1')?.done, 2, 'the crawl completes: nothing was lost');
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact([a, b]));
+  });
+
+  it('a part PUT is retried in the function; if it keeps failing the winners come back as repeats', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     frontier.admit('c1', keyOf('http://site.test/b'));
+    frontier.admit('c1', keyOf('http://site.test/c'));
+    blobs.failPuts(/^results\//, 2);
     const a = message(result('c1', '/a'));
-    blobs.failNextPut = /^results\//;
-    const failed = await run([a]);
-    assert.deepEqual(
-      failed.retry.map((r) => r.id),
-      [a.id],
-    );
-    assert.match(failed.retry[0]!.reason, /^write index part/);
-    assert.equal(blobs.lines('c1').length, 0);
-    assert.equal(frontier.counters.get('c1')!.done, 0);
-    // SQS redelivers it: it loses finalize (the URL is done) but is written and counted.
-    const again = await run([{ ...a, receiveCount: 2 }]);
-    assert.equal(again.rewritten.length, 1);
+    const first = await run([a]);
+    assert.deepEqual(first.retry, [], 'two failures are absorbed');
     assert.equal(blobs.lines('c1').length, 1);
-    assert.equal(frontier.counters.get('c1')!.done, 1);
-    await run([message(result('c1', '/b'))]);
-    assert.equal(blobs.summary('c1')?.done, 2, 'the crawl completes: nothing was lost');
+
+    blobs.failPuts(/^results\//, 3);
+    const b = message(result('c1', '/b'));
+    const failed = await run([b]);
+    assert.deepEqual(ids(failed.retry), [b.id]);
+    assert.match(failed.retry[0]!.reason, /^write index part/);
+    assert.equal(blobs.lines('c1').length, 1);
+    assert.equal(frontier.counters.get('c1')!.done, 1, 'nothing counted for b');
+    const again = await run([redelivered(b)]);
+    assert.equal(again.rewritten.length, 1);
+    assert.equal(blobs.lines('c1').length, 2);
+    assert.equal(frontier.counters.get('c1')!.done, 2);
   });
 
   it('crash after the PUT, before the counters: the line is duplicated at worst, never lost', async () => {
-    const { frontier, blobs, run } = setup();
+    const { frontier, blobs, run, crashingRun } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     const a = message(result('c1', '/a'));
-    frontier.failNext.add('addCounters');
-    const failed = await run([a]);
-    assert.equal(failed.retry.length, 1);
+    await crashingRun('part put done', [a]);
     assert.equal(blobs.lines('c1').length, 1);
-    const again = await run([{ ...a, receiveCount: 2 }]);
+    const again = await run([redelivered(a)]);
     assert.deepEqual(again.retry, []);
+    assert.equal(again.rewritten.length, 1);
     const lines = blobs.lines('c1');
     assert.equal(lines.length, 2, 'written again');
     assert.equal(new Set(lines.map((l) => l.key)).size, 1, 'same key: readers keep one');
@@ -349,55 +610,215 @@ describe('processResultBatch', () => {
     assert.equal(blobs.summary('c1')?.state, 'complete', 'completion fired on the redelivery');
   });
 
-  it('a failed finalize is retried; the retry wins normally', async () => {
+  it('a failed finalize is repeated in the function; the batch goes through', async () => {
     const { frontier, blobs, run } = setup();
-    frontier.admit('c1', keyOf('http://site.test/a'));
-    frontier.admit('c1', keyOf('http://site.test/b'));
-    frontier.failNext.add('finalize');
-    const msgs = [message(result('c1', '/a')), message(result('c1', '/b'))];
-    const report = await run(msgs);
-    assert.equal(report.retry.length, 1);
-    assert.match(report.retry[0]!.reason, /^finalize/);
-    assert.equal(blobs.lines('c1').length, 1);
-    const retried = msgs.find((m) => m.id === report.retry[0]!.id)!;
-    await run([{ ...retried, receiveCount: 2 }]);
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    frontier.finalizeFaults.set(a.key, ['fail', 'fail']);
+    const report = await run([message(a), message(b)]);
+    assert.deepEqual(report.retry, []);
+    assert.deepEqual(report.rewritten, []);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
     assert.equal(blobs.lines('c1').length, 2);
     assert.equal(blobs.summary('c1')?.done, 2);
   });
 
-  it('crash before the summary PUT: the redelivery rewrites the summary without re-counting', async () => {
+  it('a finalize whose answer was lost wins again as a repeat: one line, counted once', async () => {
+    const { frontier, blobs, run } = setup();
+    const a = result('c1', '/a');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', keyOf('http://site.test/b'));
+    frontier.finalizeFaults.set(a.key, ['lose answer']);
+    const ma = message(a);
+    const report = await run([ma]);
+    assert.deepEqual(report.retry, []);
+    assert.deepEqual(report.rewritten, [{ id: ma.id, crawlId: 'c1', key: a.key }]);
+    assert.deepEqual(blobs.lines('c1'), [indexLine(a)]);
+    assert.equal(frontier.counters.get('c1')!.done, 1);
+  });
+
+  it('a finalize that keeps failing: every message of that crawl is retried, nothing is written', async () => {
+    const { frontier, blobs, run } = setup();
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    const x = result('c2', '/x');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    frontier.admit('c2', x.key);
+    frontier.finalizeFaults.set(a.key, ['fail', 'fail', 'fail']);
+    const [ma, mb, mx] = [message(a), message(b), message(x)];
+    const report = await run([ma, mb, mx]);
+    assert.deepEqual(ids(report.retry), ids([ma, mb]), "b won, but it is retried with a's crawl");
+    assert.ok(report.retry.every((r) => r.crawlId === 'c1' && /^finalize/.test(r.reason)));
+    assert.deepEqual(blobs.parts('c1'), [], 'no part written');
+    assert.equal(frontier.counters.get('c1')!.done, 0, 'nothing counted');
+    assert.equal(frontier.item('c1', b.key)?.st, 'done', 'b points at a part that does not exist');
+    assert.deepEqual(blobs.urls('c2'), [x.url], 'the other crawl goes through');
+    assert.equal(blobs.summary('c2')?.done, 1);
+
+    const again = await run([redelivered(ma), redelivered(mb)]);
+    assert.deepEqual(again.retry, []);
+    assert.deepEqual(ids(again.rewritten), [mb.id]);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
+    assert.equal(blobs.lines('c1').length, 2);
+    assert.equal(blobs.summary('c1')?.done, 2);
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact([a, b]));
+  });
+
+  it("completion waits for a done URL's missing part and is confirmed by the batch that writes it", async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const a = result('c1', '/a');
+    const b = result('c1', '/b', { bytes: 30 });
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    const [ma, mb] = [message(a), message(b)];
+    // b's invocation dies after counting it (before acknowledging it); a's after finalizing a,
+    // before its part.
+    await crashingRun('addCounters done', [mb]);
+    await crashingRun('part put', [ma]);
+    // b's redelivery counts it again (done 2 >= queued 2): every URL is done, but a's line is missing.
+    const againB = await run([redelivered(mb)]);
+    assert.deepEqual(againB.retry, []);
+    assert.equal(frontier.calls.confirmCompletion, 1, 'every URL is done: checked');
+    assert.deepEqual(againB.summaries, []);
+    assert.equal(frontier.counters.get('c1')!.state, 'running');
+    assert.equal(blobs.summary('c1'), undefined);
+    assert.deepEqual(blobs.urls('c1'), [b.url]);
+
+    const againA = await run([redelivered(ma)]);
+    assert.deepEqual(againA.rewritten, [{ id: ma.id, crawlId: 'c1', key: a.key }]);
+    assert.deepEqual(againA.summaries, [{ crawlId: 'c1', key: summaryKey('c1'), completedNow: true }]);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact([a, b]), 'the over-count of b is gone');
+    assert.equal(blobs.summary('c1')?.done, 2);
+  });
+
+  it('crash between completion and the summary: the redelivery writes it once, without re-counting', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const a = result('c1', '/a');
+    frontier.admit('c1', a.key);
+    const ma = message(a);
+    await crashingRun('confirmCompletion done', [ma]);
+    assert.equal(frontier.counters.get('c1')!.state, 'complete');
+    assert.equal(blobs.summary('c1'), undefined);
+    const counters = structuredClone(frontier.counters.get('c1'));
+
+    const again = await run([redelivered(ma)]);
+    assert.deepEqual(again.retry, []);
+    assert.deepEqual(again.summaries, [{ crawlId: 'c1', key: summaryKey('c1'), completedNow: false }]);
+    assert.deepEqual(frontier.counters.get('c1'), counters, 'not counted again after completion');
+    assert.equal(frontier.calls.addCounters, 1);
+    assert.equal(blobs.summary('c1')?.done, 1);
+    assert.equal(blobs.summaryWrites('c1'), 1);
+
+    // Once more (the redelivery's own answer lost): the summary is not written again.
+    const third = await run([redelivered(redelivered(ma))]);
+    assert.deepEqual(third.summaries, []);
+    assert.equal(blobs.summaryWrites('c1'), 1);
+  });
+
+  it('crash after the summary PUT: the redelivery does not write it again', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    await run([message(a)]);
+    const mb = message(b);
+    await crashingRun('summary put done', [mb]);
+    const summary = blobs.objects.get(summaryKey('c1'));
+    assert.ok(summary);
+    const counters = structuredClone(frontier.counters.get('c1'));
+
+    const again = await run([redelivered(mb)]);
+    assert.deepEqual(again.retry, []);
+    assert.deepEqual(again.summaries, [], 'it was there already');
+    assert.equal(blobs.summaryWrites('c1'), 1);
+    assert.deepEqual(blobs.objects.get(summaryKey('c1')), summary);
+    assert.deepEqual(frontier.counters.get('c1'), counters);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
+  });
+
+  it('a failed summary write is retried by the redelivery, which writes it', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     const a = message(result('c1', '/a'));
-    blobs.failNextPut = /summary\.json$/;
+    blobs.failPuts(/summary\.json$/, 1);
     const failed = await run([a]);
     assert.equal(failed.retry.length, 1);
     assert.match(failed.retry[0]!.reason, /^write summary/);
+    assert.deepEqual(failed.summaries, []);
     assert.equal(frontier.counters.get('c1')!.state, 'complete');
-    const again = await run([{ ...a, receiveCount: 2 }]);
+    const again = await run([redelivered(a)]);
     assert.deepEqual(again.summaries, [{ crawlId: 'c1', key: summaryKey('c1'), completedNow: false }]);
     assert.equal(frontier.counters.get('c1')!.done, 1, 'not counted again after completion');
     assert.equal(blobs.summary('c1')?.done, 1);
+    assert.equal(blobs.summaryWrites('c1'), 1);
   });
 
   it('a failed completion query is retried, and completion still fires once', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     const a = message(result('c1', '/a'));
-    frontier.failNext.add('confirmCompletion');
+    frontier.failNext('confirmCompletion');
     const failed = await run([a]);
     assert.equal(failed.retry.length, 1);
-    await run([{ ...a, receiveCount: 2 }]);
+    await run([redelivered(a)]);
     assert.equal(blobs.summary('c1')?.state, 'complete');
     assert.equal(blobs.summary('c1')?.done, 1, 'the over-count was reconciled by the completion query');
-    assert.equal(blobs.puts.filter((k) => k === summaryKey('c1')).length, 1);
+    assert.equal(blobs.summaryWrites('c1'), 1);
+  });
+
+  it('counters after completion are exact whatever the repeats counted, and final', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const a = result('c1', '/a', { bytes: 11 });
+    const b = result('c1', '/b', { outcome: 'failed', status: 500, code: 'http-500', bytes: 3 });
+    const c = result('c1', '/c', { outcome: 'skipped', status: undefined, code: 'out-of-scope', bytes: 0 });
+    for (const r of [a, b, c]) frontier.admit('c1', r.key);
+    const [ma, mb, mc] = [message(a), message(b), message(c)];
+    // Counted, then the invocation died before acknowledging: a and b come back and count again.
+    await crashingRun('addCounters done', [ma, mb]);
+    const again = await run([redelivered(ma), redelivered(mb)]);
+    assert.equal(again.rewritten.length, 2);
+    assert.equal(frontier.counters.get('c1')!.done, 4, 'over-counted while running');
+    assert.equal(frontier.counters.get('c1')!.state, 'running', 'c is still pending');
+    const last = await run([mc]);
+    assert.equal(last.summaries[0]?.completedNow, true);
+    const final = frontier.counters.get('c1');
+    assert.deepEqual(numbers(final), exact([a, b, c]));
+    const summary = blobs.summary('c1')!;
+    assert.deepEqual(
+      { queued: summary.queued, done: summary.done, bytes: summary.bytes, requests: summary.requests },
+      { queued: 3, done: 3, bytes: 14, requests: 2 },
+    );
+
+    // A late repeat after completion counts nothing.
+    const counted = frontier.calls.addCounters;
+    const late = await run([redelivered(redelivered(ma))]);
+    assert.deepEqual(late.retry, []);
+    assert.equal(frontier.calls.addCounters, counted);
+    assert.deepEqual(frontier.counters.get('c1'), final);
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url, c.url]);
+  });
+
+  it('a result for a URL the crawl never had, arriving after completion, counts nothing', async () => {
+    const { frontier, blobs, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    await run([message(result('c1', '/a'))]);
+    const final = structuredClone(frontier.counters.get('c1'));
+    assert.equal(final?.state, 'complete');
+    await run([message(result('c1', '/late-bare-task'))]);
+    assert.deepEqual(frontier.counters.get('c1'), final);
+    assert.equal(blobs.summary('c1')?.done, final?.done);
   });
 
   it('one failing crawl does not hold back another', async () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     frontier.admit('c2', keyOf('http://site.test/a'));
-    blobs.failNextPut = /^results\/c1\//;
+    blobs.failPuts(/^results\/c1\//, 3);
     const report = await run([message(result('c1', '/a')), message(result('c2', '/a'))]);
     assert.deepEqual(
       report.retry.map((r) => r.crawlId),

@@ -19,12 +19,19 @@ import {
 
 /** Hosts whose last seen `next` this instance keeps, to pick the write that will succeed first. */
 const MAX_REMEMBERED_HOSTS = 10_000;
+/**
+ * With no delay the slot item is only read, for a Retry-After pause; the answer is reused this long,
+ * so an unpaced crawl costs one read per host per second per container, not one per request. Another
+ * container's pause is therefore seen up to this late (this container's own at once).
+ */
+const UNPACED_READ_TTL_MS = 1000;
 
 export class FrontierHostSlots implements HostSlots {
   private readonly dynamodb: DynamoDBClient;
   private readonly table: string;
   private readonly options: ResolvedOptions;
   private readonly lastNext = new Map<string, number>();
+  private readonly unpaced = new Map<string, { next: number; readAt: number }>();
 
   constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
     this.dynamodb = dynamodb;
@@ -54,11 +61,12 @@ export class FrontierHostSlots implements HostSlots {
    * three writes, one in steady state, because the branch to try first comes from the `next` this
    * container saw last for the host.
    *
-   * With no delay nothing is written: the slot is `now`, or a pushed-back `next` (Retry-After).
+   * With no delay nothing is written: the slot is `now`, or a pushed-back `next` (Retry-After), read
+   * at most once a second per host (UNPACED_READ_TTL_MS).
    */
   async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
-    if (!(delayMs > 0)) return Math.max(now, (await this.readNext(crawlId, host)) ?? 0);
     const id = `${crawlId}\n${host}`;
+    if (!(delayMs > 0)) return Math.max(now, await this.unpacedNext(id, crawlId, host, now));
     let busy = (this.lastNext.get(id) ?? 0) > now;
     for (let attempt = 0; attempt < this.options.maxConflictAttempts; attempt++) {
       try {
@@ -126,11 +134,26 @@ export class FrontierHostSlots implements HostSlots {
     }
   }
 
+  private async unpacedNext(id: string, crawlId: string, host: string, now: number): Promise<number> {
+    const cached = this.unpaced.get(id);
+    if (cached && now - cached.readAt < UNPACED_READ_TTL_MS) return cached.next;
+    const next = (await this.readNext(crawlId, host)) ?? 0;
+    this.unpaced.delete(id);
+    this.unpaced.set(id, { next, readAt: now });
+    if (this.unpaced.size > MAX_REMEMBERED_HOSTS) {
+      const oldest = this.unpaced.keys().next().value;
+      if (oldest !== undefined) this.unpaced.delete(oldest);
+    }
+    return next;
+  }
+
   /**
    * Moves the host's next free slot to `notBefore` unless it already is at or beyond it, and records
    * the pause, so fetchers holding earlier-reserved slots see it (`pausedUntil`) and re-reserve.
    */
   async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
+    const cached = this.unpaced.get(`${crawlId}\n${host}`);
+    if (cached) cached.next = Math.max(cached.next, notBefore);
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({

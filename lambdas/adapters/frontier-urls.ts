@@ -9,7 +9,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AdmittedUrl, ClaimResult, FinalizeEntry, FinalizeOutcome, FrontierUrl } from '../core/ports.ts';
+import type { AdmitResult, ClaimResult, FinalizeEntry, FinalizeOutcome, FrontierUrl } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
 import type { FrontierCounters } from './frontier-counters.ts';
 import {
@@ -55,11 +55,7 @@ export class FrontierUrls {
    * are this parent's own earlier admissions still `new` (a retried batch re-sends them). Any error
    * other than a failed condition is thrown once the puts in flight have settled.
    */
-  async admit(
-    crawlId: string,
-    parentKey: string,
-    candidates: readonly FrontierUrl[],
-  ): Promise<AdmittedUrl[]> {
+  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmitResult> {
     const unique: FrontierUrl[] = [];
     const keys = new Set<string>();
     for (const candidate of candidates) {
@@ -74,15 +70,16 @@ export class FrontierUrls {
     // find are put. A read that misses a just-written item only costs that put, which then fails.
     const existing = await this.readExisting(crawlId, unique);
     const toPut: number[] = [];
+    const taken: string[] = [];
     for (const [index, candidate] of unique.entries()) {
       const item = existing.get(candidate.key);
-      if (item === undefined) toPut.push(index);
-      else if (
-        str(item, ATTR.st) === URL_ST.new &&
-        str(item, ATTR.parent) === parentKey &&
-        num(item, ATTR.attempts) === undefined
-      )
-        admitted[index] = 'again';
+      if (item === undefined) {
+        toPut.push(index);
+        continue;
+      }
+      const unattempted = str(item, ATTR.st) === URL_ST.new && num(item, ATTR.attempts) === undefined;
+      if (unattempted && str(item, ATTR.parent) === parentKey) admitted[index] = 'again';
+      else if (!unattempted) taken.push(candidate.key);
     }
     let next = 0;
     let failure: { error: unknown } | undefined;
@@ -101,10 +98,13 @@ export class FrontierUrls {
     };
     await Promise.all(Array.from({ length: Math.min(this.options.admitConcurrency, toPut.length) }, worker));
     if (failure !== undefined) throw failure.error;
-    return unique.flatMap((candidate, index) => {
-      const state = admitted[index];
-      return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
-    });
+    return {
+      admitted: unique.flatMap((candidate, index) => {
+        const state = admitted[index];
+        return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
+      }),
+      taken,
+    };
   }
 
   /** The URL items that exist among `urls` (eventually consistent BatchGetItem, 100 keys a call). */

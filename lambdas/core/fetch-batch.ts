@@ -26,10 +26,13 @@ import type {
 } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
+import { parseTaskMessage } from './task.ts';
 import { type CapturedPage, storeWarcFiles } from './warc-batch.ts';
 
 export interface RetryRequest {
   id: string;
+  /** The task's URL, when the message is a task (for the logs). */
+  url?: string;
   /** Seconds until the message should be visible again. */
   delaySeconds: number;
   code: string;
@@ -51,7 +54,8 @@ export interface FetchBatchReport {
   warcKeys: string[];
   newTasks: OutgoingTask[];
   deferred: Array<OutgoingTask & { code: string }>;
-  dropped: number;
+  /** URLs of tasks dropped as duplicates of a URL that has its result. */
+  dropped: string[];
   /** Crawls whose budget this batch spent (now stopped). */
   budgetStopped: string[];
 }
@@ -79,7 +83,7 @@ export async function processFetchBatch(
   const captured: CapturedPage[] = [];
   const discovering: DiscoveringPage[] = [];
   const claims: ClaimedUrl[] = [];
-  let dropped = 0;
+  const dropped: string[] = [];
   for (const { message, decision } of decisions) {
     if ((decision.kind === 'result' || decision.kind === 'captured') && decision.claimed)
       claims.push(decision.claimed);
@@ -96,13 +100,13 @@ export async function processFetchBatch(
         }
         break;
       case 'retry':
-        retries.push({ id: message.id, delaySeconds: decision.delaySeconds, code: decision.code });
+        retries.push({ ...retryOf(message), delaySeconds: decision.delaySeconds, code: decision.code });
         break;
       case 'defer':
         deferred.push({ task: decision.task, delaySeconds: decision.delaySeconds, code: decision.code });
         break;
       case 'drop':
-        dropped++;
+        dropped.push(taskUrlOf(message) ?? message.id);
         break;
       case 'captured':
         captured.push(decision.page);
@@ -169,10 +173,20 @@ function failedTask(message: TaskMessage, error: unknown): TaskDecision {
 
 function failedTaskRetry(message: TaskMessage, error: unknown): RetryRequest {
   return {
-    id: message.id,
+    ...retryOf(message),
     delaySeconds: backoffSeconds(message.receiveCount, FAILURE_BACKOFF),
     code: isCrawlError(error) ? error.code : 'batch-step-failed',
   };
+}
+
+function retryOf(message: TaskMessage): { id: string; url?: string } {
+  const url = taskUrlOf(message);
+  return url === undefined ? { id: message.id } : { id: message.id, url };
+}
+
+function taskUrlOf(message: TaskMessage): string | undefined {
+  const parsed = parseTaskMessage(message.body);
+  return parsed.ok ? parsed.task.url : undefined;
 }
 
 /** Retries of a task after an infrastructure failure: seconds, not the queue's visibility timeout. */

@@ -70,8 +70,12 @@ export async function admitLinks(
       const { config } = page;
       const candidates = classify(page);
       if (candidates.length === 0) return;
-      const admitted = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
-      for (const candidate of candidates) seenKeys.push(`${config.crawlId}:${candidate.key}`);
+      const { admitted, taken } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
+      // Cached as seen: what this page admits (its tasks and results go out with this batch) and
+      // what has a task elsewhere for sure. Not a URL another page admitted but has not fetched yet:
+      // that page's batch may fail, and its retry must find the URL again here.
+      for (const url of [...admitted.map((url) => url.key), ...taken])
+        seenKeys.push(`${config.crawlId}:${url}`);
       if (admitted.length === 0) return;
       const fresh = admitted.filter((url) => url.fresh).length;
       queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);

@@ -104,13 +104,21 @@ export type ClaimResult =
 
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
+export interface AdmitResult {
+  admitted: AdmittedUrl[];
+  taken: string[];
+}
+
 /** The fetch side of the frontier (docs/frontier.md). */
 export interface FrontierWriter {
   /**
-   * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
-   * earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks, uncounted).
+   * Conditional puts. `admitted`: the candidates that are new to the crawl (`fresh`), or this page's
+   * own earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks,
+   * uncounted). `taken`: keys of candidates another page admitted whose task certainly exists or
+   * existed (the URL is being fetched, was attempted, or is done), so a cache may skip them; a URL
+   * another page admitted but has not fetched yet is in neither (that page may still fail and retry).
    */
-  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
+  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmitResult>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
   /**

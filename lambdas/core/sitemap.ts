@@ -442,7 +442,10 @@ export interface LoadSitemapsResult {
 
 const sleepMs = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Keeps `delayMs` between the starts of two requests to one host within one load. */
+/**
+ * Keeps `delayMs` between one request to a host ending and the next one starting, within one load:
+ * measured from the end, the gap holds as the server sees it too, however late a request arrived.
+ */
 class HostPacer {
   readonly #last = new Map<string, number>();
   readonly #delayMs: number;
@@ -463,6 +466,10 @@ class HostPacer {
       if (wait > 0) await this.#sleep(wait);
     }
     this.#last.set(key, this.#now());
+  }
+
+  finished(url: URL): void {
+    this.#last.set(hostKey(url), this.#now());
   }
 }
 
@@ -494,7 +501,9 @@ async function fetchFollowing(
         allowPrivate: deps.config.allowPrivate,
         limits: { ...deps.config.limits, maxBodyBytes: maxBytes },
       });
+      pacer.finished(url);
     } catch (error) {
+      pacer.finished(url);
       if (error instanceof FatalError) throw error;
       if (isCrawlError(error)) return { ok: false, reason: `${error.code}: ${describeError(error)}` };
       return { ok: false, reason: describeError(error) };

@@ -87,7 +87,14 @@ export function createHandler(rawEnv: Env) {
     if (report.retries.length > 0) metrics.count(CRAWLER_METRICS.retries, report.retries.length);
     metrics.flush();
     for (const retry of report.retries)
-      log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
+      log.info('retry', {
+        messageId: retry.id,
+        url: retry.url,
+        code: retry.code,
+        inSeconds: retry.delaySeconds,
+      });
+    for (const url of report.dropped) log.debug('duplicate task dropped', { url });
+    for (const { task } of report.newTasks) log.debug('task queued', { url: task.url });
     for (const defer of report.deferred)
       log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });
     // If this fails the retries come back after the queue's visibility timeout instead: later, not lost.

@@ -2,6 +2,8 @@
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
 export interface Logger {
+  /** Per-task detail (every task queued or dropped): off unless LOG_LEVEL=debug. */
+  debug(message: string, fields?: LogFields): void;
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
@@ -16,11 +18,11 @@ export function logsAt(level: string | undefined, wanted: keyof typeof LEVELS): 
 
 export function createLogger(service: string, level = 'info'): Logger {
   const threshold = LEVELS[level as keyof typeof LEVELS] ?? LEVELS.info;
-  const write = (name: 'info' | 'warn' | 'error') => (message: string, fields?: LogFields) => {
+  const write = (name: 'debug' | 'info' | 'warn' | 'error') => (message: string, fields?: LogFields) => {
     if (LEVELS[name] < threshold) return;
     process.stdout.write(
       `${JSON.stringify({ level: name, time: new Date().toISOString(), service, message, ...fields })}\n`,
     );
   };
-  return { info: write('info'), warn: write('warn'), error: write('error') };
+  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
 }

@@ -604,7 +604,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
   });
 
   it('(c) 10 % of SQS, S3 and DynamoDB calls fail, reaching the crawler (AWS_MAX_ATTEMPTS=1); the DLQs are redriven after', {
-    timeout: TEST_TIMEOUT_MS,
+    // Two phases: the crawl under faults, then the redrive.
+    timeout: TEST_TIMEOUT_MS + 120_000,
   }, async () => {
     // With no SDK retries a task's handful of calls fails often enough that some tasks use up their
     // five receives and are parked in the TaskDLQ, as designed; the redrive then finishes the crawl.

@@ -90,6 +90,20 @@ describe('host slots', () => {
     await store.pushBack(crawlId, 'fresh:443', now + 7_000);
     assert.equal(await store.reserve(crawlId, 'fresh:443', 0, now), now + 7_000);
   });
+
+  it("with no delay sees its own pause at once and another container's within a second", async () => {
+    const crawlId = newCrawl();
+    const other = createFrontierStore(dynamodb, TABLE);
+    const now = Date.now();
+    assert.equal(await store.reserve(crawlId, 'u:80', 0, now), now);
+    await other.pushBack(crawlId, 'u:80', now + 9_000);
+    // Read at `now`: reused for a second, so the other container's pause is not seen yet...
+    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 500), now + 500);
+    // ...and is after it.
+    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 1_000), now + 9_000);
+    await store.pushBack(crawlId, 'u:80', now + 20_000);
+    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 1_100), now + 20_000);
+  });
 });
 
 describe('robots.txt cache', () => {

@@ -63,7 +63,7 @@ describe('admission', () => {
     const admitted = await Promise.all(pages.map((page) => store.admit(crawlId, page.parent, page.links)));
 
     const winners = new Map<string, string[]>();
-    for (const [i, urls] of admitted.entries()) {
+    for (const [i, { admitted: urls }] of admitted.entries()) {
       for (const url of urls) winners.set(url.key, [...(winners.get(url.key) ?? []), `page-${i}`]);
     }
     assert.equal(winners.size, universe.length, 'every linked URL was admitted');
@@ -89,26 +89,49 @@ describe('admission', () => {
     ];
     const fresh = (url: FrontierUrl) => ({ ...url, fresh: true });
     const again = (url: FrontierUrl) => ({ ...url, fresh: false });
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [a, b]), [fresh(a), fresh(b)]);
+    const admit = async (page: string, urls: FrontierUrl[]) =>
+      (await store.admit(crawlId, page, urls)).admitted;
+    assert.deepEqual(await admit('page-1', [a, b]), [fresh(a), fresh(b)]);
     assert.deepEqual(
-      await store.admit(crawlId, 'page-1', [a, b]),
+      await admit('page-1', [a, b]),
       [again(a), again(b)],
       'own earlier admissions, not counted again',
     );
-    assert.deepEqual(
-      await store.admit(crawlId, 'page-2', [a, c]),
-      [fresh(c)],
-      "page-1's link is not page-2's",
-    );
-    assert.deepEqual(
-      await store.admit(crawlId, 'page-1', [c, c, a]),
-      [again(a)],
-      'duplicates in one call: once',
-    );
+    assert.deepEqual(await admit('page-2', [a, c]), [fresh(c)], "page-1's link is not page-2's");
+    assert.deepEqual(await admit('page-1', [c, c, a]), [again(a)], 'duplicates in one call: once');
 
     // Once a link is being fetched its own page cannot send it again either.
     assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), { status: 'claimed', attempts: 0 });
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [a, b]), [again(b)]);
+    assert.deepEqual(await admit('page-1', [a, b]), [again(b)]);
+  });
+
+  it('reports as taken only the links whose task surely exists: fetching, attempted or done', async () => {
+    const crawlId = newCrawl();
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((p) => frontierUrl(`https://example.com/${p}`)) as [
+      FrontierUrl,
+      FrontierUrl,
+      FrontierUrl,
+      FrontierUrl,
+    ];
+    await store.admit(crawlId, 'page-1', [a, b, c, d]);
+    await store.claim(crawlId, b, 60_000, Date.now()); // fetching
+    await store.claim(crawlId, c, 60_000, Date.now());
+    await store.postpone(crawlId, c.key, 1, Date.now() + 5_000); // attempted, waiting for its retry
+    await store.claim(crawlId, d, 60_000, Date.now());
+    await store.finalize(crawlId, {
+      key: d.key,
+      url: d.url,
+      outcome: 'fetched',
+      bytes: 1,
+      requests: 1,
+      rid: 'r-d',
+      part: 'results/x/part.jsonl.gz',
+    });
+    // `a` is page-1's and not fetched yet: page-1 may still fail and must be able to send it again,
+    // so another page must not cache it as seen.
+    const other = await store.admit(crawlId, 'page-2', [a, b, c, d]);
+    assert.deepEqual(other.admitted, []);
+    assert.deepEqual(other.taken.sort(), [b.key, c.key, d.key].sort());
   });
 
   it('propagates errors other than a failed condition', async () => {

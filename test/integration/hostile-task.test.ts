@@ -67,7 +67,7 @@ async function decide(
   options: { receiveCount?: number; task?: Partial<Task> } = {},
 ): Promise<TaskDecision> {
   const frontier: FrontierWriter = {
-    admit: async () => [],
+    admit: async () => ({ admitted: [], taken: [] }),
     reservePages: async (_crawlId, wanted) => wanted,
     claim: async () => ({ status: 'claimed', attempts: 0 }),
     release: async () => {},

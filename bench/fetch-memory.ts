@@ -3,13 +3,16 @@
  * handler (lambdas/fetch/handler.ts, createHandler) in this process alone, its AWS in another
  * (bench/local-aws-process.ts), one SQS event of 64 tasks, every task on its own origin or spread over
  * enough origins that the fetcher's per-origin connection limit does not serialize them. The handler
- * starts all 64 at once and keeps each body until the batch's WARC file is written, so the bodies of
- * the whole batch are in memory together.
+ * starts all 64 at once; how many bodies it holds together depends on the fetcher's body budget and
+ * on when the batch hands each page to the WARC writer (and drops its body).
  *
  * argv[2]: JSON `{env, origins, paths, warmup}`: the function environment, the site's origins, the 64
  * request paths, and a few other paths for a warm-up invocation (modules loaded, JIT, sockets open).
- * Prints one JSON line: `{startRss, baselineRss, peakRss, peakHeapUsed, seconds, failures, error?}`
- * (bytes, seconds): RSS at start, after the warm-up, and at its peak during the measured invocation.
+ * Prints one JSON line: `{startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds,
+ * failures, error?}` (bytes, seconds): RSS at start, after the warm-up, and at its peak during the
+ * measured invocation; peakExternal is V8's external memory (Buffers: bodies, WARC files), dead ones
+ * included until a GC collects them. Samples are every 5 ms of event loop time, so peakRss also takes
+ * the kernel's maximum (a long synchronous stretch hides samples).
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createHandler } from '../lambdas/fetch/handler.ts';
@@ -59,10 +62,12 @@ await new Promise((resolve) => setTimeout(resolve, 200));
 const baselineRss = process.memoryUsage.rss();
 let peakRss = baselineRss;
 let peakHeapUsed = process.memoryUsage().heapUsed;
+let peakExternal = process.memoryUsage().external;
 const sampler = setInterval(() => {
   const usage = process.memoryUsage();
   peakRss = Math.max(peakRss, usage.rss);
   peakHeapUsed = Math.max(peakHeapUsed, usage.heapUsed);
+  peakExternal = Math.max(peakExternal, usage.external);
 }, 5);
 const started = performance.now();
 let failures = 0;
@@ -81,6 +86,6 @@ const seconds = (performance.now() - started) / 1000;
 clearInterval(sampler);
 peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
 process.stdout.write(
-  `${JSON.stringify({ startRss, baselineRss, peakRss, peakHeapUsed, seconds, failures, ...(error ? { error } : {}) })}\n`,
+  `${JSON.stringify({ startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds, failures, ...(error ? { error } : {}) })}\n`,
 );
 process.exit(0);

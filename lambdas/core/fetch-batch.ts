@@ -5,6 +5,7 @@
  */
 
 import { backoffSeconds } from './backoff.ts';
+import type { BodyBudget } from './body-budget.ts';
 import { isCrawlError } from './errors.ts';
 import {
   type ClaimedUrl,
@@ -27,7 +28,7 @@ import type {
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
 import { parseTaskMessage } from './task.ts';
-import { type CapturedPage, storeWarcFiles } from './warc-batch.ts';
+import { WarcBatchWriter } from './warc-batch.ts';
 
 export interface RetryRequest {
   id: string;
@@ -46,7 +47,15 @@ export interface FetchBatchDeps extends FetchTaskDeps {
   tasks: TaskSender;
   seen: LruSet;
   invocationId: string;
+  /** The fetcher's body budget: a task's bodies stay charged to it until the page is in the WARC writer. */
+  bodyBudget?: BodyBudget;
 }
+
+/** A captured page once in the WARC writer: the body is gone, the result waits for its WARC pointer. */
+type Written = Omit<Extract<TaskDecision, { kind: 'captured' }>, 'kind' | 'page'> & {
+  kind: 'written';
+  result: CrawlResult;
+};
 
 export interface FetchBatchReport {
   retries: RetryRequest[];
@@ -64,13 +73,28 @@ export async function processFetchBatch(
   messages: readonly TaskMessage[],
   deps: FetchBatchDeps,
 ): Promise<FetchBatchReport> {
+  // Each page goes into the WARC writer as soon as its task is decided, and its body is dropped: the
+  // batch never holds more bodies than the fetcher's budget (the task's hold keeps them charged until then).
+  const writer = new WarcBatchWriter(deps.blobs, deps.invocationId, new Date(deps.now()));
+  type Decided = Exclude<TaskDecision, { kind: 'captured' }> | Written;
   const decisions = await Promise.all(
-    messages.map(async (message): Promise<{ message: TaskMessage; decision: TaskDecision }> => {
+    messages.map(async (message): Promise<{ message: TaskMessage; decision: Decided }> => {
+      const hold = deps.bodyBudget?.hold();
+      let claimed: ClaimedUrl | undefined;
       try {
-        return { message, decision: await decideTask(message, deps) };
+        const decision = await (hold ? hold.run(() => decideTask(message, deps)) : decideTask(message, deps));
+        if (decision.kind !== 'captured') return { message, decision };
+        claimed = decision.claimed;
+        await writer.ready();
+        writer.add(decision.page);
+        const { page, ...rest } = decision;
+        return { message, decision: { ...rest, kind: 'written', result: page.result } };
       } catch (error) {
-        // This task alone is retried soon (its claim was given back); its neighbours go on.
+        // This task alone is retried soon (its claim given back); its neighbours go on.
+        if (claimed) await deps.frontier.release(claimed.crawlId, claimed.key).catch(() => {});
         return { message, decision: failedTask(message, error) };
+      } finally {
+        hold?.release();
       }
     }),
   );
@@ -80,12 +104,12 @@ export async function processFetchBatch(
   const invalid: DeadLetter[] = [];
   const budgetStopped: string[] = [];
   const deferred: FetchBatchReport['deferred'] = [];
-  const captured: CapturedPage[] = [];
+  const written: CrawlResult[] = [];
   const discovering: DiscoveringPage[] = [];
   const claims: ClaimedUrl[] = [];
   const dropped: string[] = [];
   for (const { message, decision } of decisions) {
-    if ((decision.kind === 'result' || decision.kind === 'captured') && decision.claimed)
+    if ((decision.kind === 'result' || decision.kind === 'written') && decision.claimed)
       claims.push(decision.claimed);
     switch (decision.kind) {
       case 'result':
@@ -108,14 +132,14 @@ export async function processFetchBatch(
       case 'drop':
         dropped.push(taskUrlOf(message) ?? message.id);
         break;
-      case 'captured':
-        captured.push(decision.page);
+      case 'written':
+        written.push(decision.result);
         if (decision.links.length > 0) {
           discovering.push({
             config: decision.config,
-            parentKey: decision.page.result.key,
-            parentUrl: decision.page.result.url,
-            depth: decision.page.result.depth,
+            parentKey: decision.result.key,
+            parentUrl: decision.result.url,
+            depth: decision.result.depth,
             links: decision.links,
           });
         }
@@ -125,7 +149,7 @@ export async function processFetchBatch(
 
   try {
     if (deps.budget) {
-      for (const [crawlId, pages] of Map.groupBy(captured, (page) => page.result.crawlId)) {
+      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
         if (await deps.budget.charge(crawlId, pages.length)) budgetStopped.push(crawlId);
       }
     }
@@ -137,7 +161,8 @@ export async function processFetchBatch(
     const admitted = await retryStep(() =>
       admitLinks(discovering, { frontier: deps.frontier, seen: deps.seen, now }),
     );
-    const stored = await retryStep(() => storeWarcFiles(captured, deps.blobs, deps.invocationId, now));
+    // finish() uploads again only the files whose upload failed.
+    const stored = await retryStep(() => writer.finish());
     const newTasks = admitted.tasks;
     await retryStep(() => deps.tasks.sendTasks([...newTasks, ...deferred]));
     const allResults = [...results, ...stored.results, ...admitted.results];
@@ -166,7 +191,7 @@ export async function processFetchBatch(
 }
 
 /** A task whose processing failed (not its fetch: an AWS call that kept failing): retried soon. */
-function failedTask(message: TaskMessage, error: unknown): TaskDecision {
+function failedTask(message: TaskMessage, error: unknown): Extract<TaskDecision, { kind: 'retry' }> {
   const { delaySeconds, code } = failedTaskRetry(message, error);
   return { kind: 'retry', delaySeconds, code };
 }

@@ -1,10 +1,15 @@
 /**
- * One WARC file per crawl per invocation, written with one PUT (docs: S3 PUTs per page a fraction of
- * one); each result points at its response record's gzip member.
+ * The WARC files of one fetch invocation, written as pages arrive: each page's records go into the
+ * open file of its crawl at once (so the caller can drop the body), and a file that reaches
+ * `maxFileBytes` is closed and uploaded in the background while later pages go to the next one.
+ * Usually that is one file per crawl per invocation (S3 PUTs per page: a fraction of one); big pages
+ * split it, which keeps every object under the local S3 emulator's request size limit (~11 MiB) and
+ * the writer's memory at about one open file per crawl plus the uploads in flight.
+ * Each result points at its response record's gzip member.
  */
 import type { BlobWriter, PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
-import { WarcFileBuilder } from './warc.ts';
+import { type PreparedResponse, prepareResponse, WarcFileBuilder, type WarcResponseRef } from './warc.ts';
 
 export interface CapturedPage {
   response: PageResponse;
@@ -12,34 +17,89 @@ export interface CapturedPage {
   result: CrawlResult;
 }
 
-export function warcKey(crawlId: string, at: Date, invocationId: string): string {
-  return `warc/${crawlId}/${at.toISOString().slice(0, 10)}/${invocationId}.warc.gz`;
+export interface WarcBatchWriterOptions {
+  /**
+   * A file is closed before a page's records would take it past this size; a page whose records alone
+   * are larger gets a file of its own. Default 8 MiB: under fauxqs's ~11 MiB request limit even with
+   * a whole 5 MiB body, and few enough files (S3 PUTs) per page.
+   */
+  maxFileBytes?: number;
+  /** `ready()` waits while uploads in flight hold more than this many bytes. Default 2 × maxFileBytes. */
+  maxPendingBytes?: number;
+  /** zlib level of each record's gzip member (default zlib's 6). */
+  gzipLevel?: number;
 }
 
-export async function storeWarcFiles(
-  captured: readonly CapturedPage[],
-  blobs: BlobWriter,
-  invocationId: string,
-  at: Date,
-): Promise<{ results: CrawlResult[]; keys: string[] }> {
-  const results: CrawlResult[] = [];
-  const keys: string[] = [];
-  for (const [crawlId, pages] of Map.groupBy(captured, (page) => page.result.crawlId)) {
-    const key = warcKey(crawlId, at, invocationId);
-    const builder = new WarcFileBuilder({ filename: key.slice(key.lastIndexOf('/') + 1) });
-    builder.addWarcinfo({ software: 'serverless-crawler', 'crawl-id': crawlId }, at);
-    for (const { response, result } of pages) {
-      const responseId = builder.newRecordId();
-      builder.addRequest({
-        targetUri: response.url,
-        date: response.startedAt,
-        requestLine: response.requestLine,
-        headers: response.requestHeaders,
-        ip: response.remoteAddress,
-        concurrentTo: responseId,
-      });
-      const written = builder.addResponse({
-        recordId: responseId,
+export const DEFAULT_MAX_WARC_FILE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Object key of an invocation's WARC file `part` for a crawl: part 0 is `<invocationId>.warc.gz`,
+ * later parts `<invocationId>_0001.warc.gz`, `_0002`, ... ('_' sorts after '.', so a listing keeps
+ * the parts in order; the number widens past 9999 parts, which no invocation reaches).
+ */
+export function warcKey(crawlId: string, at: Date, invocationId: string, part = 0): string {
+  const name = part === 0 ? invocationId : `${invocationId}_${String(part).padStart(4, '0')}`;
+  return `warc/${crawlId}/${at.toISOString().slice(0, 10)}/${name}.warc.gz`;
+}
+
+interface OpenFile {
+  key: string;
+  builder: WarcFileBuilder;
+  pages: number;
+}
+
+interface Upload {
+  key: string;
+  bytes: Uint8Array;
+}
+
+export class WarcBatchWriter {
+  readonly #blobs: BlobWriter;
+  readonly #invocationId: string;
+  readonly #at: Date;
+  readonly #maxFileBytes: number;
+  readonly #maxPendingBytes: number;
+  readonly #gzipLevel: number | undefined;
+  /** The open file of each crawl, in the order crawls first appeared. */
+  readonly #open = new Map<string, OpenFile>();
+  /** Files opened so far per crawl (the next file's part number). */
+  readonly #parts = new Map<string, number>();
+  readonly #keys: string[] = [];
+  readonly #results: CrawlResult[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  /** Uploads that failed, kept (with their bytes) so that a later finish() tries them again. */
+  #failed: Array<{ upload: Upload; error: unknown }> = [];
+  #pendingBytes = 0;
+  #drainWaiters: Array<() => void> = [];
+  #finishing = false;
+
+  constructor(blobs: BlobWriter, invocationId: string, at: Date, options: WarcBatchWriterOptions = {}) {
+    const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_WARC_FILE_BYTES;
+    if (!(maxFileBytes > 0)) throw new RangeError(`maxFileBytes must be positive, got ${maxFileBytes}`);
+    this.#blobs = blobs;
+    this.#invocationId = invocationId;
+    this.#at = at;
+    this.#maxFileBytes = maxFileBytes;
+    this.#maxPendingBytes = options.maxPendingBytes ?? 2 * maxFileBytes;
+    this.#gzipLevel = options.gzipLevel;
+  }
+
+  /** Bytes of closed files whose upload has not finished. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
+  }
+
+  /**
+   * Writes the page's request, response and metadata records into its crawl's open file. Nothing
+   * keeps a reference to the body afterwards. A file that reaches maxFileBytes is closed and its
+   * upload started; upload errors surface in finish().
+   */
+  add(page: CapturedPage): void {
+    if (this.#finishing) throw new Error('WarcBatchWriter: add() after finish()');
+    const { response, result } = page;
+    // Hashed and compressed once, whichever file it ends up in.
+    const prepared = prepareResponse(
+      {
         targetUri: response.url,
         date: response.startedAt,
         httpVersion: response.httpVersion,
@@ -49,25 +109,146 @@ export async function storeWarcFiles(
         body: response.body,
         ip: response.remoteAddress,
         truncated: response.truncated,
-      });
-      builder.addMetadata({
-        targetUri: response.url,
-        date: response.startedAt,
-        concurrentTo: responseId,
-        fields: [
-          ['fetchTimeMs', String(response.elapsedMs)],
-          ['outlinks', String(result.outlinks)],
-          ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
-        ],
-      });
-      results.push({
-        ...result,
-        sha1: written.payloadSha1Hex,
-        warc: { key, offset: written.offset, length: written.length },
-      });
+      },
+      this.#gzipLevel === undefined ? {} : { gzipLevel: this.#gzipLevel },
+    );
+    let file = this.#fileOf(result.crawlId);
+    const before = file.builder.recordCount;
+    let written = this.#write(file, page, prepared);
+    if (file.pages > 0 && file.builder.byteLength > this.#maxFileBytes) {
+      // Would overflow a file that already holds pages: close it as it was, start the next one.
+      file.builder.rollback(before);
+      this.#close(result.crawlId, file);
+      file = this.#fileOf(result.crawlId);
+      written = this.#write(file, page, prepared);
     }
-    await blobs.put(key, builder.toBytes(), 'application/warc');
-    keys.push(key);
+    file.pages++;
+    this.#results.push({
+      ...result,
+      sha1: written.payloadSha1Hex,
+      warc: { key: file.key, offset: written.offset, length: written.length },
+    });
+    if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
-  return { results, keys };
+
+  /**
+   * Resolves once the uploads in flight hold at most maxPendingBytes: a caller that awaits it before
+   * add() keeps the writer's memory bounded when uploads are slower than fetches. Never rejects.
+   */
+  ready(): Promise<void> {
+    if (this.#pendingBytes <= this.#maxPendingBytes) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  /**
+   * Closes the open files and waits for every upload. Results are in add() order, keys in the order the
+   * files were opened. Rejects with the first upload error if any failed; calling it again uploads the
+   * failed files again (their bytes are kept until then), so the step can be retried as a whole.
+   */
+  async finish(): Promise<{ results: CrawlResult[]; keys: string[] }> {
+    this.#finishing = true;
+    for (const [crawlId, file] of this.#open) this.#close(crawlId, file);
+    const retry = this.#failed;
+    this.#failed = [];
+    for (const { upload } of retry) this.#start(upload);
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    const failure = this.#failed[0];
+    if (failure !== undefined) throw failure.error;
+    return { results: [...this.#results], keys: [...this.#keys] };
+  }
+
+  #fileOf(crawlId: string): OpenFile {
+    let file = this.#open.get(crawlId);
+    if (file === undefined) {
+      const part = this.#parts.get(crawlId) ?? 0;
+      this.#parts.set(crawlId, part + 1);
+      const key = warcKey(crawlId, this.#at, this.#invocationId, part);
+      const builder = new WarcFileBuilder({
+        filename: key.slice(key.lastIndexOf('/') + 1),
+        ...(this.#gzipLevel === undefined ? {} : { gzipLevel: this.#gzipLevel }),
+      });
+      builder.addWarcinfo({ software: 'serverless-crawler', 'crawl-id': crawlId }, this.#at);
+      file = { key, builder, pages: 0 };
+      this.#open.set(crawlId, file);
+      this.#keys.push(key);
+    }
+    return file;
+  }
+
+  /** The page's three records, all or none (a throw leaves the file as it was). */
+  #write(file: OpenFile, page: CapturedPage, prepared: PreparedResponse): WarcResponseRef {
+    const before = file.builder.recordCount;
+    try {
+      return this.#writeRecords(file.builder, page, prepared);
+    } catch (error) {
+      file.builder.rollback(before);
+      throw error;
+    }
+  }
+
+  #writeRecords(builder: WarcFileBuilder, page: CapturedPage, prepared: PreparedResponse): WarcResponseRef {
+    const { response, result } = page;
+    builder.addRequest({
+      targetUri: response.url,
+      date: response.startedAt,
+      requestLine: response.requestLine,
+      headers: response.requestHeaders,
+      ip: response.remoteAddress,
+      concurrentTo: prepared.recordId,
+    });
+    const written = builder.addPreparedResponse(prepared);
+    builder.addMetadata({
+      targetUri: response.url,
+      date: response.startedAt,
+      concurrentTo: prepared.recordId,
+      fields: [
+        ['fetchTimeMs', String(response.elapsedMs)],
+        ['outlinks', String(result.outlinks)],
+        ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
+      ],
+    });
+    return written;
+  }
+
+  #close(crawlId: string, file: OpenFile): void {
+    this.#open.delete(crawlId);
+    this.#start({ key: file.key, bytes: file.builder.toBytes() });
+  }
+
+  #start(upload: Upload): void {
+    this.#pendingBytes += upload.bytes.byteLength;
+    let put: Promise<void>;
+    try {
+      put = this.#blobs.put(upload.key, upload.bytes, 'application/warc');
+    } catch (error) {
+      put = Promise.reject(error);
+    }
+    const tracked: Promise<void> = put
+      .catch((error: unknown) => {
+        // Kept, bytes included, for finish() to report and a later finish() to try again.
+        this.#failed.push({ upload, error });
+      })
+      .finally(() => {
+        this.#inFlight.delete(tracked);
+        this.#pendingBytes -= upload.bytes.byteLength;
+        if (this.#pendingBytes > this.#maxPendingBytes) return;
+        const waiters = this.#drainWaiters;
+        this.#drainWaiters = [];
+        for (const wake of waiters) wake();
+      });
+    this.#inFlight.add(tracked);
+  }
+}
+
+/** All pages at once (the writer's simplest use): write them, upload the files, return the pointers. */
+export async function storeWarcFiles(
+  captured: readonly CapturedPage[],
+  blobs: BlobWriter,
+  invocationId: string,
+  at: Date,
+  options: WarcBatchWriterOptions = {},
+): Promise<{ results: CrawlResult[]; keys: string[] }> {
+  const writer = new WarcBatchWriter(blobs, invocationId, at, options);
+  for (const page of captured) writer.add(page);
+  return writer.finish();
 }

@@ -1,6 +1,6 @@
 /**
- * WARC 1.1 writer for the Common Crawl layout: one gzip file per fetch invocation, one gzip member
- * per record, so any record can be read alone with a ranged GET of `{offset, length}`.
+ * WARC 1.1 writer for the Common Crawl layout: gzip files of one gzip member per record, so any
+ * record can be read alone with a ranged GET of `{offset, length}`.
  *
  * Decisions:
  * - Records are `WARC/1.1`; WARC-Date is UTC ISO-8601 with milliseconds (WARC 1.1 allows
@@ -23,12 +23,17 @@
  *   wire bytes; a line with a wider character is written as UTF-8. WARC headers and warc-fields are
  *   UTF-8.
  * - An invalid WARC-IP-Address (not an IPv4/IPv6 literal) is left out rather than written.
+ * - A response member is built from raw deflate segments (WARC head, HTTP head, body, closing CRLFs;
+ *   each but the last ending on a sync flush) under one gzip header and trailer: the body
+ *   is compressed without being copied into a record buffer, and only once even when the record must
+ *   move to another file (prepareResponse, addPreparedResponse), since only its WARC head depends on
+ *   the file (WARC-Warcinfo-ID). It is still one gzip member; the segments cost a few bytes.
  * - Pass `ip` to addRequest as well as addResponse: `warcio test` expects WARC-IP-Address on http(s)
  *   requests too. Add the warcinfo first; later records carry its id as WARC-Warcinfo-ID.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { gzipSync, constants as zlibConstants } from 'node:zlib';
+import { crc32, deflateRawSync, gzipSync, constants as zlibConstants } from 'node:zlib';
 import { formatSha1 } from './warc-digest.ts';
 
 export interface WarcRecordRef {
@@ -86,6 +91,27 @@ export interface WarcMetadataInput {
   recordId?: string;
 }
 
+/**
+ * The part of a response record that does not depend on the file it goes into: digests, and the
+ * HTTP head and body compressed once (prepareResponse). Only WARC-Warcinfo-ID is file-specific.
+ */
+export interface PreparedResponse {
+  readonly recordId: string;
+  readonly payloadDigest: string;
+  readonly payloadSha1Hex: string;
+  /** WARC headers that go before WARC-IP-Address / WARC-Warcinfo-ID, and those after. */
+  readonly warcHeadersBefore: ReadonlyArray<[string, string]>;
+  readonly warcHeadersAfter: ReadonlyArray<[string, string]>;
+  readonly ip: string | undefined;
+  /** Content-Length of the record: HTTP head + body. */
+  readonly contentLength: number;
+  /** HTTP head, body and the closing CRLFCRLF, uncompressed (for the gzip CRC; the body is not copied). */
+  readonly tail: readonly Uint8Array[];
+  /** Raw deflate segments of `tail`, each ending on a sync flush but the last (the final block). */
+  readonly deflated: readonly Buffer[];
+  readonly gzipLevel: number;
+}
+
 export interface WarcFileBuilderOptions {
   /** Goes in the warcinfo record's WARC-Filename. */
   filename: string;
@@ -108,9 +134,12 @@ const CONTROL_RUNS = /[\r\n\0]+/g;
 export class WarcFileBuilder {
   readonly filename: string;
   readonly #gzipLevel: number;
-  readonly #members: Buffer[] = [];
+  /** One entry per record: the parts of its gzip member. */
+  readonly #members: Buffer[][] = [];
   #byteLength = 0;
   #warcinfoId: string | undefined;
+  /** Index of the record that set #warcinfoId. */
+  #warcinfoIndex = -1;
 
   constructor(options: WarcFileBuilderOptions) {
     this.filename = sanitizeValue(options.filename);
@@ -119,7 +148,7 @@ export class WarcFileBuilder {
 
   /** A fresh `<urn:uuid:…>`, for callers that need an id before adding its record. */
   newRecordId(): string {
-    return `<urn:uuid:${randomUUID()}>`;
+    return newRecordId();
   }
 
   /** Size of the file so far, in bytes (the next record's offset). */
@@ -163,6 +192,7 @@ export class WarcFileBuilder {
       [block],
     );
     this.#warcinfoId = recordId;
+    this.#warcinfoIndex = this.#members.length - 1;
     return ref;
   }
 
@@ -183,32 +213,36 @@ export class WarcFileBuilder {
   }
 
   addResponse(input: WarcResponseInput): WarcResponseRef {
-    if (!Number.isInteger(input.status) || input.status < 100 || input.status > 999) {
-      throw new RangeError(`HTTP status must be a 3-digit integer, got ${input.status}`);
+    return this.addPreparedResponse(prepareResponse(input, { gzipLevel: this.#gzipLevel }));
+  }
+
+  /**
+   * Adds a response record prepared with prepareResponse: compressed once, so a caller can add it to
+   * another file after a rollback without compressing the body again.
+   */
+  addPreparedResponse(prepared: PreparedResponse): WarcResponseRef {
+    const warcHead = encodeWarcHead(
+      [...prepared.warcHeadersBefore, ...this.#common(prepared.ip, undefined), ...prepared.warcHeadersAfter],
+      prepared.contentLength,
+    );
+    // One gzip member from deflate segments: the WARC head (the only file-specific part) compressed
+    // here, the rest as prepared. Each segment but the last ends on a sync flush, so together they
+    // are one valid deflate stream; the trailer's CRC and size cover the whole record.
+    const head = deflateRawSync(warcHead, {
+      level: prepared.gzipLevel,
+      finishFlush: zlibConstants.Z_SYNC_FLUSH,
+    });
+    let crc = crc32(warcHead);
+    let size = warcHead.byteLength;
+    for (const part of prepared.tail) {
+      crc = crc32(part, crc);
+      size += part.byteLength;
     }
-    const version = sanitizeValue(input.httpVersion).replace(/^HTTP\//i, '');
-    const statusLine = `HTTP/${version} ${input.status} ${sanitizeValue(input.statusText)}`;
-    const headers = input.headers.map(([name, value]): [string, string] =>
-      name.trim().toLowerCase() === 'transfer-encoding' ? [RENAMED_TRANSFER_ENCODING, value] : [name, value],
-    );
-    const head = encodeHttpHead(statusLine, headers);
-    const payloadSha1 = createHash('sha1').update(input.body).digest();
-    const payloadDigest = formatSha1(payloadSha1);
-    const warcHeaders: Array<[string, string]> = [
-      ['WARC-Type', 'response'],
-      ['WARC-Record-ID', this.#recordId(input.recordId)],
-      ['WARC-Date', warcDate(input.date)],
-      ['WARC-Target-URI', sanitizeUri(input.targetUri)],
-      ...this.#common(input.ip, undefined),
-    ];
-    if (input.truncated) warcHeaders.push(['WARC-Truncated', input.truncated]);
-    warcHeaders.push(
-      ['Content-Type', 'application/http; msgtype=response'],
-      ['WARC-Payload-Digest', payloadDigest],
-      ['WARC-Block-Digest', sha1Of([head, input.body])],
-    );
-    const ref = this.#append(warcHeaders, [head, input.body]);
-    return { ...ref, payloadDigest, payloadSha1Hex: payloadSha1.toString('hex') };
+    const trailer = Buffer.alloc(8);
+    trailer.writeUInt32LE(crc >>> 0, 0);
+    trailer.writeUInt32LE(size % 2 ** 32, 4);
+    const ref = this.#push(prepared.recordId, [GZIP_HEADER, head, ...prepared.deflated, trailer]);
+    return { ...ref, payloadDigest: prepared.payloadDigest, payloadSha1Hex: prepared.payloadSha1Hex };
   }
 
   /** Adds a metadata record (application/warc-fields) about the response `concurrentTo`. */
@@ -228,16 +262,27 @@ export class WarcFileBuilder {
     );
   }
 
+  /**
+   * Drops every record after the first `recordCount` (e.g. a page that turned out not to fit the file).
+   * The latest warcinfo record cannot be dropped: the records kept refer to it.
+   */
+  rollback(recordCount: number): void {
+    if (!Number.isInteger(recordCount) || recordCount < 0 || recordCount > this.#members.length) {
+      throw new RangeError(`rollback: recordCount must be 0..${this.#members.length}, got ${recordCount}`);
+    }
+    if (recordCount <= this.#warcinfoIndex) throw new RangeError('rollback would drop the warcinfo record');
+    for (const parts of this.#members.splice(recordCount)) {
+      for (const part of parts) this.#byteLength -= part.byteLength;
+    }
+  }
+
   /** The whole file: the gzip members, concatenated in the order the records were added. */
   toBytes(): Uint8Array {
-    return Buffer.concat(this.#members, this.#byteLength);
+    return Buffer.concat(this.#members.flat(), this.#byteLength);
   }
 
   #recordId(given: string | undefined): string {
-    if (given === undefined) return this.newRecordId();
-    if (!RECORD_ID.test(given))
-      throw new RangeError(`WARC record id must look like <urn:uuid:…>, got ${given}`);
-    return given;
+    return given === undefined ? newRecordId() : checkRecordId(given);
   }
 
   #common(ip: string | undefined, concurrentTo: string | undefined): Array<[string, string]> {
@@ -256,21 +301,96 @@ export class WarcFileBuilder {
   /** Serializes one record (headers + block + CRLFCRLF) into its own gzip member. */
   #append(headers: Array<[string, string]>, block: Uint8Array[]): WarcRecordRef {
     const blockLength = block.reduce((sum, part) => sum + part.byteLength, 0);
-    let text = `${WARC_VERSION}${CRLF}`;
-    for (const [name, value] of headers) text += `${name}: ${value}${CRLF}`;
-    text += `Content-Length: ${blockLength}${CRLF}${CRLF}`;
-    const warcHead = Buffer.from(text, 'utf8');
+    const warcHead = encodeWarcHead(headers, blockLength);
     const record = Buffer.concat([warcHead, ...block, RECORD_END], warcHead.byteLength + blockLength + 4);
     const member = gzipSync(record, { level: this.#gzipLevel });
-    const ref: WarcRecordRef = {
-      recordId: headers.find(([name]) => name === 'WARC-Record-ID')![1],
-      offset: this.#byteLength,
-      length: member.byteLength,
-    };
-    this.#members.push(member);
-    this.#byteLength += member.byteLength;
+    return this.#push(headers.find(([name]) => name === 'WARC-Record-ID')![1], [member]);
+  }
+
+  #push(recordId: string, parts: Buffer[]): WarcRecordRef {
+    const length = parts.reduce((sum, part) => sum + part.byteLength, 0);
+    const ref: WarcRecordRef = { recordId, offset: this.#byteLength, length };
+    this.#members.push(parts);
+    this.#byteLength += length;
     return ref;
   }
+}
+
+/**
+ * Everything of a response record that does not depend on its file, with the body hashed and
+ * compressed once. Add it with WarcFileBuilder.addResponse. The body is referenced, not copied: keep
+ * it unchanged until the record is added.
+ */
+export function prepareResponse(
+  input: WarcResponseInput,
+  options: { gzipLevel?: number } = {},
+): PreparedResponse {
+  if (!Number.isInteger(input.status) || input.status < 100 || input.status > 999) {
+    throw new RangeError(`HTTP status must be a 3-digit integer, got ${input.status}`);
+  }
+  const gzipLevel = options.gzipLevel ?? zlibConstants.Z_DEFAULT_COMPRESSION;
+  const recordId = input.recordId === undefined ? newRecordId() : checkRecordId(input.recordId);
+  const version = sanitizeValue(input.httpVersion).replace(/^HTTP\//i, '');
+  const statusLine = `HTTP/${version} ${input.status} ${sanitizeValue(input.statusText)}`;
+  const headers = input.headers.map(([name, value]): [string, string] =>
+    name.trim().toLowerCase() === 'transfer-encoding' ? [RENAMED_TRANSFER_ENCODING, value] : [name, value],
+  );
+  const head = encodeHttpHead(statusLine, headers);
+  const payloadSha1 = createHash('sha1').update(input.body).digest();
+  const payloadDigest = formatSha1(payloadSha1);
+  const before: Array<[string, string]> = [
+    ['WARC-Type', 'response'],
+    ['WARC-Record-ID', recordId],
+    ['WARC-Date', warcDate(input.date)],
+    ['WARC-Target-URI', sanitizeUri(input.targetUri)],
+  ];
+  const after: Array<[string, string]> = [];
+  if (input.truncated) after.push(['WARC-Truncated', input.truncated]);
+  after.push(
+    ['Content-Type', 'application/http; msgtype=response'],
+    ['WARC-Payload-Digest', payloadDigest],
+    ['WARC-Block-Digest', sha1Of([head, input.body])],
+  );
+  // Compressed in segments (no copy of the body into one record buffer): head and body each end on
+  // a sync flush, the closing CRLFCRLF ends the deflate stream.
+  const sync = { level: gzipLevel, finishFlush: zlibConstants.Z_SYNC_FLUSH };
+  const deflated = [
+    deflateRawSync(head, sync),
+    deflateRawSync(input.body, sync),
+    deflateRawSync(RECORD_END, { level: gzipLevel }),
+  ];
+  return {
+    recordId,
+    payloadDigest,
+    payloadSha1Hex: payloadSha1.toString('hex'),
+    warcHeadersBefore: before,
+    warcHeadersAfter: after,
+    ip: input.ip,
+    contentLength: head.byteLength + input.body.byteLength,
+    tail: [head, input.body, RECORD_END],
+    deflated,
+    gzipLevel,
+  };
+}
+
+/** gzip member header: deflate, no flags, mtime 0, OS Unix (what zlib writes on Linux). */
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03]);
+
+function newRecordId(): string {
+  return `<urn:uuid:${randomUUID()}>`;
+}
+
+function checkRecordId(id: string): string {
+  if (!RECORD_ID.test(id)) throw new RangeError(`WARC record id must look like <urn:uuid:…>, got ${id}`);
+  return id;
+}
+
+/** `WARC/1.1` CRLF, the headers, Content-Length, CRLF. */
+function encodeWarcHead(headers: Array<[string, string]>, blockLength: number): Buffer {
+  let text = `${WARC_VERSION}${CRLF}`;
+  for (const [name, value] of headers) text += `${name}: ${value}${CRLF}`;
+  text += `Content-Length: ${blockLength}${CRLF}${CRLF}`;
+  return Buffer.from(text, 'utf8');
 }
 
 function sha1Of(parts: Uint8Array[]): string {

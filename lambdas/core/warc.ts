@@ -14,6 +14,8 @@ export {
   type WarcRecord,
 } from './warc-reader.ts';
 export {
+  type PreparedResponse,
+  prepareResponse,
   RENAMED_TRANSFER_ENCODING,
   sanitizeName,
   sanitizeValue,

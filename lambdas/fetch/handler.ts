@@ -36,9 +36,11 @@ export function createHandler(rawEnv: Env) {
     singleAttemptClient: clients.singleAttempt.dynamodb,
   });
   const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
+  // Several connections per origin: a request waiting behind another on one socket would leave late.
+  const fetcher = new HttpFetcher({ connectionsPerOrigin: 6 });
   const deps = {
-    // Several connections per origin: a request waiting behind another on one socket would leave late.
-    fetcher: new HttpFetcher({ connectionsPerOrigin: 6 }),
+    fetcher,
+    bodyBudget: fetcher.bodyBudget,
     configs,
     frontier,
     slots: frontier,

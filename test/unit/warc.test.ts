@@ -8,6 +8,7 @@ import {
   base32Encode,
   iterateWarcFile,
   parseHttpMessage,
+  prepareResponse,
   readWarcRecord,
   sha1Digest,
   verifyDigest,
@@ -513,6 +514,66 @@ describe('WarcFileBuilder', () => {
       RangeError,
     );
     assert.throws(() => builder.addResponse({ ...baseResponse(), date: new Date(Number.NaN) }), RangeError);
+  });
+
+  it('adds a prepared response to any file: compressed once, linked to that file’s warcinfo', async () => {
+    const body = Buffer.concat([randomBytes(100_000), Buffer.alloc(300_000, 'a')]);
+    const prepared = prepareResponse({
+      targetUri: 'https://example.com/p',
+      date: DATE,
+      httpVersion: '1.1',
+      status: 200,
+      statusText: 'OK',
+      headers: [['Transfer-Encoding', 'chunked']],
+      body,
+      ip: '192.0.2.1',
+      truncated: 'length',
+    });
+    for (const name of ['one.warc.gz', 'two.warc.gz']) {
+      const builder = new WarcFileBuilder({ filename: name });
+      const info = builder.addWarcinfo({ software: 'test' }, DATE);
+      const ref = builder.addPreparedResponse(prepared);
+      const bytes = builder.toBytes();
+      const member = sliceOf(bytes, ref);
+      // One gzip member, whose CRC and size gunzip checks.
+      assert.ok(gunzipSync(member).byteLength > body.byteLength);
+      const record = readWarcRecord(member);
+      assert.equal(record.header('WARC-Warcinfo-ID'), info.recordId);
+      assert.equal(record.header('WARC-Record-ID'), prepared.recordId);
+      assert.equal(record.header('WARC-Truncated'), 'length');
+      assert.equal(record.header('WARC-IP-Address'), '192.0.2.1');
+      assert.equal(record.header('WARC-Payload-Digest'), ref.payloadDigest);
+      const http = parseHttpMessage(record.block);
+      assert.ok(Buffer.from(http.body).equals(body));
+      assert.equal(http.header('X-Crawler-Transfer-Encoding'), 'chunked');
+      const report = await verifyWarc(bytes);
+      assert.deepEqual([...report.errors, ...report.problems], []);
+      assert.equal(report.records[1]!.payloadDigestOk, true);
+      assert.equal(report.records[1]!.blockDigestOk, true);
+    }
+    // Compressed about as well as one gzip of the record (the segments cost a few bytes each).
+    const whole = gzipSync(Buffer.concat([Buffer.from('x'.repeat(400)), body])).byteLength;
+    const segments = prepared.deflated.reduce((sum, part) => sum + part.byteLength, 0);
+    assert.ok(segments < whole + 100, `${segments} vs ${whole}`);
+  });
+
+  it('rolls back the records added after a point, but never its warcinfo', () => {
+    const builder = new WarcFileBuilder({ filename: 'r.warc.gz' });
+    builder.addWarcinfo({ software: 'test' }, DATE);
+    const request = builder.addRequest({
+      targetUri: 'https://example.com/',
+      date: DATE,
+      requestLine: 'GET / HTTP/1.1',
+      headers: [['Host', 'example.com']],
+    });
+    const kept = builder.toBytes();
+    builder.addResponse({ ...baseResponse(), body: randomBytes(5000) });
+    builder.rollback(2);
+    assert.equal(builder.recordCount, 2);
+    assert.equal(builder.byteLength, request.offset + request.length);
+    assertBytes(builder.toBytes(), kept, 'the file as it was');
+    assert.throws(() => builder.rollback(0), /warcinfo/);
+    assert.throws(() => builder.rollback(3), RangeError);
   });
 });
 

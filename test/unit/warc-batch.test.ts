@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { BlobWriter, PageResponse } from '../../lambdas/core/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { iterateWarcFile, parseHttpMessage, readWarcRecord } from '../../lambdas/core/warc.ts';
+import {
+  type CapturedPage,
+  storeWarcFiles,
+  WarcBatchWriter,
+  warcKey,
+} from '../../lambdas/core/warc-batch.ts';
+import { verifyWarc } from '../fixtures/warc-verify.ts';
+
+const AT = new Date('2026-11-29T12:00:00.000Z');
+const KiB = 1024;
+
+/** Incompressible bytes, different per seed. */
+function noise(n: number, seed: number): Uint8Array {
+  const bytes = Buffer.alloc(n);
+  let state = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    bytes[i] = state >>> 24;
+  }
+  return bytes;
+}
+
+function page(crawlId: string, n: number, body: Uint8Array, extra: Partial<CrawlResult> = {}): CapturedPage {
+  const url = `http://127.0.0.1:8080/p/${n}`;
+  const response: PageResponse = {
+    url,
+    requestLine: `GET /p/${n} HTTP/1.1`,
+    requestHeaders: [
+      ['host', '127.0.0.1:8080'],
+      ['user-agent', 'test'],
+    ],
+    httpVersion: '1.1',
+    status: 200,
+    statusText: 'OK',
+    headers: [
+      ['Content-Type', 'application/octet-stream'],
+      ['Content-Length', String(body.byteLength)],
+    ],
+    body,
+    truncated: undefined,
+    remoteAddress: '127.0.0.1',
+    startedAt: AT,
+    elapsedMs: 12,
+  };
+  const result: CrawlResult = {
+    v: 1,
+    crawlId,
+    key: `k${n}`,
+    url,
+    outcome: 'fetched',
+    status: 200,
+    bytes: body.byteLength,
+    fetchedAt: AT.toISOString(),
+    ms: 12,
+    depth: 0,
+    outlinks: 0,
+    ...extra,
+  };
+  return { response, result };
+}
+
+/** Stores every put; `fail` decides per call whether it throws (after a tick). */
+class MemoryBlobs implements BlobWriter {
+  readonly objects = new Map<string, Uint8Array>();
+  readonly calls: string[] = [];
+  fail: (key: string, call: number) => boolean = () => false;
+  gate: Promise<void> | undefined;
+
+  async put(key: string, body: Uint8Array, contentType: string): Promise<void> {
+    assert.equal(contentType, 'application/warc');
+    this.calls.push(key);
+    const call = this.calls.length;
+    await this.gate;
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.fail(key, call)) throw Object.assign(new Error(`put ${key} refused`), { status: 413 });
+    this.objects.set(key, Buffer.from(body));
+  }
+}
+
+/** Range-reads a pointer and checks it is that URL's response with that body. */
+function assertPointsAt(blobs: MemoryBlobs, result: CrawlResult, body: Uint8Array): void {
+  assert.ok(result.warc, `${result.url}: no pointer`);
+  const object = blobs.objects.get(result.warc.key);
+  assert.ok(object, `${result.warc.key} was not stored`);
+  const member = object.subarray(result.warc.offset, result.warc.offset + result.warc.length);
+  const record = readWarcRecord(member);
+  assert.equal(record.header('WARC-Type'), 'response');
+  assert.equal(record.header('WARC-Target-URI'), result.url);
+  assert.deepEqual(Buffer.from(parseHttpMessage(record.block).body), Buffer.from(body));
+  assert.equal(result.sha1, createHash('sha1').update(body).digest('hex'));
+}
+
+async function assertValidFile(blobs: MemoryBlobs, key: string): Promise<void> {
+  const bytes = blobs.objects.get(key)!;
+  const report = await verifyWarc(bytes);
+  assert.deepEqual([...report.errors, ...report.problems], [], key);
+  const records = [...iterateWarcFile(bytes)].map((entry) => entry.record);
+  assert.equal(records[0]?.header('WARC-Type'), 'warcinfo', `${key}: first record`);
+  assert.equal(records[0]?.header('WARC-Filename'), key.slice(key.lastIndexOf('/') + 1));
+  const warcinfoId = records[0]?.header('WARC-Record-ID');
+  for (const record of records.slice(1)) {
+    assert.notEqual(record.header('WARC-Type'), 'warcinfo', `${key}: a second warcinfo`);
+    assert.equal(record.header('WARC-Warcinfo-ID'), warcinfoId, `${key}: Warcinfo-ID`);
+  }
+}
+
+describe('warcKey', () => {
+  it('names part 0 after the invocation and numbers later parts so that keys sort in order', () => {
+    const keys = [0, 1, 2, 10, 999].map((part) => warcKey('c1', AT, 'inv-1', part));
+    assert.equal(keys[0], 'warc/c1/2026-11-29/inv-1.warc.gz');
+    assert.equal(keys[1], 'warc/c1/2026-11-29/inv-1_0001.warc.gz');
+    assert.deepEqual([...keys].sort(), keys);
+    assert.equal(new Set(keys).size, keys.length);
+  });
+});
+
+describe('WarcBatchWriter', () => {
+  it('writes one file per crawl for small pages, results in add order, pointers to the responses', async () => {
+    const blobs = new MemoryBlobs();
+    const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
+    const pages = [
+      page('a', 1, noise(3000, 1)),
+      page('b', 2, noise(100, 2)),
+      page('a', 3, Buffer.from('<html>hello</html>'), { location: 'http://127.0.0.1:8080/x' }),
+    ];
+    for (const p of pages) writer.add(p);
+    assert.deepEqual(blobs.calls, [], 'nothing uploaded before a file is full or finish()');
+    const { results, keys } = await writer.finish();
+    assert.deepEqual(keys, ['warc/a/2026-11-29/inv-1.warc.gz', 'warc/b/2026-11-29/inv-1.warc.gz']);
+    assert.deepEqual(
+      results.map((r) => r.url),
+      pages.map((p) => p.result.url),
+    );
+    for (const [i, result] of results.entries()) {
+      assert.equal(result.warc?.key, warcKey(pages[i]!.result.crawlId, AT, 'inv-1'));
+      assertPointsAt(blobs, result, pages[i]!.response.body);
+    }
+    for (const key of keys) await assertValidFile(blobs, key);
+    const metadata = [...iterateWarcFile(blobs.objects.get(keys[0]!)!)]
+      .map((entry) => entry.record)
+      .filter((record) => record.header('WARC-Type') === 'metadata');
+    assert.match(Buffer.from(metadata[1]!.block).toString(), /redirectTo: http:\/\/127\.0\.0\.1:8080\/x/);
+  });
+
+  it('splits a crawl’s pages over files of at most maxFileBytes, each with its own warcinfo', async () => {
+    const blobs = new MemoryBlobs();
+    const max = 64 * KiB;
+    const writer = new WarcBatchWriter(blobs, 'inv-2', AT, { maxFileBytes: max });
+    const pages = Array.from({ length: 20 }, (_, i) => page('c', i, noise(5 * KiB + i * 700, i + 10)));
+    for (const p of pages) writer.add(p);
+    assert.ok(blobs.calls.length > 0, 'full files are uploaded while pages are still being added');
+    const { results, keys } = await writer.finish();
+    assert.ok(keys.length >= 3, `${keys.length} files`);
+    assert.deepEqual([...keys].sort(), keys, 'keys sort in the order the files were written');
+    assert.equal(new Set(keys).size, keys.length);
+    assert.deepEqual([...blobs.objects.keys()].sort(), keys);
+    for (const key of keys) {
+      assert.ok(
+        blobs.objects.get(key)!.byteLength <= max,
+        `${key}: ${blobs.objects.get(key)!.byteLength} bytes`,
+      );
+      await assertValidFile(blobs, key);
+    }
+    for (const [i, result] of results.entries()) assertPointsAt(blobs, result, pages[i]!.response.body);
+    // Files are filled: each but the last would have overflowed with its successor's first page.
+    const pagesPerFile = keys.map((key) => results.filter((r) => r.warc?.key === key).length);
+    assert.ok(
+      pagesPerFile.every((n) => n >= 1),
+      `pages per file: ${pagesPerFile.join(', ')}`,
+    );
+  });
+
+  it('gives a page larger than maxFileBytes a file of its own', async () => {
+    const blobs = new MemoryBlobs();
+    const max = 16 * KiB;
+    const writer = new WarcBatchWriter(blobs, 'inv-3', AT, { maxFileBytes: max });
+    const pages = [
+      page('c', 1, noise(2 * KiB, 1)),
+      page('c', 2, noise(40 * KiB, 2)),
+      page('c', 3, noise(2 * KiB, 3)),
+    ];
+    for (const p of pages) writer.add(p);
+    const { results, keys } = await writer.finish();
+    assert.equal(keys.length, 3);
+    assert.deepEqual(
+      results.map((r) => r.warc?.key),
+      keys,
+    );
+    assert.ok(blobs.objects.get(keys[1]!)!.byteLength > max);
+    for (const [i, result] of results.entries()) assertPointsAt(blobs, result, pages[i]!.response.body);
+    for (const key of keys) await assertValidFile(blobs, key);
+  });
+
+  it('keeps no reference to a body once add() returns', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const blobs = new MemoryBlobs();
+    const writer = new WarcBatchWriter(blobs, 'inv-4', AT);
+    let captured: CapturedPage | undefined = page('c', 1, noise(256 * KiB, 4));
+    const body = new WeakRef(captured.response.body);
+    writer.add(captured);
+    captured = undefined;
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(body.deref(), undefined, 'the body is still reachable');
+    const { results } = await writer.finish();
+    assert.equal(results.length, 1);
+  });
+
+  it('rejects finish() when an upload failed, and uploads the failed files again on the next finish()', async () => {
+    const blobs = new MemoryBlobs();
+    blobs.fail = (key, call) => key.endsWith('_0001.warc.gz') && call <= 3;
+    const writer = new WarcBatchWriter(blobs, 'inv-5', AT, { maxFileBytes: 16 * KiB });
+    const pages = Array.from({ length: 6 }, (_, i) => page('c', i, noise(6 * KiB, i + 50)));
+    for (const p of pages) writer.add(p);
+    await assert.rejects(writer.finish(), /put warc\/c\/2026-11-29\/inv-5_0001\.warc\.gz refused/);
+    assert.throws(() => writer.add(page('c', 9, noise(10, 9))), /after finish/);
+    const { results, keys } = await writer.finish();
+    assert.deepEqual([...blobs.objects.keys()].sort(), keys);
+    for (const [i, result] of results.entries()) assertPointsAt(blobs, result, pages[i]!.response.body);
+    assert.equal(blobs.calls.filter((key) => key.endsWith('_0001.warc.gz')).length, 2);
+  });
+
+  it('ready() waits while closed files are still uploading beyond maxPendingBytes', async () => {
+    const blobs = new MemoryBlobs();
+    let open!: () => void;
+    blobs.gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const writer = new WarcBatchWriter(blobs, 'inv-6', AT, {
+      maxFileBytes: 8 * KiB,
+      maxPendingBytes: 16 * KiB,
+    });
+    await writer.ready();
+    for (let i = 0; i < 4; i++) writer.add(page('c', i, noise(9 * KiB, i)));
+    assert.ok(writer.pendingBytes > 16 * KiB);
+    let ready = false;
+    const waiting = writer.ready().then(() => {
+      ready = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(ready, false);
+    open();
+    await waiting;
+    assert.ok(writer.pendingBytes <= 16 * KiB);
+    await writer.finish();
+    assert.equal(writer.pendingBytes, 0);
+  });
+
+  it('storeWarcFiles writes a whole batch through the writer', async () => {
+    const blobs = new MemoryBlobs();
+    const pages = [page('a', 1, noise(100, 1)), page('a', 2, noise(200, 2))];
+    const { results, keys } = await storeWarcFiles(pages, blobs, 'inv-7', AT);
+    assert.deepEqual(keys, ['warc/a/2026-11-29/inv-7.warc.gz']);
+    for (const [i, result] of results.entries()) assertPointsAt(blobs, result, pages[i]!.response.body);
+  });
+});

@@ -22,6 +22,8 @@ export const ATTR = {
   lease: 'lease',
   // fetch attempts made so far (set when a fetch is postponed for a retry)
   attempts: 'att',
+  // set when a failed batch gave the claim back after admitting the page's links (maybe unsent)
+  relink: 'relink',
   outcome: 'outcome',
   // the winning result's id and the index part its line is in (set by finalize)
   rid: 'rid',

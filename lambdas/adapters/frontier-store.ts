@@ -37,7 +37,7 @@ export function createFrontierStore(
     admit: (crawlId, parentKey, candidates) => urls.admit(crawlId, parentKey, candidates),
     reservePages: (crawlId, wanted, maxPages) => counters.reservePages(crawlId, wanted, maxPages),
     claim: (crawlId, url, leaseMs, now) => urls.claim(crawlId, url, leaseMs, now),
-    release: (crawlId, key) => urls.release(crawlId, key),
+    release: (crawlId, key, unsentLinks) => urls.release(crawlId, key, unsentLinks),
     postpone: (crawlId, key, attempts, retryAt) => urls.postpone(crawlId, key, attempts, retryAt),
     addQueued: (crawlId, count) => counters.addQueued(crawlId, count),
     // HostSlots

@@ -9,7 +9,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AdmitResult, ClaimResult, FinalizeEntry, FinalizeOutcome, FrontierUrl } from '../core/ports.ts';
+import type { AdmittedUrl, ClaimResult, FinalizeEntry, FinalizeOutcome, FrontierUrl } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
 import type { FrontierCounters } from './frontier-counters.ts';
 import {
@@ -55,7 +55,11 @@ export class FrontierUrls {
    * are this parent's own earlier admissions still `new` (a retried batch re-sends them). Any error
    * other than a failed condition is thrown once the puts in flight have settled.
    */
-  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmitResult> {
+  async admit(
+    crawlId: string,
+    parentKey: string,
+    candidates: readonly FrontierUrl[],
+  ): Promise<AdmittedUrl[]> {
     const unique: FrontierUrl[] = [];
     const keys = new Set<string>();
     for (const candidate of candidates) {
@@ -70,16 +74,15 @@ export class FrontierUrls {
     // find are put. A read that misses a just-written item only costs that put, which then fails.
     const existing = await this.readExisting(crawlId, unique);
     const toPut: number[] = [];
-    const taken: string[] = [];
     for (const [index, candidate] of unique.entries()) {
       const item = existing.get(candidate.key);
-      if (item === undefined) {
-        toPut.push(index);
-        continue;
-      }
-      const unattempted = str(item, ATTR.st) === URL_ST.new && num(item, ATTR.attempts) === undefined;
-      if (unattempted && str(item, ATTR.parent) === parentKey) admitted[index] = 'again';
-      else if (!unattempted) taken.push(candidate.key);
+      if (item === undefined) toPut.push(index);
+      else if (
+        str(item, ATTR.st) === URL_ST.new &&
+        str(item, ATTR.parent) === parentKey &&
+        num(item, ATTR.attempts) === undefined
+      )
+        admitted[index] = 'again';
     }
     let next = 0;
     let failure: { error: unknown } | undefined;
@@ -98,13 +101,10 @@ export class FrontierUrls {
     };
     await Promise.all(Array.from({ length: Math.min(this.options.admitConcurrency, toPut.length) }, worker));
     if (failure !== undefined) throw failure.error;
-    return {
-      admitted: unique.flatMap((candidate, index) => {
-        const state = admitted[index];
-        return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
-      }),
-      taken,
-    };
+    return unique.flatMap((candidate, index) => {
+      const state = admitted[index];
+      return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
+    });
   }
 
   /** The URL items that exist among `urls` (eventually consistent BatchGetItem, 100 keys a call). */
@@ -221,7 +221,13 @@ export class FrontierUrls {
         // A bare URL sent to the queue was never admitted, so nobody counted it. If this ADD is lost
         // (crash), queued runs low, which only makes the completion check run early; it is then exact.
         if (out.Attributes === undefined) await this.counters.addQueued(crawlId, 1);
-        return { status: 'claimed', attempts: num(out.Attributes, ATTR.attempts) ?? 0 };
+        const before = out.Attributes;
+        return {
+          status: 'claimed',
+          attempts: num(before, ATTR.attempts) ?? 0,
+          // Taken over from a holder whose lease ran out, or given back by a failed batch.
+          relink: str(before, ATTR.st) === URL_ST.fetching || before?.[ATTR.relink] !== undefined,
+        };
       } catch (err) {
         if (!isConditionFailed(err)) throw err;
         // AWS returns the item that failed the condition; emulators may not, then read it.
@@ -264,7 +270,7 @@ export class FrontierUrls {
    * once (a politeness deferral, a failed batch). Only while its own lease is the one on the item:
    * after a lease ran out and another fetcher took over, that one keeps it.
    */
-  async release(crawlId: string, key: string): Promise<void> {
+  async release(crawlId: string, key: string, unsentLinks = false): Promise<void> {
     const id = `${crawlId}\n${key}`;
     const lease = this.leases.get(id);
     if (lease === undefined) return;
@@ -274,13 +280,16 @@ export class FrontierUrls {
         new UpdateItemCommand({
           TableName: this.table,
           Key: urlKey(crawlId, key),
-          UpdateExpression: `SET #${ATTR.st} = :new REMOVE #${ATTR.lease}`,
+          UpdateExpression: unsentLinks
+            ? `SET #${ATTR.st} = :new, #${ATTR.relink} = :true REMOVE #${ATTR.lease}`
+            : `SET #${ATTR.st} = :new REMOVE #${ATTR.lease}`,
           ConditionExpression: `#${ATTR.st} = :fetching AND #${ATTR.lease} = :lease`,
-          ExpressionAttributeNames: names(ATTR.st, ATTR.lease),
+          ExpressionAttributeNames: names(ATTR.st, ATTR.lease, ...(unsentLinks ? [ATTR.relink] : [])),
           ExpressionAttributeValues: {
             ':new': S(URL_ST.new),
             ':fetching': S(URL_ST.fetching),
             ':lease': N(lease),
+            ...(unsentLinks ? { ':true': { BOOL: true } } : {}),
           },
         }),
       );

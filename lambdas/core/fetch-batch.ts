@@ -141,6 +141,7 @@ export async function processFetchBatch(
             parentUrl: decision.result.url,
             depth: decision.result.depth,
             links: decision.links,
+            relink: decision.claimed?.relink === true,
           });
         }
         break;
@@ -181,7 +182,8 @@ export async function processFetchBatch(
   } catch (error) {
     // The batch's output is (partly) lost: give back its claims and retry every task of the batch.
     // What did go out is deduplicated when the retries send it again.
-    await Promise.all(claims.map((c) => deps.frontier.release(c.crawlId, c.key).catch(() => {})));
+    // Their links may have been admitted and not sent: the next claim of each page admits them again.
+    await Promise.all(claims.map((c) => deps.frontier.release(c.crawlId, c.key, true).catch(() => {})));
     const retried = new Set(retries.map((retry) => retry.id));
     for (const message of messages) {
       if (!retried.has(message.id)) retries.push(failedTaskRetry(message, error));

@@ -66,6 +66,8 @@ export type TaskDecision =
 export interface ClaimedUrl {
   crawlId: string;
   key: string;
+  /** An earlier claim did not finish: its links may be unsent (ClaimResult `relink`). */
+  relink: boolean;
 }
 
 const MAX_SQS_DELAY_SECONDS = 900;
@@ -212,7 +214,7 @@ async function decide(
         return { kind: 'retry', code: 'claim-held', delaySeconds };
       }
       claimed = true;
-      claim.held = { crawlId: task.crawlId, key: subject.key };
+      claim.held = { crawlId: task.crawlId, key: subject.key, relink: claimResult.relink };
       attempt = Math.max(attempt, claimResult.attempts + 1);
     }
     if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));

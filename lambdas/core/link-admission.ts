@@ -23,6 +23,11 @@ export interface DiscoveringPage {
   parentKey: string;
   /** Absent for seeds. */
   parentUrl?: string;
+  /**
+   * An earlier fetch of this page may have admitted links without sending their tasks (its batch
+   * failed or crashed): its links skip the seen-URL cache, which may hold them from another page.
+   */
+  relink?: boolean;
   depth: number;
   links: readonly DiscoveredLink[];
 }
@@ -70,12 +75,8 @@ export async function admitLinks(
       const { config } = page;
       const candidates = classify(page);
       if (candidates.length === 0) return;
-      const { admitted, taken } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
-      // Cached as seen: what this page admits (its tasks and results go out with this batch) and
-      // what has a task elsewhere for sure. Not a URL another page admitted but has not fetched yet:
-      // that page's batch may fail, and its retry must find the URL again here.
-      for (const url of [...admitted.map((url) => url.key), ...taken])
-        seenKeys.push(`${config.crawlId}:${url}`);
+      const admitted = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
+      for (const candidate of candidates) seenKeys.push(`${config.crawlId}:${candidate.key}`);
       if (admitted.length === 0) return;
       const fresh = admitted.filter((url) => url.fresh).length;
       queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
@@ -127,7 +128,8 @@ export async function admitLinks(
     for (const link of page.links) {
       const normalized = normalizeUrl(link.url, { maxUrlLength: config.limits.maxUrlLength });
       if (!normalized.ok) continue;
-      if (out.has(normalized.key) || deps.seen.has(`${config.crawlId}:${normalized.key}`)) continue;
+      if (out.has(normalized.key)) continue;
+      if (!page.relink && deps.seen.has(`${config.crawlId}:${normalized.key}`)) continue;
       const isRedirect = link.redirects !== undefined;
       const depth = isRedirect ? page.depth : page.depth + 1;
       const candidate: Classified = { key: normalized.key, url: normalized.url, depth };

@@ -99,26 +99,24 @@ export interface FrontierUrl {
 }
 
 export type ClaimResult =
-  /** `attempts`: fetch attempts already made for this URL (by any copy of its task). */
-  { status: 'claimed'; attempts: number } | { status: 'held'; leaseUntil: number } | { status: 'done' };
+  /**
+   * `attempts`: fetch attempts already made for this URL (by any copy of its task). `relink`: an
+   * earlier claim did not finish (its batch failed, or its holder crashed), so links it admitted may
+   * never have been sent: this fetch admits its links again past any seen-URL cache.
+   */
+  | { status: 'claimed'; attempts: number; relink: boolean }
+  | { status: 'held'; leaseUntil: number }
+  | { status: 'done' };
 
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
-
-export interface AdmitResult {
-  admitted: AdmittedUrl[];
-  taken: string[];
-}
 
 /** The fetch side of the frontier (docs/frontier.md). */
 export interface FrontierWriter {
   /**
-   * Conditional puts. `admitted`: the candidates that are new to the crawl (`fresh`), or this page's
-   * own earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks,
-   * uncounted). `taken`: keys of candidates another page admitted whose task certainly exists or
-   * existed (the URL is being fetched, was attempted, or is done), so a cache may skip them; a URL
-   * another page admitted but has not fetched yet is in neither (that page may still fail and retry).
+   * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
+   * earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks, uncounted).
    */
-  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmitResult>;
+  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
   /**
@@ -127,8 +125,11 @@ export interface FrontierWriter {
    * already has its result.
    */
   claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
-  /** Gives this caller's claim back, so the task can be claimed again at once. */
-  release(crawlId: string, key: string): Promise<void>;
+  /**
+   * Gives this caller's claim back, so the task can be claimed again at once. `unsentLinks`: the page
+   * was fetched and its links admitted but maybe not sent (a failed batch): the next claim relinks.
+   */
+  release(crawlId: string, key: string, unsentLinks?: boolean): Promise<void>;
   /**
    * Gives this caller's claim back for a retry at `retryAt` (epoch ms), recording the attempts made:
    * until then the URL is held, so a duplicate of the task cannot start attempts of its own.

@@ -119,7 +119,7 @@ async function fetchedCrawl(pages: Page[], skipped: string[] = []) {
       return { url: n.url, key: n.key, depth: 0 };
     },
   );
-  const { admitted } = await frontier.admit(crawlId, 'seed', urls);
+  const admitted = await frontier.admit(crawlId, 'seed', urls);
   assert.equal(admitted.length, urls.length);
   await frontier.addQueued(crawlId, urls.length);
 

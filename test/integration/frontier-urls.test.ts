@@ -63,7 +63,7 @@ describe('admission', () => {
     const admitted = await Promise.all(pages.map((page) => store.admit(crawlId, page.parent, page.links)));
 
     const winners = new Map<string, string[]>();
-    for (const [i, { admitted: urls }] of admitted.entries()) {
+    for (const [i, urls] of admitted.entries()) {
       for (const url of urls) winners.set(url.key, [...(winners.get(url.key) ?? []), `page-${i}`]);
     }
     assert.equal(winners.size, universe.length, 'every linked URL was admitted');
@@ -89,8 +89,7 @@ describe('admission', () => {
     ];
     const fresh = (url: FrontierUrl) => ({ ...url, fresh: true });
     const again = (url: FrontierUrl) => ({ ...url, fresh: false });
-    const admit = async (page: string, urls: FrontierUrl[]) =>
-      (await store.admit(crawlId, page, urls)).admitted;
+    const admit = (page: string, urls: FrontierUrl[]) => store.admit(crawlId, page, urls);
     assert.deepEqual(await admit('page-1', [a, b]), [fresh(a), fresh(b)]);
     assert.deepEqual(
       await admit('page-1', [a, b]),
@@ -101,37 +100,56 @@ describe('admission', () => {
     assert.deepEqual(await admit('page-1', [c, c, a]), [again(a)], 'duplicates in one call: once');
 
     // Once a link is being fetched its own page cannot send it again either.
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), { status: 'claimed', attempts: 0 });
+    assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), {
+      status: 'claimed',
+      attempts: 0,
+      relink: false,
+    });
     assert.deepEqual(await admit('page-1', [a, b]), [again(b)]);
   });
 
-  it('reports as taken only the links whose task surely exists: fetching, attempted or done', async () => {
+  it('tells the next claimer to relink when a claim was given back with unsent links or its holder died', async () => {
     const crawlId = newCrawl();
-    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((p) => frontierUrl(`https://example.com/${p}`)) as [
-      FrontierUrl,
+    const [a, b, c] = ['a', 'b', 'c'].map((p) => frontierUrl(`https://example.com/${p}`)) as [
       FrontierUrl,
       FrontierUrl,
       FrontierUrl,
     ];
-    await store.admit(crawlId, 'page-1', [a, b, c, d]);
-    await store.claim(crawlId, b, 60_000, Date.now()); // fetching
-    await store.claim(crawlId, c, 60_000, Date.now());
-    await store.postpone(crawlId, c.key, 1, Date.now() + 5_000); // attempted, waiting for its retry
-    await store.claim(crawlId, d, 60_000, Date.now());
-    await store.finalize(crawlId, {
-      key: d.key,
-      url: d.url,
-      outcome: 'fetched',
-      bytes: 1,
-      requests: 1,
-      rid: 'r-d',
-      part: 'results/x/part.jsonl.gz',
+    await store.admit(crawlId, 'seed', [a, b, c]);
+    const now = Date.now();
+    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
+      status: 'claimed',
+      attempts: 0,
+      relink: false,
     });
-    // `a` is page-1's and not fetched yet: page-1 may still fail and must be able to send it again,
-    // so another page must not cache it as seen.
-    const other = await store.admit(crawlId, 'page-2', [a, b, c, d]);
-    assert.deepEqual(other.admitted, []);
-    assert.deepEqual(other.taken.sort(), [b.key, c.key, d.key].sort());
+    await store.release(crawlId, a.key); // a politeness deferral: nothing was admitted
+    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
+      status: 'claimed',
+      attempts: 0,
+      relink: false,
+    });
+    await store.release(crawlId, a.key, true); // a failed batch: links admitted, maybe not sent
+    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
+      status: 'claimed',
+      attempts: 0,
+      relink: true,
+    });
+
+    // A holder that crashed: its lease runs out and the next claimer takes over.
+    await store.claim(crawlId, b, 1_000, now);
+    assert.deepEqual(await store.claim(crawlId, b, 60_000, now + 2_000), {
+      status: 'claimed',
+      attempts: 0,
+      relink: true,
+    });
+    // A postponed retry is not a relink (a retried fetch admitted nothing).
+    await store.claim(crawlId, c, 60_000, now);
+    await store.postpone(crawlId, c.key, 1, now + 1_000);
+    assert.deepEqual(await store.claim(crawlId, c, 60_000, now + 2_000), {
+      status: 'claimed',
+      attempts: 1,
+      relink: false,
+    });
   });
 
   it('propagates errors other than a failed condition', async () => {
@@ -193,15 +211,19 @@ describe('claims', () => {
     const url = frontierUrl('https://example.com/crashed');
     await store.admit(crawlId, 'seed', [url]);
     const t0 = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0), { status: 'claimed', attempts: 0 });
+    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0), {
+      status: 'claimed',
+      attempts: 0,
+      relink: false,
+    });
     assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 999), {
       status: 'held',
       leaseUntil: t0 + 1_000,
     });
     assert.deepEqual(
       await store.claim(crawlId, url, 1_000, t0 + 1_001),
-      { status: 'claimed', attempts: 0 },
-      'stale lease',
+      { status: 'claimed', attempts: 0, relink: true },
+      'stale lease: the crashed holder may have admitted links it never sent',
     );
     await store.finalize(crawlId, entry(url, 'fetched'));
     assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 10_000), { status: 'done' });
@@ -211,7 +233,11 @@ describe('claims', () => {
     const crawlId = newCrawl();
     const url = frontierUrl('https://example.com/bare', 0);
     const now = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 30_000, now), { status: 'claimed', attempts: 0 });
+    assert.deepEqual(await store.claim(crawlId, url, 30_000, now), {
+      status: 'claimed',
+      attempts: 0,
+      relink: false,
+    });
     assert.equal((await store.claim(crawlId, url, 30_000, now)).status, 'held');
     const counters = await store.readCounters(crawlId);
     assert.equal(counters?.queued, 1);

@@ -67,9 +67,9 @@ async function decide(
   options: { receiveCount?: number; task?: Partial<Task> } = {},
 ): Promise<TaskDecision> {
   const frontier: FrontierWriter = {
-    admit: async () => ({ admitted: [], taken: [] }),
+    admit: async () => [],
     reservePages: async (_crawlId, wanted) => wanted,
-    claim: async () => ({ status: 'claimed', attempts: 0 }),
+    claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
     release: async () => {},
     postpone: async () => {},
     addQueued: async () => {},

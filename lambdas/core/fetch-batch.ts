@@ -1,7 +1,8 @@
 /**
  * The fetch function's work for one batch of task messages, over ports only: decide each task
- * (fetch-task.ts), then per batch store one WARC file per crawl, admit discovered links, and send
- * results, new tasks and deferred tasks in batches.
+ * (fetch-task.ts) and write its page into the batch's WARC files at once; then admit discovered
+ * links, finish the WARC files, and send new and deferred tasks and results in batches. One task's
+ * failure retries that task; a batch step's failure (after in-function retries) retries them all.
  */
 
 import { backoffSeconds } from './backoff.ts';
@@ -181,8 +182,9 @@ export async function processFetchBatch(
     };
   } catch (error) {
     // The batch's output is (partly) lost: give back its claims and retry every task of the batch.
-    // What did go out is deduplicated when the retries send it again.
-    // Their links may have been admitted and not sent: the next claim of each page admits them again.
+    // What did go out is deduplicated when the retries send it again; links admitted but maybe not
+    // sent are admitted again by each page's next claim (`relink`). WARC files already written are
+    // left unreferenced.
     await Promise.all(claims.map((c) => deps.frontier.release(c.crawlId, c.key, true).catch(() => {})));
     const retried = new Set(retries.map((retry) => retry.id));
     for (const message of messages) {

@@ -31,7 +31,8 @@ export class FrontierHostSlots implements HostSlots {
   private readonly table: string;
   private readonly options: ResolvedOptions;
   private readonly lastNext = new Map<string, number>();
-  private readonly unpaced = new Map<string, { next: number; readAt: number }>();
+  /** Unpaced hosts: the last read of `next` (shared by concurrent reserves while in flight). */
+  private readonly unpaced = new Map<string, { next: Promise<number>; readAt: number }>();
 
   constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
     this.dynamodb = dynamodb;
@@ -62,7 +63,7 @@ export class FrontierHostSlots implements HostSlots {
    * container saw last for the host.
    *
    * With no delay nothing is written: the slot is `now`, or a pushed-back `next` (Retry-After), read
-   * at most once a second per host (UNPACED_READ_TTL_MS).
+   * at most once a second per host (UNPACED_READ_TTL_MS), one read shared by concurrent reserves.
    */
   async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
     const id = `${crawlId}\n${host}`;
@@ -134,17 +135,21 @@ export class FrontierHostSlots implements HostSlots {
     }
   }
 
-  private async unpacedNext(id: string, crawlId: string, host: string, now: number): Promise<number> {
+  private unpacedNext(id: string, crawlId: string, host: string, now: number): Promise<number> {
     const cached = this.unpaced.get(id);
     if (cached && now - cached.readAt < UNPACED_READ_TTL_MS) return cached.next;
-    const next = (await this.readNext(crawlId, host)) ?? 0;
+    const entry = { next: this.readNext(crawlId, host).then((next) => next ?? 0), readAt: now };
+    // A failed read is not kept: the next reserve reads again.
+    entry.next.catch(() => {
+      if (this.unpaced.get(id) === entry) this.unpaced.delete(id);
+    });
     this.unpaced.delete(id);
-    this.unpaced.set(id, { next, readAt: now });
+    this.unpaced.set(id, entry);
     if (this.unpaced.size > MAX_REMEMBERED_HOSTS) {
       const oldest = this.unpaced.keys().next().value;
       if (oldest !== undefined) this.unpaced.delete(oldest);
     }
-    return next;
+    return entry.next;
   }
 
   /**
@@ -153,7 +158,7 @@ export class FrontierHostSlots implements HostSlots {
    */
   async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
     const cached = this.unpaced.get(`${crawlId}\n${host}`);
-    if (cached) cached.next = Math.max(cached.next, notBefore);
+    if (cached) cached.next = cached.next.then((next) => Math.max(next, notBefore));
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({

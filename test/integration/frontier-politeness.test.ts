@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   createFrontierStore,
   type FrontierStore,
@@ -89,6 +89,22 @@ describe('host slots', () => {
     // Also on a host nobody reserved yet, and honoured by a crawl with no delay.
     await store.pushBack(crawlId, 'fresh:443', now + 7_000);
     assert.equal(await store.reserve(crawlId, 'fresh:443', 0, now), now + 7_000);
+  });
+
+  it('with no delay, concurrent reserves of one host share one read of its slot item', async () => {
+    let reads = 0;
+    const counting = Object.create(dynamodb) as DynamoDBClient;
+    counting.send = ((command: Parameters<DynamoDBClient['send']>[0]) => {
+      if (command instanceof GetItemCommand) reads++;
+      return dynamodb.send(command as GetItemCommand);
+    }) as DynamoDBClient['send'];
+    const container = createFrontierStore(counting, TABLE);
+    const crawlId = newCrawl();
+    const now = Date.now();
+    await Promise.all(Array.from({ length: 25 }, () => container.reserve(crawlId, 'busy:80', 0, now)));
+    assert.equal(reads, 1);
+    await container.reserve(crawlId, 'busy:80', 0, now + 1_000);
+    assert.equal(reads, 2, 'read again once the answer is a second old');
   });
 
   it("with no delay sees its own pause at once and another container's within a second", async () => {

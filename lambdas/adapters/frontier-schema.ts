@@ -6,6 +6,7 @@
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
+import { retryStep } from '../core/retry-step.ts';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -174,15 +175,8 @@ export function isThrottling(err: unknown): boolean {
 }
 
 /** Runs `call` again (with jittered backoff) while it is throttled, at most `attempts` times in all. */
-export async function retryThrottled<T>(call: () => Promise<T>, attempts = 5): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      if (attempt >= attempts || !isThrottling(err)) throw err;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * 2 ** attempt));
-    }
-  }
+export function retryThrottled<T>(call: () => Promise<T>, attempts = 5): Promise<T> {
+  return retryStep(call, attempts, isThrottling);
 }
 
 export class ConflictError extends Error {

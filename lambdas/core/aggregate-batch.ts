@@ -203,20 +203,17 @@ async function processCrawl(
   const part = resultPartKey(crawlId, now(), deps.invocationId);
   // One message sent twice (an SQS send retried after a lost answer) can arrive twice in one batch:
   // both copies would win (the second as a repeat), so the copies are dropped here.
-  const unique: Item[] = [];
-  const ids = new Set<string>();
+  const byId = new Map<string, Item>();
   for (const item of items) {
     const id = resultId(item.message.body);
-    if (ids.has(id)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
-    else {
-      ids.add(id);
-      unique.push(item);
-    }
+    if (byId.has(id)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
+    else byId.set(id, item);
   }
+  const unique = [...byId.values()];
   const finalized = await mapLimit(
-    unique,
+    [...byId],
     deps.concurrency ?? DEFAULT_FINALIZE_CONCURRENCY,
-    ({ message, result }) =>
+    ([rid, { result }]) =>
       // Finalize is idempotent for one result (its id), so a failed call is simply made again.
       retryStep(() =>
         deps.frontier.finalize(crawlId, {
@@ -225,7 +222,7 @@ async function processCrawl(
           outcome: result.outcome,
           bytes: result.bytes,
           requests: result.status === undefined ? 0 : 1,
-          rid: resultId(message.body),
+          rid,
           part,
         }),
       ),

@@ -1,5 +1,5 @@
 /**
- * google/robotstxt conformance cases (transcribed in ../shared/conformance/robotstxt-cases.json).
+ * google/robotstxt conformance cases (transcribed in test/data/robotstxt-cases.json).
  * Every `rfc: true` case must give the upstream answer. Every `rfc: false` (Google-specific) case
  * runs too: it gives the upstream answer unless it is listed in DIVERGENCES, where our RFC 9309
  * answer and the reason are written down and asserted, so no case is skipped silently.
@@ -20,7 +20,7 @@ interface ConformanceCase {
   note?: string;
 }
 
-const casesUrl = new URL('../../../shared/conformance/robotstxt-cases.json', import.meta.url);
+const casesUrl = new URL('../data/robotstxt-cases.json', import.meta.url);
 const cases = JSON.parse(readFileSync(casesUrl, 'utf8')) as ConformanceCase[];
 
 /** Google-specific cases where this matcher answers differently, on purpose. */

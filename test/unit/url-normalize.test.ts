@@ -260,7 +260,7 @@ describe('idempotence: normalize(normalize(x)) == normalize(x)', () => {
 
   test('on every URL of the resolution conformance cases', () => {
     const cases = JSON.parse(
-      readFileSync(new URL('../../../shared/conformance/url-resolve-cases.json', import.meta.url), 'utf8'),
+      readFileSync(new URL('../data/url-resolve-cases.json', import.meta.url), 'utf8'),
     ) as Array<{ input: string; expected: string | null }>;
     let checked = 0;
     for (const c of cases) {

@@ -1,6 +1,6 @@
 /**
  * Link resolution conformance: WHATWG web-platform-tests and crawler-commons cases
- * (`../shared/conformance/url-resolve-cases.json`, see its README). `resolveUrl(input, base)` must
+ * (`test/data/url-resolve-cases.json`, see its README). `resolveUrl(input, base)` must
  * give `expected`, or undefined where `expected` is null (the parse must fail).
  */
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ interface ResolveCase {
   source: string;
 }
 
-const CASES_URL = new URL('../../../shared/conformance/url-resolve-cases.json', import.meta.url);
+const CASES_URL = new URL('../data/url-resolve-cases.json', import.meta.url);
 const cases = JSON.parse(readFileSync(CASES_URL, 'utf8')) as ResolveCase[];
 
 /**

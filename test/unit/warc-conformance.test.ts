@@ -1,6 +1,6 @@
 /**
  * The independent WARC verifier (test/fixtures/warc-verify.ts) against webrecorder/warcio's own test
- * files and the expectations of `warcio check` / `warcio test` (../shared/conformance/warc-cases.json).
+ * files and the expectations of `warcio check` / `warcio test` (test/data/warc-cases.json).
  * If the verifier agrees with warcio here, its verdict on our writer's files can be trusted.
  */
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ interface WarcCase {
 }
 
 const cases = JSON.parse(
-  readFileSync(new URL('../../../shared/conformance/warc-cases.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../data/warc-cases.json', import.meta.url), 'utf8'),
 ) as WarcCase[];
 
 function load(name: string): { bytes: Buffer; expected: WarcCase['expected'] } {

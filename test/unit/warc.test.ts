@@ -393,7 +393,7 @@ describe('WarcFileBuilder', () => {
 
   it('reads a third-party WARC/1.0 file (warcio example.warc) the way warcio does', async () => {
     const cases = JSON.parse(
-      readFileSync(new URL('../../../shared/conformance/warc-cases.json', import.meta.url), 'utf8'),
+      readFileSync(new URL('../data/warc-cases.json', import.meta.url), 'utf8'),
     ) as Array<{ name: string; content_base64: string }>;
     const bytes = Buffer.from(cases.find((c) => c.name === 'example.warc')!.content_base64, 'base64');
     const ours = [...iterateWarcFile(bytes)];

@@ -17,6 +17,10 @@
  *   a response that would exceed it is paused (TCP flow control holds the sender) until others give
  *   bytes back; the total deadline keeps running while it waits.
  * - Statuses are returned, never thrown; failures are CrawlErrors with stable codes.
+ * - Credentials in the URL (`user:pass@`) are never sent nor returned: they are cut before dialling.
+ *   undici's dispatch takes only the origin and path (it never derives an Authorization header),
+ *   so they would not reach the wire anyway; the cut keeps that true whatever undici does with a
+ *   URL, and keeps them out of the returned `url` (the WARC-Target-URI).
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { LookupAddress } from 'node:dns';
@@ -27,6 +31,7 @@ import { BLOCKED_SUBNETS, blockedAddressReason, hostIpLiteral } from '../core/ad
 import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
 import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
 import type { PageFetcher, PageResponse } from '../core/ports.ts';
+import { withoutUserinfo } from '../core/url-normalize.ts';
 
 export type { LookupFunction } from 'node:net';
 
@@ -581,7 +586,8 @@ export class HttpFetcher implements PageFetcher {
   async fetch(request: FetchRequest): Promise<FetchedResponse> {
     const startedAt = new Date();
     const started = performance.now();
-    const { url, limits } = request;
+    const { limits } = request;
+    const url = withoutUserinfo(request.url);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new PermanentError(
         'invalid',
@@ -596,7 +602,7 @@ export class HttpFetcher implements PageFetcher {
       if (literal !== undefined && reason !== undefined) throw blockedError(host, 'is', literal, reason);
     }
 
-    const headers = requestHeaders(request);
+    const headers = requestHeaders(url, request);
     const path = `${url.pathname}${url.search}`;
     const budget = this.bodyBudget;
     // The hold is the caller's (its async context), taken here, before any undici callback.
@@ -662,9 +668,9 @@ export class HttpFetcher implements PageFetcher {
   }
 }
 
-function requestHeaders(request: FetchRequest): Record<string, string> {
+function requestHeaders(url: URL, request: FetchRequest): Record<string, string> {
   const headers: Record<string, string> = {
-    host: request.url.host,
+    host: url.host,
     'user-agent': request.userAgent,
     accept: ACCEPT,
     'accept-encoding': ACCEPT_ENCODING,

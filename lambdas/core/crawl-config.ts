@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
+import { stripUserinfo } from './url-normalize.ts';
 
 export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
 
@@ -32,7 +33,11 @@ export const FetchLimitsSchema = z.object({
 export const CrawlConfigSchema = z.object({
   v: z.literal(1).default(1),
   crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'crawl id: 1-64 of A-Z a-z 0-9 _ -'),
-  seeds: z.array(z.string()).default([]),
+  /**
+   * As given, minus any `user:pass@`: the config is stored and its seeds are recorded (invalid ones
+   * as given), so a secret in a seed must not survive parsing. The scope is compiled from these.
+   */
+  seeds: z.array(z.string().transform(stripUserinfo)).default([]),
   userAgent: z.string().min(1).max(512).default(DEFAULT_USER_AGENT),
   /** Tests and local demos crawl 127.0.0.1; production crawls must not reach private addresses. */
   allowPrivate: z.boolean().default(false),

@@ -1,5 +1,6 @@
 /** What a received HTTP status means for the crawl: keep it, follow it, retry it, or record a failure. */
 import { headerValue, retryAfterMs } from './http-headers.ts';
+import { stripUserinfo, withoutUserinfo } from './url-normalize.ts';
 
 export type ResponseVerdict =
   | { kind: 'fetched' }
@@ -24,15 +25,15 @@ export function responseVerdict(
         reason: `HTTP ${status} without a Location header`,
       };
     }
-    try {
-      return { kind: 'redirect', location: new URL(location.trim(), requestUrl) };
-    } catch {
-      return {
-        kind: 'failed',
-        code: 'bad-redirect-location',
-        reason: `HTTP ${status} Location ${JSON.stringify(location.slice(0, 200))} is not a valid URL`,
-      };
-    }
+    const target = URL.parse(location.trim(), requestUrl);
+    // The location is recorded and followed: a `user:pass@` in it (or inherited from the request
+    // URL by a relative one) is a secret that must not reach results or the next request.
+    if (target !== null) return { kind: 'redirect', location: withoutUserinfo(target) };
+    return {
+      kind: 'failed',
+      code: 'bad-redirect-location',
+      reason: `HTTP ${status} Location ${JSON.stringify(stripUserinfo(location.trim()).slice(0, 200))} is not a valid URL`,
+    };
   }
   if (status === 429 || (status >= 500 && status < 600)) {
     return {

@@ -4,7 +4,7 @@
  * | scope | a URL is in scope when | notes |
  * | --- | --- | --- |
  * | `host` | its host equals the host of some seed | compared after normalization (lower case, IDNA, trailing dot removed, default port removed). The port is part of the host: `a.com:8080` ≠ `a.com`, while `http://a.com/` and `https://a.com/` are the same host. `www.` is NOT stripped: `www.a.com` and `a.com` are different hosts (use `domain` to join them) |
- * | `domain` | its registrable domain (public suffix list, private suffixes included, so `alice.github.io` ≠ `bob.github.io`) equals that of some seed | any subdomain, scheme and port. Hosts without a registrable domain (IP addresses, `localhost`, single labels) compare by host name |
+ * | `domain` | its registrable domain (public suffix list, private suffixes included, so `alice.github.io` ≠ `bob.github.io`) equals that of some seed | any subdomain, scheme and port. A host without a registrable domain (IPv4, IPv6, `localhost`, a single label, a bare public suffix) has no subdomains to join: it compares as under `host`, port included (`127.0.0.1:8080` ≠ `127.0.0.1:9090`; 80 for http and 443 for https are "no port", so `http://127.0.0.1/` and `https://127.0.0.1/` match) |
  * | `prefix` | its normalized URL starts with a seed's normalized URL cut after the last `/` of the path | seed `https://a.com/docs/intro.html?x=1` → prefix `https://a.com/docs/`; seed `https://a.com/docs` → prefix `https://a.com/`. String prefix, so the scheme must match too |
  *
  * Then, in this order: any `exclude` pattern matching the normalized URL → `exclude` (exclude wins
@@ -44,8 +44,14 @@ export interface CompiledScope {
 /** Normalization for comparisons only: no length cap (that is a separate, later check). */
 const COMPARE_OPTIONS = { maxUrlLength: Number.POSITIVE_INFINITY };
 
-function registrableDomain(hostname: string): string {
-  return getDomain(hostname, { allowPrivateDomains: true, extractHostname: false }) ?? hostname;
+/**
+ * What `domain` scope compares: the registrable domain, or, for a host without one, the host with
+ * its port, as `host` scope does (an IP has no subdomains; its ports are different servers). The
+ * prefixes keep a domain from ever equalling a host.
+ */
+function domainKey(url: URL): string {
+  const domain = getDomain(url.hostname, { allowPrivateDomains: true, extractHostname: false });
+  return domain === null ? `host ${url.host}` : `domain ${domain}`;
 }
 
 function prefixOf(url: URL): string {
@@ -75,7 +81,7 @@ export function compileScope(rules: ScopeRules): CompiledScope {
     seeds.push(normalized.url);
     const url = new URL(normalized.url);
     if (rules.scope === 'host') allowed.add(url.host);
-    else if (rules.scope === 'domain') allowed.add(registrableDomain(url.hostname));
+    else if (rules.scope === 'domain') allowed.add(domainKey(url));
     else prefixes.push(prefixOf(url));
   }
 
@@ -98,9 +104,8 @@ export function compileScope(rules: ScopeRules): CompiledScope {
       inside = allowed.has(url.host);
       what = `host ${url.host}`;
     } else if (rules.scope === 'domain') {
-      const domain = registrableDomain(url.hostname);
-      inside = allowed.has(domain);
-      what = `domain ${domain}`;
+      what = domainKey(url);
+      inside = allowed.has(what);
     } else {
       inside = prefixes.some((prefix) => href.startsWith(prefix));
       what = href;

@@ -18,12 +18,12 @@
  * | 8 | Dot segments removed (`.`, `..`, and their `%2e` forms) | `/a/./b/../c` → `/a/c` |
  * | 9 | Empty path becomes `/` | `http://a` → `http://a/` |
  * | 10 | Fragment dropped (servers never see it) | `/p#top` → `/p` |
- * | 11 | Percent-encoding: hex digits upper-cased; `%XX` of an unreserved char (`A-Z a-z 0-9 - . _ ~`) decoded; reserved chars stay encoded (`%2F`, `%3F`, `%26`, `%3D` ... keep their meaning); a `%` not followed by two hex digits is left as is. Applies to path, query and userinfo | `/%7euser/a%2fb` → `/~user/a%2Fb` |
+ * | 11 | Percent-encoding: hex digits upper-cased; `%XX` of an unreserved char (`A-Z a-z 0-9 - . _ ~`) decoded; reserved chars stay encoded (`%2F`, `%3F`, `%26`, `%3D` ... keep their meaning); a `%` not followed by two hex digits is left as is. Applies to path and query | `/%7euser/a%2fb` → `/~user/a%2Fb` |
  * | 12 | Characters the WHATWG parser escapes (spaces, non-ASCII, `"`, `<`, `>` ...) are percent-encoded as UTF-8 | `/a b` → `/a%20b` |
  * | 13 | Tracking parameters removed; names compared case-insensitively after percent-decoding; a trailing `*` in the list is a prefix wildcard (`utm_*`) | `?utm_source=x&id=1` → `?id=1` |
  * | 14 | Remaining query parameters keep their order and exact bytes (`+`, `%20`, duplicates); empty pairs (`&&`, a trailing `&`) dropped | `?b=2&&a=1&` → `?b=2&a=1` |
  * | 15 | An empty query (`?` with nothing after it, or nothing left after rule 13/14) dropped | `/p?` → `/p` |
- * | 16 | Userinfo (`user:pass@`) kept as given (after rule 11); an empty one is dropped by the parser | `http://@a/` → `http://a/` |
+ * | 16 | Userinfo (`user:pass@`) dropped: credentials are never sent, stored or recorded. So `http://u:p@a/` and `http://a/` are one URL (one key, fetched once) | `http://u:p@a/` → `http://a/` |
  * | 17 | The serialized result longer than `maxUrlLength` characters (default 2048) fails with `url-too-long` | |
  *
  * Deliberately NOT done, because it changes the resource on some servers:
@@ -226,8 +226,9 @@ export function normalizeHref(input: string | URL, options?: Partial<NormalizeOp
   }
 
   url.hash = '';
-  if (url.username !== '') url.username = normalizePercentEncoding(url.username);
-  if (url.password !== '') url.password = normalizePercentEncoding(url.password);
+  // Rule 16: a secret in a URL must not reach the frontier, the WARC or a result.
+  url.username = '';
+  url.password = '';
   url.pathname = normalizePercentEncoding(url.pathname);
   // `url.search` is '' both for no query and for a bare `?`; setting it to '' drops the `?`.
   const query = url.search === '' ? '' : normalizeQuery(url.search.slice(1), paramMatcher(stripParams));
@@ -242,6 +243,36 @@ export function normalizeHref(input: string | URL, options?: Partial<NormalizeOp
     };
   }
   return { ok: true, url: href };
+}
+
+/**
+ * `url` without `user:pass@` (itself when it has none, else a copy). For URLs that are used or
+ * recorded without going through normalization (a redirect Location, the URL a fetcher dials).
+ */
+export function withoutUserinfo(url: URL): URL {
+  if (url.username === '' && url.password === '') return url;
+  const copy = new URL(url.href);
+  copy.username = '';
+  copy.password = '';
+  return copy;
+}
+
+/** `scheme://userinfo@`, for inputs the URL parser refuses: the authority ends at `/ \ ? #`, userinfo at its last `@`. */
+const TEXT_USERINFO = /^([A-Za-z][A-Za-z0-9+.-]*:[/\\]{2})[^/\\?#]*@/;
+
+/**
+ * A URL as the user wrote it, minus its userinfo: parsed and re-serialized only when it has some;
+ * an input the parser refuses loses a textual `scheme://…@` instead, so even an invalid seed or
+ * Location keeps no secret when it is recorded as given.
+ */
+export function stripUserinfo(input: string): string {
+  const url = resolveUrl(input);
+  if (url === undefined) {
+    const trimmed = trimUrlInput(input);
+    const cut = trimmed.replace(TEXT_USERINFO, '$1');
+    return cut === trimmed ? input : cut;
+  }
+  return url.username === '' && url.password === '' ? input : withoutUserinfo(url).href;
 }
 
 /** The frontier dedup key of an already normalized URL: lower-case hex SHA-256 of its UTF-8. */

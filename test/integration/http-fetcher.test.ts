@@ -140,6 +140,27 @@ describe('HttpFetcher: responses', () => {
     }
   });
 
+  it('never sends nor returns the userinfo of the URL', async () => {
+    const server = await startRawServer((socket) => {
+      socket.write(httpHead(['HTTP/1.1 204 No Content']));
+    });
+    try {
+      const withSecret = server.url('/private?x=1').replace('http://', 'http://user:s3cret@');
+      assert.equal(new URL(withSecret).password, 's3cret');
+      const response = await fetcher.fetch(request(withSecret));
+      assert.equal(response.status, 204);
+      const head = server.requests[0] ?? '';
+      assert.match(head, /^GET \/private\?x=1 HTTP\/1\.1\r\n/);
+      assert.doesNotMatch(head, /^authorization:/im);
+      assert.doesNotMatch(head, /user:|s3cret|dXNlcjpzM2NyZXQ/); // nor its Basic form
+      assert.equal(response.requestLine, 'GET /private?x=1 HTTP/1.1');
+      assert.ok(!response.requestHeaders.some(([name]) => name.toLowerCase() === 'authorization'));
+      assert.equal(response.url, server.url('/private?x=1'));
+    } finally {
+      await server.close();
+    }
+  });
+
   it('sends the configured User-Agent', async () => {
     const seen: Array<string | undefined> = [];
     const server = await startHttpServer((req, res) => {

@@ -48,3 +48,29 @@ test('other 4xx are permanent failures with the status as code', () => {
     reason: 'the server answered HTTP 404',
   });
 });
+
+test('a redirect Location never carries userinfo: not its own, not one inherited from the request URL', () => {
+  for (const [location, requestUrl, expected] of [
+    ['http://user:secret@other.example/x?y=1', page, 'http://other.example/x?y=1'],
+    ['//user:secret@other.example/x', page, 'https://other.example/x'],
+    ['http://:secret@other.example/', page, 'http://other.example/'],
+    ['/next', 'https://user:secret@example.com/dir/page', 'https://example.com/next'],
+  ] as const) {
+    const verdict = responseVerdict(302, [['Location', location]], requestUrl);
+    assert.equal(verdict.kind, 'redirect', location);
+    if (verdict.kind === 'redirect') {
+      assert.equal(verdict.location.href, expected, location);
+      assert.equal(verdict.location.username, '');
+      assert.equal(verdict.location.password, '');
+    }
+  }
+});
+
+test('an invalid Location is quoted in the reason without its userinfo', () => {
+  const verdict = responseVerdict(301, [['Location', 'http://user:secret@exa mple.com/x']], page);
+  assert.equal(verdict.kind, 'failed');
+  if (verdict.kind === 'failed') {
+    assert.equal(verdict.code, 'bad-redirect-location');
+    assert.equal(verdict.reason, 'HTTP 301 Location "http://exa mple.com/x" is not a valid URL');
+  }
+});

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { compileScope, inScope, type Scope, type ScopeRules } from '../../lambdas/core/scope.ts';
 
 function rules(scope: Scope, seeds: string[], extra?: Partial<ScopeRules>): ScopeRules {
@@ -74,17 +75,56 @@ describe('domain scope', () => {
     no('https://bob.github.io/', gh, 'scope');
   });
 
-  test('compares IP addresses and localhost by host name', () => {
+  test('a seed without a registrable domain compares as under host scope: port included', () => {
     const ip = rules('domain', ['http://127.0.0.1:8080/']);
     yes('http://127.0.0.1:8080/a', ip);
-    yes('http://127.0.0.1:9090/a', ip);
+    yes('https://127.0.0.1:8080/y', ip);
+    no('http://127.0.0.1:9090/x', ip, 'scope');
+    no('http://127.0.0.1/', ip, 'scope');
     no('http://127.0.0.2:8080/', ip, 'scope');
     no('http://localhost:8080/', ip, 'scope');
+
     const local = rules('domain', ['http://localhost:3000/']);
-    yes('http://localhost:4000/', local);
+    yes('http://LOCALHOST:3000/x', local);
+    no('http://localhost:4000/', local, 'scope');
+    no('http://localhost/', local, 'scope');
     no('http://127.0.0.1:3000/', local, 'scope');
+    no('http://a.localhost:3000/', local, 'scope');
+
     const v6 = rules('domain', ['http://[::1]:3000/']);
-    yes('http://[0::1]/x', v6);
+    yes('http://[0::1]:3000/x', v6);
+    no('http://[::1]/x', v6, 'scope');
+    no('http://[::1]:3001/x', v6, 'scope');
+    no('http://[::2]:3000/x', v6, 'scope');
+
+    const single = rules('domain', ['http://intranet:8000/']);
+    yes('http://intranet:8000/x', single);
+    no('http://intranet:8001/x', single, 'scope');
+  });
+
+  test('default ports are "no port" for a host without a registrable domain, over http and https', () => {
+    const ip = rules('domain', ['http://127.0.0.1/']);
+    yes('http://127.0.0.1:80/a', ip);
+    yes('https://127.0.0.1/a', ip);
+    yes('https://127.0.0.1:443/a', ip);
+    no('https://127.0.0.1:80/a', ip, 'scope');
+    no('http://127.0.0.1:8080/a', ip, 'scope');
+  });
+
+  test('says which host was expected when an IP port is out of scope', () => {
+    const decision = inScope(new URL('http://127.0.0.1:9090/x'), rules('domain', ['http://127.0.0.1:8080/']));
+    assert.equal(decision.ok, false);
+    if (!decision.ok)
+      assert.match(decision.detail, /127\.0\.0\.1:9090 .*expected one of: .*127\.0\.0\.1:8080/);
+  });
+
+  test('a real domain still joins its subdomains and every port, beside an IP seed', () => {
+    const mixed = rules('domain', ['http://127.0.0.1:8080/', 'https://www.example.com/']);
+    yes('http://example.com:8080/x', mixed);
+    yes('https://shop.example.com:9443/', mixed);
+    yes('http://127.0.0.1:8080/', mixed);
+    no('http://127.0.0.1:8081/', mixed, 'scope');
+    no('https://example.org/', mixed, 'scope');
   });
 });
 
@@ -150,6 +190,47 @@ describe('include and exclude patterns', () => {
     const r = rules('host', ['https://example.com/'], { include: [/page/g], exclude: [/secret/g] });
     for (let i = 0; i < 3; i++) yes('https://example.com/page', r);
     for (let i = 0; i < 3; i++) no('https://example.com/page/secret', r, 'exclude');
+  });
+});
+
+describe('seeds with userinfo', () => {
+  test('the parsed crawl config keeps no secret in its seeds, invalid ones included', () => {
+    const config = parseCrawlConfig({
+      crawlId: 'c1',
+      seeds: [
+        'http://user:secret@127.0.0.1:8080/start',
+        'HTTPS://Example.com/as/written',
+        'ftp://user:secret@example.com/f',
+        'http://user:secret@exa mple.com/',
+      ],
+    });
+    assert.deepEqual(config.seeds, [
+      'http://127.0.0.1:8080/start',
+      'HTTPS://Example.com/as/written',
+      'ftp://example.com/f',
+      'http://exa mple.com/',
+    ]);
+    assert.ok(!JSON.stringify(config).includes('secret'));
+  });
+
+  test('the scope compiled from such a config still works', () => {
+    const config = parseCrawlConfig({
+      crawlId: 'c1',
+      scope: 'prefix',
+      seeds: ['http://user:secret@127.0.0.1:8080/docs/'],
+    });
+    const scope = compileScope({ scope: config.scope, seeds: config.seeds, include: [], exclude: [] });
+    assert.deepEqual(scope.seeds, ['http://127.0.0.1:8080/docs/']);
+    assert.deepEqual(scope.inScope('http://127.0.0.1:8080/docs/a'), { ok: true });
+    assert.equal(scope.inScope('http://127.0.0.1:8080/blog/').ok, false);
+    assert.equal(scope.inScope('http://127.0.0.1:9090/docs/a').ok, false);
+  });
+
+  test('prefix scope compares without userinfo on either side', () => {
+    const r = rules('prefix', ['http://user:secret@example.com/docs/']);
+    yes('http://example.com/docs/a', r);
+    yes('http://other:pw@example.com/docs/b', r);
+    no('http://example.com/blog/', r, 'scope');
   });
 });
 

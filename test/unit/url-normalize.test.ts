@@ -7,7 +7,9 @@ import {
   type NormalizeResult,
   normalizeHref,
   normalizeUrl,
+  stripUserinfo,
   urlKey,
+  withoutUserinfo,
 } from '../../lambdas/core/url-normalize.ts';
 
 function norm(input: string | URL, options?: Parameters<typeof normalizeUrl>[1]): string {
@@ -114,7 +116,28 @@ describe('normalizeUrl profile', () => {
     assert.equal(norm('http://example.com/100%/x?p=%zz'), 'http://example.com/100%/x?p=%zz');
     // Encoded and literal forms of the same characters meet.
     assert.equal(norm('http://example.com/café'), norm('http://example.com/caf%c3%a9'));
-    assert.equal(norm('http://u%7e:p%2f@example.com/'), 'http://u~:p%2F@example.com/');
+  });
+
+  test('drops userinfo: credentials are never kept, and the URL is the one without them', () => {
+    for (const input of [
+      'http://user:secret@example.com/p?q=1',
+      'http://user@example.com/p?q=1',
+      'http://:secret@example.com/p?q=1',
+      'http://u%7e:p%2f@example.com/p?q=1',
+      'HTTP://a@b:secret@Example.com:80/p?q=1#f',
+      'http:user:secret@example.com/p?q=1',
+      'http://@example.com/p?q=1',
+    ]) {
+      const result = normalizeUrl(input);
+      assert.ok(result.ok, input);
+      assert.equal(result.url, 'http://example.com/p?q=1', input);
+      assert.equal(result.key, urlKey('http://example.com/p?q=1'), input);
+    }
+    assert.equal(norm('https://user:secret@[::1]:8443/'), 'https://[::1]:8443/');
+    // The input is not modified.
+    const url = new URL('http://user:secret@example.com/');
+    assert.equal(norm(url), 'http://example.com/');
+    assert.equal(url.password, 'secret');
   });
 
   test('percent-encodes what browsers encode', () => {
@@ -230,6 +253,30 @@ describe('dedup key', () => {
     const keys = new Set(variants.map((v) => normalizeUrl(v)).map((r) => (r.ok ? r.key : r.reason)));
     assert.equal(keys.size, 1, [...keys].join('\n'));
     assert.equal(norm(variants[0] ?? ''), 'http://example.com/a/c');
+  });
+});
+
+describe('userinfo helpers (URLs used without normalization)', () => {
+  test('withoutUserinfo returns the URL itself when it has none, else a copy without it', () => {
+    const plain = new URL('http://example.com/a?b#c');
+    assert.equal(withoutUserinfo(plain), plain);
+    const secret = new URL('https://user:secret@Example.com:8443/a?b#c');
+    const cut = withoutUserinfo(secret);
+    assert.equal(cut.href, 'https://example.com:8443/a?b#c');
+    assert.equal(secret.href, 'https://user:secret@example.com:8443/a?b#c');
+  });
+
+  test('stripUserinfo keeps an input without userinfo as written and cuts it from any other', () => {
+    for (const input of ['HTTP://Example.com', 'not a url', 'mailto:me@example.com', ' http://a.com/x ']) {
+      assert.equal(stripUserinfo(input), input);
+    }
+    assert.equal(stripUserinfo('HTTP://u:p@Example.com'), 'http://example.com/');
+    assert.equal(stripUserinfo('ftp://u:p@example.com/f'), 'ftp://example.com/f');
+    assert.equal(stripUserinfo('http:u:p@example.com/'), 'http://example.com/');
+    // Inputs the parser refuses lose the `scheme://…@` part as text (up to the last @ of the authority).
+    assert.equal(stripUserinfo('http://u:p@exa mple.com/x'), 'http://exa mple.com/x');
+    assert.equal(stripUserinfo('http://u:p@q@[::1/x'), 'http://[::1/x');
+    assert.equal(stripUserinfo('http://[::1/x@y'), 'http://[::1/x@y');
   });
 });
 

@@ -8,6 +8,7 @@
  * (`if_not_exists`), and completion only flips a running crawl.
  */
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import type { CrawlStateCheck, CrawlStateName } from '../core/ports.ts';
 import {
   ATTR,
   CRAWL_STATE,
@@ -131,11 +132,6 @@ async function readCounters(
   return out.Item;
 }
 
-/** What the fetch function needs: is this crawl cancelled? (port: see the lead's `CancelCheck`). */
-export interface CancelCheck {
-  isCancelled(crawlId: string): Promise<boolean>;
-}
-
 export interface CancelCacheOptions {
   /** How long one answer is trusted per container. Default 5 s: a cancel takes effect within it. */
   ttlMs?: number;
@@ -148,25 +144,25 @@ export interface CancelCacheOptions {
 }
 
 /**
- * `isCancelled` with a per-container cache: one eventually consistent GetItem (0.5 read unit) per
+ * A crawl's state with a per-container cache: one eventually consistent GetItem (0.5 read unit) per
  * crawl per `ttlMs`, shared by every task of the crawl in flight (concurrent misses share one read).
- * A cancelled crawl stays cancelled, so that answer is cached for good.
+ * A cancelled or complete crawl stays so, and that answer is cached for good.
  *
- * It fails open: a read that fails (after the SDK's retries) counts as "not cancelled" for one TTL,
- * so a DynamoDB hiccup never holds up or fails a running crawl's tasks; at worst a cancel takes
- * effect one TTL later. The failure is counted in `readErrors` and passed to `onError`.
+ * It fails open: a read that fails (after the SDK's retries) counts as `running` for one TTL, so a
+ * DynamoDB hiccup never holds up or fails a running crawl's tasks; at worst a cancel takes effect
+ * one TTL later. The failure is counted in `readErrors` and passed to `onError`.
  */
-export class CrawlCancellation implements CancelCheck {
+export class CrawlCancellation implements CrawlStateCheck {
   private readonly dynamodb: DynamoDBClient;
   private readonly table: string;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly clock: () => number;
   private readonly onError: ((crawlId: string, error: unknown) => void) | undefined;
-  private readonly cache = new Map<string, { at: number; answer: Promise<boolean> }>();
+  private readonly cache = new Map<string, { at: number; answer: Promise<CrawlStateName> }>();
   /** GetItem calls made (for tests and metrics). */
   reads = 0;
-  /** Reads that failed and were taken as "not cancelled". */
+  /** Reads that failed and were taken as `running`. */
   readErrors = 0;
 
   constructor(dynamodb: DynamoDBClient, table: string, options: CancelCacheOptions = {}) {
@@ -178,7 +174,7 @@ export class CrawlCancellation implements CancelCheck {
     this.onError = options.onError;
   }
 
-  isCancelled(crawlId: string): Promise<boolean> {
+  stateOf(crawlId: string): Promise<CrawlStateName> {
     const now = this.clock();
     const hit = this.cache.get(crawlId);
     if (hit && now - hit.at < this.ttlMs) return hit.answer;
@@ -186,9 +182,10 @@ export class CrawlCancellation implements CancelCheck {
     const entry = { at: now, answer };
     this.cache.delete(crawlId);
     this.cache.set(crawlId, entry);
-    void answer.then((cancelled) => {
-      // Cancelled is final: keep it however old it gets.
-      if (cancelled && this.cache.get(crawlId) === entry) entry.at = Number.POSITIVE_INFINITY;
+    void answer.then((state) => {
+      // Cancelled and complete are final: keep them however old they get.
+      if (state !== CRAWL_STATE.running && this.cache.get(crawlId) === entry)
+        entry.at = Number.POSITIVE_INFINITY;
     });
     if (this.cache.size > this.maxEntries) {
       const oldest = this.cache.keys().next().value;
@@ -197,15 +194,15 @@ export class CrawlCancellation implements CancelCheck {
     return answer;
   }
 
-  private async read(crawlId: string): Promise<boolean> {
+  private async read(crawlId: string): Promise<CrawlStateName> {
     this.reads++;
     try {
-      const item = await readCounters(this.dynamodb, this.table, crawlId, false);
-      return str(item, ATTR.state) === CRAWL_STATE.cancelled;
+      const state = str(await readCounters(this.dynamodb, this.table, crawlId, false), ATTR.state);
+      return state === CRAWL_STATE.cancelled || state === CRAWL_STATE.complete ? state : CRAWL_STATE.running;
     } catch (error) {
       this.readErrors++;
       this.onError?.(crawlId, error);
-      return false;
+      return CRAWL_STATE.running;
     }
   }
 }

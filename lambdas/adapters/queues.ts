@@ -2,7 +2,12 @@
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DeadLetter, DeadLetterSender, OutgoingTask, ResultSender, TaskSender } from '../core/ports.ts';
 import type { CrawlResult } from '../core/result.ts';
-import { sendMessagesInBatches } from './sqs-batch-sender.ts';
+import {
+  MAX_MESSAGE_BYTES,
+  messageBytes,
+  type QueueMessage,
+  sendMessagesInBatches,
+} from './sqs-batch-sender.ts';
 
 export class SqsTaskSender implements TaskSender {
   private readonly sqs: SQSClient;
@@ -64,15 +69,24 @@ export class SqsDeadLetterSender implements DeadLetterSender {
   }
 
   send(letters: readonly DeadLetter[]): Promise<void> {
-    return sendMessagesInBatches(
-      this.sqs,
-      this.queueUrl,
-      letters.map((letter) => ({
-        body: letter.body,
-        attributes: { code: sqsSafe(letter.code, 256), reason: sqsSafe(letter.reason, 1024) },
-      })),
-    );
+    return sendMessagesInBatches(this.sqs, this.queueUrl, letters.map(deadLetterMessage));
   }
+}
+
+/**
+ * A DLQ copy always fits the queue: the body came in at up to the limit, and the reason attributes
+ * come on top, so a body too long for both is cut (at a character boundary) and marked with
+ * `truncated` = its full length in bytes. A message that cannot be sent would fail its whole batch.
+ */
+export function deadLetterMessage(letter: DeadLetter): QueueMessage {
+  const attributes = { code: sqsSafe(letter.code, 256), reason: sqsSafe(letter.reason, 1024) };
+  const full = Buffer.byteLength(letter.body);
+  const marked = { ...attributes, truncated: String(full) };
+  const room = MAX_MESSAGE_BYTES - messageBytes({ body: '', attributes: marked });
+  if (messageBytes({ body: letter.body, attributes }) <= MAX_MESSAGE_BYTES)
+    return { body: letter.body, attributes };
+  const { read } = new TextEncoder().encodeInto(letter.body, new Uint8Array(room));
+  return { body: letter.body.slice(0, read), attributes: marked };
 }
 
 /** SQS accepts only these characters (and limits sizes): anything else in a reason becomes U+FFFD. */

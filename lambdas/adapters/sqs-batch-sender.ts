@@ -3,6 +3,7 @@
  * and every failed entry is resent (with backoff) until it is accepted or we give up loudly.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { QUEUE } from '../../cdk/limits.ts';
 import { RetryableError } from '../core/errors.ts';
 
 export interface QueueMessage {
@@ -15,8 +16,8 @@ export interface QueueMessage {
 }
 
 const MAX_ENTRIES = 10;
-/** Stay under the smallest queue MaximumMessageSize a deployer may choose (256 KiB) per batch request. */
-const MAX_BATCH_BYTES = 256 * 1024;
+/** The queues' MaximumMessageSize, which SQS also applies to a whole batch request. */
+export const MAX_MESSAGE_BYTES = QUEUE.maxMessageSizeBytes;
 const MAX_ROUNDS = 6;
 
 export async function sendMessagesInBatches(
@@ -31,8 +32,8 @@ function* chunkMessages(messages: readonly QueueMessage[]): Generator<QueueMessa
   let chunk: QueueMessage[] = [];
   let bytes = 0;
   for (const message of messages) {
-    const size = Buffer.byteLength(message.body);
-    if (chunk.length === MAX_ENTRIES || (chunk.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+    const size = messageBytes(message);
+    if (chunk.length === MAX_ENTRIES || (chunk.length > 0 && bytes + size > MAX_MESSAGE_BYTES)) {
       yield chunk;
       chunk = [];
       bytes = 0;
@@ -42,6 +43,16 @@ function* chunkMessages(messages: readonly QueueMessage[]): Generator<QueueMessa
   }
   if (chunk.length > 0) yield chunk;
 }
+
+/** What SQS counts against MaximumMessageSize: the body, and each attribute's name, type and value. */
+export function messageBytes(message: Pick<QueueMessage, 'body' | 'attributes'>): number {
+  let bytes = Buffer.byteLength(message.body);
+  for (const [name, value] of Object.entries(message.attributes ?? {}))
+    bytes += Buffer.byteLength(name) + STRING_TYPE.length + Buffer.byteLength(value);
+  return bytes;
+}
+
+const STRING_TYPE = 'String';
 
 async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]): Promise<void> {
   let pending = new Map(chunk.map((message, index) => [String(index), message]));
@@ -59,7 +70,7 @@ async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]
                 MessageAttributes: Object.fromEntries(
                   Object.entries(message.attributes).map(([name, value]) => [
                     name,
-                    { DataType: 'String', StringValue: value },
+                    { DataType: STRING_TYPE, StringValue: value },
                   ]),
                 ),
               }

@@ -55,6 +55,7 @@ export function createHandler(rawEnv: Env) {
     for (const part of report.written) log.info('index part written', part);
     for (const dup of report.duplicates) log.info('duplicate result dropped', dup);
     for (const again of report.rewritten) log.warn('result written again (repeat)', again);
+    for (const late of report.late) log.warn('result for a URL a finished crawl never had dropped', late);
     for (const summary of report.summaries) log.info('crawl complete, summary written', summary);
     for (const bad of report.rejected)
       log.error('not a result record', { messageId: bad.id, reason: bad.reason });

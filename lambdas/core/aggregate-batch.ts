@@ -37,6 +37,7 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { type IndexLine, indexLine } from './cdxj.ts';
+import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
 import { OUTCOMES, type Outcome } from './outcome.ts';
 import type {
   CounterDeltas,
@@ -72,6 +73,11 @@ export interface AggregateReport {
   retry: Array<{ id: string; crawlId: string; reason: string }>;
   /** Results that lost finalize: another result of the URL counts; dropped. */
   duplicates: Array<{ id: string; crawlId: string; key: string }>;
+  /**
+   * Results for URLs a finished crawl never had (a task injected after its end): not indexed, so a
+   * written summary stays true. Their messages are done with.
+   */
+  late: Array<{ id: string; crawlId: string; url: string }>;
   /** Results that had won before (a crash or a lost answer) and were written again (see the top of this file). */
   rewritten: Array<{ id: string; crawlId: string; key: string }>;
   /** Counters after this batch's update, by crawl. */
@@ -161,6 +167,7 @@ export async function processResultBatch(
     rejected: [],
     retry: [],
     duplicates: [],
+    late: [],
     rewritten: [],
     counters: {},
     summaries: [],
@@ -245,8 +252,9 @@ async function processCrawl(
   if (winners.length === 0) return;
   for (const item of winners)
     if (item.repeat) report.rewritten.push({ id: item.message.id, crawlId, key: item.result.key });
+  let kept = winners;
   const fail = (step: string, error: unknown) => {
-    for (const item of winners)
+    for (const item of kept)
       report.retry.push({ id: item.message.id, crawlId, reason: `${step}: ${describe(error)}` });
   };
 
@@ -261,8 +269,16 @@ async function processCrawl(
     }
   }
   const crawlComplete = before?.state === 'complete';
+  // The default crawl is open-ended (bare URLs join it at any time); any other crawl ends for good.
+  const finished = before !== undefined && before.state !== 'running' && crawlId !== DEFAULT_CRAWL_ID;
+  if (finished) {
+    kept = winners.filter((item) => !item.created);
+    for (const item of winners)
+      if (item.created) report.late.push({ id: item.message.id, crawlId, url: item.result.url });
+    if (kept.length === 0) return;
+  }
 
-  const lines = winners.map((item) => indexLine(item.result)).sort(compareLines);
+  const lines = kept.map((item) => indexLine(item.result)).sort(compareLines);
   try {
     const body = gzipSync(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
     await retryStep(() => deps.blobs.put(part, body, JSONL));
@@ -274,7 +290,7 @@ async function processCrawl(
   let counters = before;
   if (!crawlComplete) {
     try {
-      counters = await deps.frontier.addCounters(crawlId, deltasOf(winners));
+      counters = await deps.frontier.addCounters(crawlId, deltasOf(kept));
     } catch (error) {
       return fail('add counters', error);
     }

@@ -51,6 +51,11 @@ export const CrawlConfigSchema = z.object({
   delayMs: z.number().int().min(0).default(1000),
   /** Cap on robots.txt Crawl-delay: a host asking for more is crawled at the cap, and that is recorded. */
   maxCrawlDelayMs: z.number().int().min(0).default(30_000),
+  /**
+   * Cap on a server's Retry-After (429, 503; robots.txt too): the host rests at most this long, and a
+   * URL asked to wait longer ends `failed` with code `retry-after-too-long`. 15 min, the longest SQS delay.
+   */
+  maxRetryAfterMs: z.number().int().min(0).default(900_000),
   respectRobots: z.boolean().default(true),
   /** Stop the crawl (its queued tasks end `cancelled`) once its estimated AWS cost reaches this (core/budget.ts). */
   maxCostUsd: z.number().positive().optional(),

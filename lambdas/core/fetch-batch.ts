@@ -64,8 +64,8 @@ export interface FetchBatchReport {
   warcKeys: string[];
   newTasks: OutgoingTask[];
   deferred: Array<OutgoingTask & { code: string }>;
-  /** URLs of tasks dropped as duplicates of a URL that has its result. */
-  dropped: string[];
+  /** Tasks dropped: duplicates of a URL that has its result, tasks of a complete crawl. */
+  dropped: Array<{ url: string; why: 'duplicate' | 'crawl-complete' }>;
   /** Crawls whose budget this batch spent (now stopped). */
   budgetStopped: string[];
 }
@@ -108,7 +108,7 @@ export async function processFetchBatch(
   const written: CrawlResult[] = [];
   const discovering: DiscoveringPage[] = [];
   const claims: ClaimedUrl[] = [];
-  const dropped: string[] = [];
+  const dropped: FetchBatchReport['dropped'] = [];
   for (const { message, decision } of decisions) {
     if ((decision.kind === 'result' || decision.kind === 'written') && decision.claimed)
       claims.push(decision.claimed);
@@ -131,7 +131,10 @@ export async function processFetchBatch(
         deferred.push({ task: decision.task, delaySeconds: decision.delaySeconds, code: decision.code });
         break;
       case 'drop':
-        dropped.push(taskUrlOf(message) ?? message.id);
+        dropped.push({ url: taskUrlOf(message) ?? message.id, why: decision.why });
+        break;
+      case 'reject':
+        invalid.push({ body: message.body, code: decision.code, reason: decision.reason });
         break;
       case 'written':
         written.push(decision.result);
@@ -167,8 +170,12 @@ export async function processFetchBatch(
     const stored = await retryStep(() => writer.finish());
     const newTasks = admitted.tasks;
     await retryStep(() => deps.tasks.sendTasks([...newTasks, ...deferred]));
-    const allResults = [...results, ...stored.results, ...admitted.results];
-    await retryStep(() => deps.results.sendResults(allResults));
+    // A page's own result goes out only once its links' results are accepted: a done page's redelivered
+    // task is dropped, so a link result still unsent when the process dies would be lost for good.
+    const leaves = [...results, ...admitted.results];
+    await retryStep(() => deps.results.sendResults(leaves));
+    await retryStep(() => deps.results.sendResults(stored.results));
+    const allResults = [...leaves, ...stored.results];
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     for (const key of admitted.seenKeys) deps.seen.add(key);
     return {

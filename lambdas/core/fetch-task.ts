@@ -3,16 +3,16 @@
  * and what the response means. Returns a decision; the batch code does all the sending.
  */
 import { backoffSeconds } from './backoff.ts';
-import type { CrawlConfig } from './crawl-config.ts';
+import { type CrawlConfig, DEFAULT_CRAWL_ID } from './crawl-config.ts';
 import { describeError, isCrawlError, type PermanentError, type RetryableError } from './errors.ts';
 import { headerValue } from './http-headers.ts';
-import type { DiscoveredLink } from './link-admission.ts';
+import { crawlScope, type DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isHtml, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type {
-  CancelCheck,
   CrawlConfigReader,
+  CrawlStateCheck,
   FrontierWriter,
   HostSlots,
   PageFetcher,
@@ -23,7 +23,7 @@ import type { CrawlResult } from './result.ts';
 import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
 import { checkRobots, type RobotsCache } from './robots-gate.ts';
 import { parseTaskMessage, type Task } from './task.ts';
-import { normalizeUrl } from './url-normalize.ts';
+import { normalizeUrl, stripUserinfo } from './url-normalize.ts';
 import type { CapturedPage } from './warc-batch.ts';
 
 export interface TaskMessage {
@@ -40,8 +40,11 @@ export interface FetchTaskDeps {
   slots: HostSlots;
   robots: RobotsStore;
   robotsCache: RobotsCache;
-  /** `crawler cancel`: a cancelled crawl's tasks end as `cancelled` results before any other work. */
-  cancellation?: CancelCheck;
+  /**
+   * A cancelled crawl's tasks end as `cancelled` results before any other work; a complete crawl's
+   * are dropped (its summary is written: nothing may add to it).
+   */
+  crawlStates?: CrawlStateCheck;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }
@@ -60,8 +63,10 @@ export type TaskDecision =
   | { kind: 'retry'; delaySeconds: number; code: string }
   /** Re-send the task with DelaySeconds (politeness slot or robots wait) and drop this message. */
   | { kind: 'defer'; task: Task; delaySeconds: number; code: string }
-  /** A duplicate of a URL that already has its result. */
-  | { kind: 'drop' };
+  /** Not to be done: a duplicate of a URL that already has its result, or a task of a complete crawl. */
+  | { kind: 'drop'; why: 'duplicate' | 'crawl-complete' }
+  /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
+  | { kind: 'reject'; code: string; reason: string };
 
 export interface ClaimedUrl {
   crawlId: string;
@@ -71,6 +76,11 @@ export interface ClaimedUrl {
 }
 
 const MAX_SQS_DELAY_SECONDS = 900;
+/**
+ * A held slot (`notBefore`) further ahead than this is not one this crawler handed out (slots are
+ * reserved at most a backlog ahead): the task is input, so the hold is ignored and a slot reserved.
+ */
+export const MAX_NOT_BEFORE_AHEAD_MS = 24 * 60 * 60 * 1000;
 /** How long a fetch-once claim outlives the request deadline (a crashed holder is taken over after it). */
 const CLAIM_MARGIN_MS = 15_000;
 /** A held slot is given up (another reserved) when the request would leave later than this after it. */
@@ -115,13 +125,21 @@ async function decide(
     return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), parsed) };
   }
   const { task } = parsed;
-  const config = await deps.configs.get(task.crawlId);
+  let config: CrawlConfig;
+  try {
+    config = await deps.configs.get(task.crawlId);
+  } catch (error) {
+    // No crawl to record a result in: the message is kept in the DLQ with why, at once.
+    if (isCrawlError(error) && error.code === 'unknown-crawl')
+      return { kind: 'reject', code: error.code, reason: error.message };
+    throw error;
+  }
   const normalized = normalizeUrl(task.url, { maxUrlLength: config.limits.maxUrlLength });
   if (!normalized.ok) {
     const subject = {
       crawlId: task.crawlId,
       key: invalidTaskKey(message.id),
-      url: task.url.slice(0, 2048),
+      url: stripUserinfo(task.url).slice(0, 2048),
       depth: task.depth,
     };
     return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), normalized) };
@@ -133,10 +151,17 @@ async function decide(
     depth: task.depth,
   };
   // A cancelled crawl's tasks end here: no robots.txt, no politeness slot, no claim, no request.
-  if (deps.cancellation && (await deps.cancellation.isCancelled(task.crawlId))) {
+  const state = await deps.crawlStates?.stateOf(task.crawlId);
+  if (state === 'cancelled') {
     const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
     return { kind: 'result', result: bareResult(subject, 'cancelled', at(deps), why) };
   }
+  // The default crawl takes bare URLs for ever; any other crawl is complete only once nothing is pending.
+  if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
+    return { kind: 'drop', why: 'crawl-complete' };
+  // Anyone who can send to the queue can send a task: the crawl's own rules hold against it.
+  const broken = ruleBroken(config, task, normalized.url);
+  if (broken) return { kind: 'result', result: bareResult(subject, 'skipped', at(deps), broken) };
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   // Counted on from the URL item's attempts once claimed (another copy of the task may have made some).
@@ -148,6 +173,10 @@ async function decide(
     code,
   });
 
+  const heldSlot =
+    task.notBefore !== undefined && task.notBefore - deps.now() <= MAX_NOT_BEFORE_AHEAD_MS
+      ? task.notBefore
+      : undefined;
   // robots.txt first: it may hold this task back, and its Crawl-delay sets the gap between requests.
   let crawlDelaySeconds: number | undefined;
   let gateSlot: number | undefined;
@@ -160,7 +189,7 @@ async function decide(
       now: deps.now,
       cache: deps.robotsCache,
       sleep: deps.sleep,
-      ...(task.notBefore === undefined ? {} : { heldSlot: task.notBefore }),
+      ...(heldSlot === undefined ? {} : { heldSlot }),
     });
     if (verdict.kind === 'disallowed') {
       const why = { code: 'robots', reason: verdict.reason };
@@ -184,11 +213,11 @@ async function decide(
   // A page slot from an earlier deferral is used if still ours (the gate did not spend it on
   // robots.txt) and reserved with a gap at least as wide as the one now required.
   const held =
-    task.notBefore !== undefined &&
+    heldSlot !== undefined &&
     task.slotDelayMs !== undefined &&
     task.slotDelayMs >= delayMs &&
-    (!config.respectRobots || gateSlot === task.notBefore)
-      ? task.notBefore
+    (!config.respectRobots || gateSlot === heldSlot)
+      ? heldSlot
       : undefined;
   const leaseMs = config.limits.totalTimeoutMs + CLAIM_MARGIN_MS;
   let claimed = false;
@@ -208,7 +237,7 @@ async function decide(
       // Claim before waiting, so the request leaves at its slot rather than one write later.
       const frontierUrl = { key: subject.key, url: subject.url, depth: task.depth };
       const claimResult = await deps.frontier.claim(task.crawlId, frontierUrl, leaseMs, deps.now());
-      if (claimResult.status === 'done') return { kind: 'drop' };
+      if (claimResult.status === 'done') return { kind: 'drop', why: 'duplicate' };
       if (claimResult.status === 'held') {
         const delaySeconds = clampDelay(claimResult.leaseUntil - deps.now());
         return { kind: 'retry', code: 'claim-held', delaySeconds };
@@ -269,6 +298,13 @@ async function decide(
       isCrawlError(error) && error.disposition === 'retry'
         ? (error as RetryableError).retryAfterMs
         : undefined;
+    if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
+      const why = tooLongRetryAfter(retryAfter, config);
+      return {
+        kind: 'result',
+        result: { ...bareResult(subject, 'failed', new Date(started), why), ms: elapsed, attempt },
+      };
+    }
     const retry = await retryOrGiveUp(code, retryAfter);
     if (retry) return retry;
     const reason = `${describeError(error)} (gave up after ${attempt} attempts)`;
@@ -298,9 +334,17 @@ async function decide(
   });
 
   if (verdict.kind === 'retry') {
-    if (verdict.retryAfterMs !== undefined)
-      await deps.slots.pushBack(task.crawlId, hostKey(url), deps.now() + verdict.retryAfterMs);
-    const retry = await retryOrGiveUp(verdict.code, verdict.retryAfterMs);
+    const asked = verdict.retryAfterMs;
+    // The host rests as asked, up to the crawl's cap; a URL asked to wait longer ends now.
+    if (asked !== undefined)
+      await deps.slots.pushBack(
+        task.crawlId,
+        hostKey(url),
+        deps.now() + Math.min(asked, config.maxRetryAfterMs),
+      );
+    if (asked !== undefined && asked > config.maxRetryAfterMs)
+      return captured({ ...base, outcome: 'failed', ...tooLongRetryAfter(asked, config) });
+    const retry = await retryOrGiveUp(verdict.code, asked);
     if (retry) return retry;
     return captured({
       ...base,
@@ -365,6 +409,29 @@ function readPage(
   return {
     links: extracted.links.map((link) => ({ url: link.url, nofollow: link.nofollow })),
     ...(extracted.canonical ? { canonical: extracted.canonical } : {}),
+  };
+}
+
+/** A task the crawl's rules would never have made: out of scope, or deeper than `maxDepth`. */
+function ruleBroken(
+  config: CrawlConfig,
+  task: Task,
+  url: string,
+): { code: string; reason: string } | undefined {
+  if (task.depth > config.maxDepth)
+    return { code: 'depth', reason: `depth ${task.depth} is beyond --max-depth ${config.maxDepth}` };
+  // A crawl without seeds (the default crawl of bare URLs) has no scope of its own: each URL is its own seed.
+  if (config.seeds.length === 0) return undefined;
+  const inScope = crawlScope(config).inScope(new URL(url));
+  return inScope.ok ? undefined : { code: 'scope', reason: inScope.detail };
+}
+
+function tooLongRetryAfter(askedMs: number, config: CrawlConfig): { code: string; reason: string } {
+  const asked = Math.round(askedMs / 1000);
+  const cap = Math.round(config.maxRetryAfterMs / 1000);
+  return {
+    code: 'retry-after-too-long',
+    reason: `the server asked to retry in ${asked} s (Retry-After); the crawl waits at most ${cap} s (maxRetryAfterMs)`,
   };
 }
 

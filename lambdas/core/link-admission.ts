@@ -51,6 +51,11 @@ function compile(config: CrawlConfig, seeds: string[]): CompiledScope {
  */
 function scopeOf(config: CrawlConfig, page: DiscoveringPage): CompiledScope {
   if (config.seeds.length === 0) return compile(config, page.parentUrl ? [page.parentUrl] : []);
+  return crawlScope(config);
+}
+
+/** The scope of a crawl with seeds, compiled once per config object. */
+export function crawlScope(config: CrawlConfig): CompiledScope {
   let compiled = scopes.get(config);
   if (!compiled) {
     compiled = compile(config, config.seeds);

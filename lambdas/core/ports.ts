@@ -71,9 +71,11 @@ export interface DeadLetterSender {
   send(letters: readonly DeadLetter[]): Promise<void>;
 }
 
-/** Whether a crawl was cancelled (`crawler cancel`); the adapter caches the answer for a few seconds. */
-export interface CancelCheck {
-  isCancelled(crawlId: string): Promise<boolean>;
+export type CrawlStateName = 'running' | 'complete' | 'cancelled';
+
+/** A crawl's state (`crawler cancel`, completion); the adapter caches the answer for a few seconds. */
+export interface CrawlStateCheck {
+  stateOf(crawlId: string): Promise<CrawlStateName>;
 }
 
 export interface BlobWriter {

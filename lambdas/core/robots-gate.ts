@@ -492,7 +492,10 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
         return allowAll();
       }
       if (isCrawlError(error) && !(error instanceof FatalError)) {
-        const retryAfter = error instanceof RetryableError ? error.retryAfterMs : undefined;
+        const retryAfter =
+          error instanceof RetryableError && error.retryAfterMs !== undefined
+            ? Math.min(error.retryAfterMs, config.maxRetryAfterMs)
+            : undefined;
         return {
           kind: 'unreachable',
           reason: `${error.code}: ${describeError(error)}`,
@@ -524,7 +527,9 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
     }
     if (status === 429 || status >= 500 || status < 200) {
       const now = deps.now();
-      const after = retryAfterMs(headerValue(response.headers, 'retry-after'), now);
+      // Honoured up to the crawl's cap: a server cannot park the host (and the crawl) for years.
+      const asked = retryAfterMs(headerValue(response.headers, 'retry-after'), now);
+      const after = asked === undefined ? undefined : Math.min(asked, config.maxRetryAfterMs);
       if (after !== undefined && after > 0) await deps.slots.pushBack(deps.crawlId, host, now + after);
       return {
         kind: 'unreachable',

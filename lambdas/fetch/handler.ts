@@ -46,7 +46,7 @@ export function createHandler(rawEnv: Env) {
     slots: frontier,
     robots: frontier.robots,
     // One cached read per crawl per few seconds; a failed read counts as not cancelled (fail open).
-    cancellation: new CrawlCancellation(clients.dynamodb, env.FRONTIER_TABLE, {
+    crawlStates: new CrawlCancellation(clients.dynamodb, env.FRONTIER_TABLE, {
       onError: (crawlId, error) => log.warn('cancel check failed', { crawlId, error: String(error) }),
     }),
     robotsCache: createRobotsCache(ROBOTS_CACHE_ENTRIES),
@@ -95,7 +95,11 @@ export function createHandler(rawEnv: Env) {
         code: retry.code,
         inSeconds: retry.delaySeconds,
       });
-    for (const url of report.dropped) log.debug('duplicate task dropped', { url });
+    for (const { url, why } of report.dropped) {
+      // A duplicate is routine; a task for a crawl already complete is someone's mistake (or worse).
+      if (why === 'duplicate') log.debug('duplicate task dropped', { url });
+      else log.warn('task of a complete crawl dropped', { url });
+    }
     for (const { task } of report.newTasks) log.debug('task queued', { url: task.url });
     for (const defer of report.deferred)
       log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });

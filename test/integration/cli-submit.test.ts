@@ -318,26 +318,26 @@ describe('frontier-cancel adapter', () => {
     });
   });
 
-  it('isCancelled reads once per crawl per TTL, shares concurrent reads, and keeps a cancel for good', async () => {
+  it('stateOf reads once per crawl per TTL, shares concurrent reads, and keeps a cancel for good', async () => {
     const crawlId = `cache-${randomUUID().slice(0, 8)}`;
     await createFrontierStore(aws.clients.dynamodb, table).addQueued(crawlId, 1);
     let now = 1_000_000;
     const check = new CrawlCancellation(aws.clients.dynamodb, table, { ttlMs: 5_000, clock: () => now });
-    const answers = await Promise.all([check.isCancelled(crawlId), check.isCancelled(crawlId)]);
-    assert.deepEqual(answers, [false, false]);
+    const answers = await Promise.all([check.stateOf(crawlId), check.stateOf(crawlId)]);
+    assert.deepEqual(answers, ['running', 'running']);
     assert.equal(check.reads, 1, 'concurrent misses share one read');
     await cancelCrawl(aws.clients.dynamodb, table, crawlId);
     now += 4_999;
-    assert.equal(await check.isCancelled(crawlId), false, 'cached for the TTL');
+    assert.equal(await check.stateOf(crawlId), 'running', 'cached for the TTL');
     assert.equal(check.reads, 1);
     now += 2;
-    assert.equal(await check.isCancelled(crawlId), true, 'seen once the TTL ran out');
+    assert.equal(await check.stateOf(crawlId), 'cancelled', 'seen once the TTL ran out');
     assert.equal(check.reads, 2);
     now += 3_600_000;
-    assert.equal(await check.isCancelled(crawlId), true);
+    assert.equal(await check.stateOf(crawlId), 'cancelled');
     assert.equal(check.reads, 2, 'cancelled is final: no more reads');
   });
-  it('isCancelled fails open: a failed read counts as not cancelled for one TTL and is reported', async () => {
+  it('stateOf fails open: a failed read counts as running for one TTL and is reported', async () => {
     // Nothing listens on port 1: every call fails at once.
     const broken = new DynamoDBClient({
       endpoint: 'http://127.0.0.1:1',
@@ -353,11 +353,11 @@ describe('frontier-cancel adapter', () => {
         clock: () => now,
         onError: (crawlId) => errors.push(crawlId),
       });
-      assert.equal(await check.isCancelled('any'), false);
-      assert.equal(await check.isCancelled('any'), false);
+      assert.equal(await check.stateOf('any'), 'running');
+      assert.equal(await check.stateOf('any'), 'running');
       assert.deepEqual([check.reads, check.readErrors, errors], [1, 1, ['any']]);
       now += 1_000;
-      assert.equal(await check.isCancelled('any'), false);
+      assert.equal(await check.stateOf('any'), 'running');
       assert.equal(check.reads, 2, 'read again after the TTL');
     } finally {
       broken.destroy();

@@ -12,10 +12,14 @@
 // written once, counted at the proxy).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { redrive } from '../../cli/redrive-command.ts';
 import { readCrawlResults, resultsPrefix } from '../../cli/results-reader.ts';
@@ -36,6 +40,7 @@ import {
   type FaultProxy,
   type FaultProxyStats,
   type FaultRule,
+  seededRandom,
   startFaultProxy,
 } from '../fixtures/fault-proxy.ts';
 import {
@@ -51,6 +56,7 @@ import {
   startGeneratedSite,
 } from '../fixtures/generated-site.ts';
 import { patchProperties } from '../fixtures/local-template.ts';
+import { type RuntimeProcessOptions, spawnRuntime } from '../fixtures/runtime-process.ts';
 
 const FETCH = 'FetchFunction';
 const AGGREGATE = 'AggregateFunction';
@@ -60,6 +66,8 @@ interface Scenario {
   name: string;
   pages: number;
   seed: number;
+  /** Forward links per page (the site's default 8); fewer make more layers. */
+  linksPerPage?: number;
   /** Fetch slots (local "containers"). */
   fetchSlots: number;
   /** Proxy rules, made once the stack is provisioned (they may name its queues). */
@@ -76,6 +84,20 @@ interface Scenario {
    * crawl must then end exact.
    */
   redriveAfterFaults?: boolean;
+  /**
+   * The compute runs in a child process that is SIGKILLed `count` times, each `[minMs, maxMs]` after
+   * it started polling (a whole-process kill: what a Lambda timeout or OOM does to every in-flight
+   * invocation at once), and is started again after each kill; the last one runs until idle.
+   */
+  kills?: { count: number; minMs: number; maxMs: number };
+}
+
+interface KillRun {
+  kills: number;
+  /** Invocations the killed processes had finished, and all of them. */
+  invocations: number;
+  /** Requests beyond the plan (a page fetched again after its invocation died unreported). */
+  refetches: number;
 }
 
 interface RawIndex {
@@ -116,6 +138,7 @@ interface Outcome {
   /** Invocation durations (ms) by function: median and max. */
   durations: Record<string, { p50: number; max: number }>;
   seconds: number;
+  killRun?: KillRun;
 }
 
 /** The synthesized stack, with the queue/function timeouts shortened so redeliveries happen in the test. */
@@ -214,7 +237,11 @@ async function drainDlq(clients: AwsClients, url: string): Promise<string[]> {
 async function runScenario(scenario: Scenario): Promise<Outcome> {
   const runId = `${scenario.name}-${randomUUID().slice(0, 8)}`;
   const crawlId = `faults-${randomUUID().slice(0, 8)}`;
-  const site = await startGeneratedSite({ pages: scenario.pages, seed: scenario.seed });
+  const site = await startGeneratedSite({
+    pages: scenario.pages,
+    seed: scenario.seed,
+    ...(scenario.linksPerPage ? { linksPerPage: scenario.linksPerPage } : {}),
+  });
   const plan = site.plan({ maxDepth: MAX_DEPTH });
   let emulators: Emulators | undefined;
   let proxy: FaultProxy | undefined;
@@ -222,24 +249,26 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
   let direct: AwsClients | undefined;
   const pollerLog: string[] = [];
   const durations = new Map<string, number[]>();
+  const recordDuration = (fn: string, ms: number) => durations.set(fn, [...(durations.get(fn) ?? []), ms]);
+  const template = faultTemplate(scenario, runId);
+  const handlerEnv = {
+    LOG_LEVEL: 'silent',
+    ...(scenario.sdkAttempts === undefined ? {} : { AWS_MAX_ATTEMPTS: String(scenario.sdkAttempts) }),
+  };
+  const tmp = await mkdtemp(join(tmpdir(), 'faults-'));
   try {
     emulators = await startEmulators();
     proxy = await startFaultProxy({ upstream: emulators.endpoints, seed: scenario.seed, enabled: false });
+    // Provisioned here under a known instance id, so that a runtime process finds the same resources.
     local = await startLocalAws({
-      template: faultTemplate(scenario, runId),
+      template,
       stackName: STACK_NAME,
+      instanceId: runId,
       endpoint: proxy.endpoints,
       concurrencyOverride: { [FETCH]: scenario.fetchSlots },
-      handlerEnvOverrides: {
-        LOG_LEVEL: 'silent',
-        ...(scenario.sdkAttempts === undefined ? {} : { AWS_MAX_ATTEMPTS: String(scenario.sdkAttempts) }),
-      },
+      handlerEnvOverrides: handlerEnv,
       log: (line) => pollerLog.push(line),
-      onInvocation: (report) => {
-        const list = durations.get(report.functionLogicalId) ?? [];
-        list.push(report.durationMs);
-        durations.set(report.functionLogicalId, list);
-      },
+      onInvocation: (report) => recordDuration(report.functionLogicalId, report.durationMs),
     });
     // The CLI side (submit, verification) talks to the emulators directly.
     direct = createClients(emulators.endpoints);
@@ -257,16 +286,44 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
     proxy.setRules(scenario.rules(outputs));
     proxy.setEnabled(true);
     const started = Date.now();
-    await local.start();
-    await submitCrawl({ clients: direct, outputs }, config);
     let lastCheck: IdleSnapshot | undefined;
     let idleError: string | undefined;
-    const idle = await local
-      .waitForIdle({ timeoutMs: scenario.idleTimeoutMs, onCheck: (snapshot) => (lastCheck = snapshot) })
-      .catch((error: unknown) => {
-        idleError = String(error);
-        return lastCheck ?? { queues: {}, checks: 0 };
-      });
+    let idle: IdleSnapshot;
+    let killRun: KillRun | undefined;
+    if (scenario.kills) {
+      await submitCrawl({ clients: direct, outputs }, config);
+      const templateFile = join(tmp, 'template.json');
+      await writeFile(templateFile, JSON.stringify(template));
+      const runtime: RuntimeProcessOptions = {
+        templateFile,
+        stackName: STACK_NAME,
+        instanceId: runId,
+        endpoints: proxy.endpoints,
+        concurrency: { [FETCH]: scenario.fetchSlots },
+        env: handlerEnv,
+        idleTimeoutMs: scenario.idleTimeoutMs,
+      };
+      const killed = await runWithKills(scenario.kills, runtime, seededRandom(scenario.seed), recordDuration);
+      idleError = killed.error;
+      idle = { queues: {}, checks: 0 };
+      killRun = {
+        kills: killed.kills,
+        invocations: killed.invocations,
+        refetches: [...plan.expectedHits].reduce(
+          (sum, [target, want]) => sum + Math.max(0, (site.hits.get(target) ?? 0) - want),
+          0,
+        ),
+      };
+    } else {
+      await local.start();
+      await submitCrawl({ clients: direct, outputs }, config);
+      idle = await local
+        .waitForIdle({ timeoutMs: scenario.idleTimeoutMs, onCheck: (snapshot) => (lastCheck = snapshot) })
+        .catch((error: unknown) => {
+          idleError = String(error);
+          return lastCheck ?? { queues: {}, checks: 0 };
+        });
+    }
     proxy.setEnabled(false);
     const redriven: Record<string, number> = {};
     if (scenario.redriveAfterFaults && idleError === undefined) {
@@ -363,13 +420,55 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
         }),
       ),
       seconds,
+      ...(killRun ? { killRun } : {}),
     };
   } finally {
+    await rm(tmp, { recursive: true, force: true });
     await local?.stop();
     if (direct) destroyClients(direct);
     await proxy?.stop();
     await emulators?.stop();
     await site.close();
+  }
+}
+
+/**
+ * Runs the compute in child processes: SIGKILLs each at a random instant `kills.count` times, starting
+ * a new one after each kill (the queues hold what the dead one had in flight until their visibility
+ * timeout), and lets the last run until the pipeline is idle.
+ */
+async function runWithKills(
+  kills: NonNullable<Scenario['kills']>,
+  runtime: RuntimeProcessOptions,
+  random: () => number,
+  onInvocation: (fn: string, ms: number) => void,
+): Promise<{ kills: number; invocations: number; error?: string }> {
+  let killed = 0;
+  let invocations = 0;
+  const deadline = Date.now() + runtime.idleTimeoutMs;
+  for (;;) {
+    const child = spawnRuntime(runtime, (line) => {
+      if (!('invocation' in line)) return;
+      invocations++;
+      onInvocation(line.invocation.fn, line.invocation.ms);
+    });
+    if (killed < kills.count) {
+      await child.ready.catch(() => {});
+      const wait = kills.minMs + random() * (kills.maxMs - kills.minMs);
+      const timer = new Promise<'kill'>((resolve) => setTimeout(resolve, wait, 'kill'));
+      if ((await Promise.race([timer, child.exited.then(() => 'exited' as const)])) === 'kill') {
+        child.kill();
+        await child.exited;
+        killed++;
+        continue;
+      }
+    }
+    const timeout = setTimeout(() => child.kill(), Math.max(0, deadline - Date.now()));
+    const exit = await child.exited;
+    clearTimeout(timeout);
+    if (exit.idle) return { kills: killed, invocations };
+    const why = exit.signal ? `killed at the idle deadline` : `exited with ${exit.code}`;
+    return { kills: killed, invocations, error: `the runtime ${why}: ${exit.stderr.slice(-1500)}` };
   }
 }
 
@@ -423,6 +522,9 @@ function describeRun(o: Outcome): string {
     Object.keys(o.redriven).length > 0 ? `  redriven after the faults: ${JSON.stringify(o.redriven)}` : '',
     `  invocation ms: ${JSON.stringify(o.durations)}`,
     crashes ? `  crashes: ${crashes}` : '',
+    o.killRun
+      ? `  whole-process kills: ${o.killRun.kills}, ${o.killRun.invocations} invocations, ${o.killRun.refetches} requests beyond the plan`
+      : '',
     midCrashes.length > 0 ? `  died mid-batch at: ${midCrashes.join('; ')}` : '',
     o.idleError ? `  NOT IDLE: ${o.idleError}` : '',
     ...Object.entries(o.dlq).flatMap(([q, bodies]) => bodies.slice(0, 5).map((b) => `  ${q}: ${b}`)),
@@ -668,6 +770,44 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
       },
       { exactRequests: false, rawDuplicates: true },
       (o) => assert.ok((o.crashes[FETCH]?.crashes.length ?? 0) >= 3, 'the fetch function crashed'),
+    );
+  });
+
+  it('(e) the whole compute is killed (SIGKILL) at random instants, many times, and resumed', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const kills = { count: 8, minMs: 1_000, maxMs: 6_000 };
+    const fetchSlots = 4;
+    await scenario(
+      {
+        name: 'e-process-kills',
+        // Three links a page: 1,093 pages within depth 6, and 307 more one layer deeper that end
+        // `skipped` (depth) in their parents' batches, so most batches hold a page and its links' results.
+        pages: 1_400,
+        linksPerPage: 4,
+        seed: 81,
+        fetchSlots,
+        functionTimeoutSeconds: 5,
+        // Result sends take a while (as on a busy queue), so a kill often falls between two of them.
+        rules: (outputs) => [
+          {
+            name: 'slow-results',
+            operations: ['SendMessageBatch'],
+            when: (call) => call.queueUrl === outputs.ResultsQueueUrl,
+            delayMs: [100, 300],
+          },
+        ],
+        kills,
+        idleTimeoutMs: IDLE_TIMEOUT_MS,
+      },
+      { exactRequests: false, rawDuplicates: true },
+      (o) => {
+        const run = o.killRun!;
+        assert.ok(run.kills >= kills.count / 2, `only ${run.kills} kills landed before the crawl ended`);
+        // A kill loses at most what its invocations had claimed and not yet reported: one batch per slot.
+        const bound = run.kills * fetchSlots * FETCH_EVENT_SOURCE.batchSize;
+        assert.ok(run.refetches <= bound, `${run.refetches} refetches, bound ${bound}`);
+      },
     );
   });
 

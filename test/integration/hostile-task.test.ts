@@ -31,6 +31,7 @@ import {
   raw,
   redirect,
   resetMidBody,
+  respond,
   silent,
   startHostileServer,
   trickleBody,
@@ -64,7 +65,12 @@ async function decide(
   fetcher: PageFetcher,
   crawl: CrawlConfig,
   url: string,
-  options: { receiveCount?: number; task?: Partial<Task> } = {},
+  options: {
+    receiveCount?: number;
+    task?: Partial<Task>;
+    /** Sees each host pause (Retry-After) and each slot reservation. */
+    onSlots?: (call: { op: 'pushBack' | 'reserve'; at: number }) => void;
+  } = {},
 ): Promise<TaskDecision> {
   const frontier: FrontierWriter = {
     admit: async () => [],
@@ -75,8 +81,11 @@ async function decide(
     addQueued: async () => {},
   };
   const slots: HostSlots = {
-    reserve: async (_crawlId, _host, _delay, now) => now,
-    pushBack: async () => {},
+    reserve: async (_crawlId, _host, _delay, now) => {
+      options.onSlots?.({ op: 'reserve', at: now });
+      return now;
+    },
+    pushBack: async (_crawlId, _host, until) => options.onSlots?.({ op: 'pushBack', at: until }),
     pausedUntil: async () => undefined,
   };
   const robots: RobotsStore = {
@@ -129,6 +138,9 @@ before(async () => {
     '/two-lengths': raw('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nokabc', {
       end: false,
     }),
+    '/503-for-decades': respond('503 Service Unavailable', [['Retry-After', '999999999']], 'later'),
+    '/503-briefly': respond('503 Service Unavailable', [['Retry-After', '30']], 'later'),
+    '/ok': html('<p>fine</p>'),
     '/huge-header': raw(`HTTP/1.1 200 OK\r\nX-Huge: ${'h'.repeat(70 * 1024)}\r\nContent-Length: 0\r\n\r\n`, {
       end: false,
     }),
@@ -389,5 +401,39 @@ describe('the address guard on redirect targets', () => {
       assert.equal(target.connections, connections, `${location}: a connection was opened`);
     }
     assert.equal(target.stats('/secret').hits, 0);
+  });
+});
+
+describe('a server cannot park a URL, a host or a crawl for years', () => {
+  it('Retry-After beyond the crawl\'s cap: the host rests only the cap, the URL ends failed "retry-after-too-long" at once', async () => {
+    const pauses: number[] = [];
+    const before = Date.now();
+    const decision = await decide(fetcher, crawl, server.url('/503-for-decades'), {
+      onSlots: (call) => call.op === 'pushBack' && pauses.push(call.at),
+    });
+    const result = resultOf(decision);
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.code, 'retry-after-too-long');
+    assert.match(result.reason ?? '', /retry in 999999999 s .*at most 900 s/);
+    assert.equal(result.status, 503);
+    assert.equal(pauses.length, 1);
+    assert.ok(pauses[0]! <= Date.now() + crawl.maxRetryAfterMs, 'paused at most maxRetryAfterMs');
+    assert.ok(pauses[0]! >= before + crawl.maxRetryAfterMs, 'but paused the whole cap');
+  });
+
+  it('Retry-After within the cap is honoured: the URL is retried after it', async () => {
+    const decision = await decide(fetcher, crawl, server.url('/503-briefly'));
+    assert.equal(decision.kind, 'retry');
+    assert.equal(decision.kind === 'retry' ? decision.delaySeconds : 0, 30);
+  });
+
+  it('a task holding a slot decades away (an injected notBefore) is not deferred for ever: it reserves a slot now', async () => {
+    const reserved: number[] = [];
+    const decision = await decide(fetcher, crawl, server.url('/ok'), {
+      task: { notBefore: Date.parse('2058-01-01T00:00:00Z'), slotDelayMs: 0 },
+      onSlots: (call) => call.op === 'reserve' && reserved.push(call.at),
+    });
+    assert.equal(decision.kind, 'captured', JSON.stringify(decision).slice(0, 200));
+    assert.equal(reserved.length, 1, 'the far hold was ignored and a slot reserved');
   });
 });

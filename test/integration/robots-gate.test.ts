@@ -335,6 +335,16 @@ describe('robots gate over HTTP', () => {
     assert.equal(w.slots.next.get(`it 127.0.0.1:${server.port}`), start + 90_000);
   });
 
+  it("Retry-After of decades on robots.txt: the host rests and the URL waits at most the crawl's cap", async () => {
+    const server = await site(text('go away', 503, { 'retry-after': '999999999' }));
+    const w = world();
+    const start = w.clock.now;
+    const verdict = await checkRobots(new URL(server.url('/x')), config(), w.deps());
+    const cap = config().maxRetryAfterMs;
+    assert.equal(verdict.kind === 'defer' ? verdict.untilMs : 0, start + cap);
+    assert.equal(w.slots.next.get(`it 127.0.0.1:${server.port}`), start + cap);
+  });
+
   it('a server that never answers: timeout, unavailable', async () => {
     const raw = await startRawServer(() => {});
     servers.push(raw);

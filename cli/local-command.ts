@@ -14,6 +14,10 @@
  * clients such as Debian's awscli: local/sqs-query-gateway.ts). State persists in the state dir like
  * `crawler crawl`'s (queues, messages, objects, items), so a restart resumes; one process per dir.
  * SIGINT / SIGTERM stop it cleanly (pollers finish their invocations, the lock is released).
+ *
+ * Only this machine's signed AWS clients are served: web pages in a local browser are refused
+ * (foreign Host or Origin, preflights, unsigned requests: local/request-guard.ts), and the names
+ * derive from the state dir's random instance id, so none can be guessed (local/README.md).
  */
 import { once } from 'node:events';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
@@ -31,7 +35,8 @@ export const DEFAULT_LOCAL_PORT = 4566;
 export const LOCAL_USAGE = `usage: crawler local [options]
 runs a local AWS (SQS, S3, DynamoDB on one endpoint, the stack provisioned, the handlers running)
 until Ctrl-C, for the AWS CLI, SDKs and \`crawler submit/status/results/get/cancel --endpoint\`
-  --port N             the endpoint's port on 127.0.0.1 (default ${DEFAULT_LOCAL_PORT}, LocalStack's; 0 = any free one)
+  --port N             the endpoint's port on 127.0.0.1 (default ${DEFAULT_LOCAL_PORT}, LocalStack's; 0 = any free one);
+                       it serves SigV4-signed requests only (the AWS CLI and SDKs), never web pages
   --state-dir DIR      where the local AWS keeps its state (default .crawler, or $CRAWLER_STATE_DIR)
   --log-level L        the handlers' JSON logs on stdout: debug, info, warn (default), error, silent
   --json               print {endpoint, stateDir, outputs, pid} as one JSON line when ready
@@ -242,7 +247,7 @@ function describeReady(server: LocalServer, options: LocalCommandOptions): strin
   const e = server.endpoint;
   const defaults = Object.keys(options.defaults).length > 0 ? JSON.stringify(options.defaults) : 'none';
   return [
-    `crawler local: AWS endpoint ${e} (SQS, S3, DynamoDB; region us-east-1, any credentials)`,
+    `crawler local: AWS endpoint ${e} (SQS, S3, DynamoDB; region us-east-1, any credentials, signed requests only)`,
     `  state: ${server.stateDir}`,
     'stack outputs:',
     ...outputs,

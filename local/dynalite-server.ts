@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 import type { RunningServer } from './fauxqs-server.ts';
+import { guardServer } from './request-guard.ts';
 
 export async function startDynaliteServer(options: { path?: string } = {}): Promise<RunningServer> {
   if (options.path) await mkdir(options.path, { recursive: true });
@@ -13,6 +14,8 @@ export async function startDynaliteServer(options: { path?: string } = {}): Prom
     updateTableMs: 0,
     ...(options.path ? { path: options.path } : {}),
   });
+  // A web page can port-scan loopback too. Any port in Host: the router and proxies in front keep theirs.
+  guardServer(server, { port: 'any' });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

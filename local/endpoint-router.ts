@@ -4,6 +4,7 @@
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RunningServer } from './fauxqs-server.ts';
+import { guardServer } from './request-guard.ts';
 
 export interface RouterTargets {
   /** fauxqs: SQS and S3. */
@@ -39,6 +40,8 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
     });
     req.pipe(upstream);
   });
+  // Any port in Host: `crawler local`'s public endpoint forwards its own Host through this router.
+  guardServer(server, { port: 'any' });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {

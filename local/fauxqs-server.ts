@@ -6,6 +6,7 @@
 // those URLs break handlers. We build the stores ourselves (host unset -> queue URLs use the request
 // host, e.g. http://127.0.0.1:PORT/000000000000/name) and listen on loopback.
 import { buildApp } from 'fauxqs';
+import { guardServer } from './request-guard.ts';
 
 export interface RunningServer {
   url: string;
@@ -48,6 +49,8 @@ export async function startFauxqsServer(options: FauxqsOptions = {}): Promise<Fa
   app.addHook('preClose', () => {
     for (const close of closers) close();
   });
+  // A web page can port-scan loopback too. Any port in Host: the router and proxies in front keep theirs.
+  guardServer(app.server, { port: 'any' });
   let address: string;
   try {
     address = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -28,7 +28,7 @@ import {
 import { type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
-import { LOCAL_INSTANCE_ID, readStateMarker, type StateMarker, stateLayout } from './state-dir.ts';
+import { readStateMarker, type StateMarker, stateInstanceId, stateLayout } from './state-dir.ts';
 import { acquireStateLock, type StateLock } from './state-lock.ts';
 
 /** Slots per event source when neither the template (ScalingConfig) nor an override says. */
@@ -45,8 +45,8 @@ export interface LocalAwsOptions {
   /**
    * Embedded emulators only: keep the whole local AWS here between processes: S3 objects as files
    * (`s3/`), DynamoDB in LevelDB (`dynamodb/`), queues and messages in SQLite (`sqs/`). Taken with a
-   * lock file (`lock`, holding the pid); names are deterministic (instance id `local` unless given)
-   * and provisioning reuses what exists. See local/README.md.
+   * lock file (`lock`, holding the pid); names are deterministic (the dir's own random instance id
+   * unless given) and provisioning reuses what exists. See local/README.md.
    */
   stateDir?: string;
   /** Embedded emulators only: serve all services on this one 127.0.0.1 port (e.g. for `crawler local`). */
@@ -92,7 +92,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   let endpoints: Endpoints;
   let lock: StateLock | undefined;
   const layout = options.stateDir ? stateLayout(options.stateDir) : undefined;
-  const instanceId = options.instanceId ?? (layout ? LOCAL_INSTANCE_ID : undefined);
+  // With a state dir: its own random id (state-dir.ts), read once the lock is held.
+  let instanceId = options.instanceId;
   if (layout && options.endpoint !== undefined) {
     throw new Error('stateDir applies to the embedded emulators only, not with an endpoint');
   }
@@ -101,6 +102,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     lock = await acquireStateLock(layout.dir);
     try {
       await ignoreInGit(layout.dir);
+      instanceId ??= await stateInstanceId(layout.dir);
       emulators = await startEmulators({
         s3Dir: layout.s3Dir,
         sqsDir: layout.sqsDir,

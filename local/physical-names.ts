@@ -20,8 +20,24 @@ const rules: Record<NameKind, Rule> = {
 };
 
 /**
+ * Tag provisioning puts on every queue it creates, as CloudFormation tags what it creates with the
+ * stack id (`arn:aws:cloudformation:<region>:<account>:stack/<stackName>/<instanceId>`): names derive
+ * from a random instance id, so a client given only an endpoint finds the instance by this tag.
+ */
+export const STACK_ID_TAG = 'crawler:stack-id';
+
+/** The leading part every `kind` name of `stackName` shares, whatever the logical id (for listing). */
+export function stackNamePrefix(kind: NameKind, stackName: string): string {
+  const rule = rules[kind];
+  // The least room the stack part ever gets: half the budget of a .fifo name (see physicalName).
+  const room = Math.floor((rule.max - SUFFIX_LENGTH - '.fifo'.length - 2) / 2);
+  return cleanPart(rule, stackName).slice(0, room).replace(/-$/, '');
+}
+
+/**
  * Deterministic for (stackName, logicalId, instanceId): the same instance re-provisions the same
- * names (useful against a persistent endpoint), a new instance gets fresh ones.
+ * names (useful against a persistent endpoint), a new instance gets fresh ones. Unpredictable when
+ * the instance id is (a state dir's is random): no web page can guess a queue or bucket name.
  */
 export function physicalName(
   kind: NameKind,
@@ -31,10 +47,7 @@ export function physicalName(
   options: { fifo?: boolean } = {},
 ): string {
   const rule = rules[kind];
-  const clean = (part: string) => {
-    const text = rule.lowercase ? part.toLowerCase() : part;
-    return text.replace(rule.invalid, '-').replace(/-+/g, '-').replace(/^-|-$/g, '');
-  };
+  const clean = (part: string) => cleanPart(rule, part);
   let suffix = hashSuffix(`${stackName}\0${logicalId}\0${instanceId}`);
   if (rule.lowercase) suffix = suffix.toLowerCase();
   const tail = options.fifo ? '.fifo' : '';
@@ -48,11 +61,18 @@ export function physicalName(
   return [stack, logical, suffix].filter((p) => p.length > 0).join('-') + tail;
 }
 
+function cleanPart(rule: Rule, part: string): string {
+  const text = rule.lowercase ? part.toLowerCase() : part;
+  return text.replace(rule.invalid, '-').replace(/-+/g, '-').replace(/^-|-$/g, '');
+}
+
+const SUFFIX_LENGTH = 12;
+
 function hashSuffix(seed: string): string {
   // 12 chars of base32 (A-Z, 2-7), like CloudFormation's random suffix.
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
   const bytes = createHash('sha256').update(seed).digest();
   let out = '';
-  for (let i = 0; i < 12; i++) out += alphabet[(bytes[i] ?? 0) % 32];
+  for (let i = 0; i < SUFFIX_LENGTH; i++) out += alphabet[(bytes[i] ?? 0) % 32];
   return out;
 }

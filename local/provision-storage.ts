@@ -26,7 +26,7 @@ import {
   SetQueueAttributesCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { NameKind } from './physical-names.ts';
+import { type NameKind, STACK_ID_TAG } from './physical-names.ts';
 import type { ProvisionedResource } from './stack-model.ts';
 
 export interface CreateInput {
@@ -38,6 +38,8 @@ export interface CreateInput {
   physicalName(kind: NameKind, options?: { fifo?: boolean }): string;
   note(text: string): void;
   region: string;
+  /** The stack's id (ARN ending in the instance id): tagged on queues, see STACK_ID_TAG. */
+  stackId: string;
 }
 
 const QUEUE_ATTRIBUTES = [
@@ -74,9 +76,12 @@ export async function createQueue(sqs: SQSClient, input: CreateInput): Promise<P
   }
   noteUnhandled(input, [...QUEUE_ATTRIBUTES, ...QUEUE_SSE_ATTRIBUTES, 'QueueName', 'Tags']);
   const name = queueNameOf(input);
-  const tags = tagMap(props.Tags === undefined ? undefined : input.resolve(props.Tags, path('Tags')));
+  const tags = {
+    ...tagMap(props.Tags === undefined ? undefined : input.resolve(props.Tags, path('Tags'))),
+    [STACK_ID_TAG]: input.stackId,
+  };
   const create = (attrs: Record<string, string>) =>
-    sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attrs, ...(tags ? { tags } : {}) }));
+    sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attrs, tags }));
   const createOrUpdate = async (attrs: Record<string, string>): Promise<string | undefined> => {
     try {
       return (await create(attrs)).QueueUrl;

@@ -114,6 +114,7 @@ export async function provisionStack(
       physicalName: (kind, opts) => nameOf(id, kind, opts),
       note,
       region,
+      stackId: ctx.stackId,
     };
     switch (resource.Type) {
       case 'AWS::SQS::Queue':

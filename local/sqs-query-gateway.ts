@@ -20,6 +20,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { guardServer } from './request-guard.ts';
 
 export interface SqsQueryGateway {
   /** `http://127.0.0.1:<port>` */
@@ -33,7 +34,10 @@ export interface SqsQueryGatewayOptions {
   upstream: string;
   /** 0 = any free port. */
   port: number;
-  /** Default 127.0.0.1: nothing outside this machine reaches the local AWS. */
+  /**
+   * Default 127.0.0.1: nothing outside this machine reaches the local AWS. The guard accepts only
+   * loopback names in Host, whatever the bind address.
+   */
   host?: string;
   /**
    * Origins (the upstream's own) that SQS answers may carry in queue URLs (fauxqs keeps the URL a
@@ -97,6 +101,8 @@ export async function startSqsQueryGateway(options: SqsQueryGatewayOptions): Pro
     }
     pipeThrough(req, res, upstream);
   });
+  // The public endpoint: Host must carry its own port (local/request-guard.ts says what else).
+  guardServer(server, { port: 'own' });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '127.0.0.1', () => {
@@ -283,6 +289,8 @@ async function handleForm(
     '/',
     {
       host: req.headers.host ?? upstream.host,
+      // The client's signature (checked by the guard) goes along: the guards upstream want one too.
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
       'content-type': 'application/x-amz-json-1.0',
       'x-amz-target': `AmazonSQS.${action}`,
       'content-length': String(payload.byteLength),

@@ -5,11 +5,13 @@
 //                                     default AWS config (or `endpoint`, e.g. LocalStack + cdklocal)
 //   endpoint                          a running local AWS (`crawler local`, LocalStack provisioned by
 //                                     `crawler crawl --endpoint`): names computed as provisioning makes
-//                                     them (instance id `local`), looked up, nothing created
+//                                     them (instance id from the queues' stack-id tag, else `local`),
+//                                     looked up, nothing created
 //   otherwise                         the embedded AWS on the state dir: started on the persisted state
 //                                     (no pollers), or - if a live process (a running `crawler crawl`)
 //                                     holds it - read through that process's emulators
 import { existsSync } from 'node:fs';
+import { ListQueuesCommand, ListQueueTagsCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import {
   type AwsClients,
   type ClientSettings,
@@ -22,6 +24,7 @@ import {
 } from './aws-clients.ts';
 import type { TemplateInput } from './cfn-template.ts';
 import { startLocalAws } from './local-aws.ts';
+import { STACK_ID_TAG, stackNamePrefix } from './physical-names.ts';
 import { NotProvisionedError, provisionStack } from './provision.ts';
 import { LOCAL_INSTANCE_ID, NoLocalStateError, readStateMarker, stateLayout } from './state-dir.ts';
 import { liveStateLock, StateLockedError } from './state-lock.ts';
@@ -41,7 +44,7 @@ export interface LocateStackOptions {
   template?: TemplateInput;
   /** Stack name the local names derive from; `STACK_NAME` (endpoint) or the state's own (embedded). */
   localStackName?: string;
-  /** Instance id the local names derive from; `local` (endpoint) or the state's own (embedded). */
+  /** Instance id the local names derive from; found at the endpoint (else `local`), or the state's own. */
   instanceId?: string;
   /** Client settings for local endpoints (region, dummy credentials). */
   clientSettings?: Partial<ClientSettings>;
@@ -77,7 +80,7 @@ export async function locateStack(options: LocateStackOptions): Promise<LocatedS
       mode: 'endpoint',
       description: `local stack ${stackName} at ${endpoint}`,
       stackName,
-      instanceId: options.instanceId ?? LOCAL_INSTANCE_ID,
+      instanceId: options.instanceId,
       options,
       hint: `run \`crawler local\` or \`crawler crawl --endpoint ${endpoint}\` first`,
     });
@@ -144,7 +147,8 @@ interface LookupTarget {
   mode: LocatedMode;
   description: string;
   stackName: string;
-  instanceId: string;
+  /** Undefined: the one tagged on the stack's queues there (`local` when none is). */
+  instanceId: string | undefined;
   options: LocateStackOptions;
   hint: string;
 }
@@ -153,10 +157,12 @@ interface LookupTarget {
 async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<LocatedStack> {
   const settings = clientSettings(target.options.clientSettings);
   const clients = createClients(endpoints, settings);
+  let instanceId = target.instanceId;
   try {
+    instanceId ??= (await taggedInstanceId(clients.sqs, target.stackName)) ?? LOCAL_INSTANCE_ID;
     const stack = await provisionStack(target.options.template ?? (await synthesized()), clients, {
       stackName: target.stackName,
-      instanceId: target.instanceId,
+      instanceId,
       region: settings.region,
       mode: 'lookup',
     });
@@ -171,12 +177,35 @@ async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<
     destroyClients(clients);
     if (err instanceof NotProvisionedError) {
       throw new Error(
-        `${target.description}: not provisioned (instance id ${target.instanceId}): ${err.message}; ${target.hint}`,
+        `${target.description}: not provisioned (instance id ${instanceId}): ${err.message}; ${target.hint}`,
         { cause: err },
       );
     }
     throw err;
   }
+}
+
+// Names derive from a random instance id (state-dir.ts); provisioning tags each queue with the stack id
+// (`arn:...:stack/<stackName>/<instanceId>`). None tagged (state from before): undefined.
+async function taggedInstanceId(sqs: SQSClient, stackName: string): Promise<string | undefined> {
+  const found = new Set<string>();
+  const prefix = stackNamePrefix('queue', stackName);
+  let NextToken: string | undefined;
+  do {
+    const page = await sqs.send(
+      new ListQueuesCommand({ ...(prefix ? { QueueNamePrefix: prefix } : {}), MaxResults: 1000, NextToken }),
+    );
+    for (const QueueUrl of page.QueueUrls ?? []) {
+      const { Tags } = await sqs.send(new ListQueueTagsCommand({ QueueUrl }));
+      const stackId = /:stack\/([^/]+)\/([^/]+)$/.exec(Tags?.[STACK_ID_TAG] ?? '');
+      if (stackId?.[1] === stackName && stackId[2]) found.add(stackId[2]);
+    }
+    NextToken = page.NextToken;
+  } while (NextToken);
+  if (found.size > 1) {
+    throw new Error(`several stacks named ${stackName} there (instance ids ${[...found].join(', ')})`);
+  }
+  return [...found][0];
 }
 
 // cdk/ pulls in aws-cdk-lib (slow to import): only when a local name has to be computed.

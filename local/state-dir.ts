@@ -1,5 +1,7 @@
 // Where the embedded AWS keeps its state between processes, and what lives in it.
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 /** Default state directory, relative to the current working directory. */
@@ -7,8 +9,8 @@ export const DEFAULT_STATE_DIR = '.crawler';
 /** Env var that overrides DEFAULT_STATE_DIR. */
 export const STATE_DIR_ENV = 'CRAWLER_STATE_DIR';
 /**
- * Instance id of the persistent local stack: physical names derive from it, so every process that
- * opens the same state (or talks to `crawler local`) computes the same queue, bucket and table names.
+ * The instance id state dirs had before each got a random one (`stateInstanceId`), kept by those
+ * dirs; and what an endpoint lookup assumes when no queue there names its instance.
  */
 export const LOCAL_INSTANCE_ID = 'local';
 
@@ -34,6 +36,8 @@ export interface StateLayout {
   lockFile: string;
   /** Written once the stack is provisioned: which stack and instance the names belong to. */
   markerFile: string;
+  /** The random instance id drawn for this dir, kept from before its first provisioning. */
+  instanceIdFile: string;
 }
 
 export function stateLayout(dir: string): StateLayout {
@@ -45,7 +49,31 @@ export function stateLayout(dir: string): StateLayout {
     sqsDir: join(root, 'sqs'),
     lockFile: join(root, 'lock'),
     markerFile: join(root, 'state.json'),
+    instanceIdFile: join(root, 'instance-id'),
   };
+}
+
+/**
+ * The instance id the physical names of this state dir derive from: the marker's once provisioned,
+ * else one drawn at random and kept in `instance-id` (so a first run cut short is resumed under the
+ * same names). Random so that no web page can guess a queue or bucket name (see request-guard.ts).
+ * Call with the state lock held.
+ */
+export async function stateInstanceId(dir: string): Promise<string> {
+  const marker = readStateMarker(dir);
+  if (marker) return marker.instanceId;
+  const { instanceIdFile } = stateLayout(dir);
+  const kept = await readFile(instanceIdFile, 'utf8').then(
+    (text) => text.trim(),
+    (err: unknown) => {
+      if (err instanceof Error && Reflect.get(err, 'code') === 'ENOENT') return '';
+      throw err;
+    },
+  );
+  if (kept !== '') return kept;
+  const drawn = randomUUID();
+  await writeFile(instanceIdFile, `${drawn}\n`);
+  return drawn;
 }
 
 export interface StateMarker {

@@ -46,8 +46,11 @@ describe('startLocalAws({ stateDir })', () => {
     const stateDir = await tempStateDir(t);
     const first = await start(stateDir);
     let outputs = first.outputs;
+    // Drawn at random for this dir (names no web page can guess), and kept in it.
+    const instanceId = first.stack.instanceId;
     try {
-      assert.equal(first.stack.instanceId, LOCAL_INSTANCE_ID);
+      assert.match(instanceId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.equal((await readFile(stateLayout(stateDir).instanceIdFile, 'utf8')).trim(), instanceId);
       assert.equal(first.stateDir, stateDir);
       const { s3, dynamodb, sqs } = first.clients;
       await s3.send(
@@ -80,12 +83,13 @@ describe('startLocalAws({ stateDir })', () => {
     assert.deepEqual(readStateMarker(stateDir), {
       format: 1,
       stackName: STACK,
-      instanceId: LOCAL_INSTANCE_ID,
+      instanceId,
       createdAt: readStateMarker(stateDir)?.createdAt,
     });
 
     const second = await start(stateDir);
     try {
+      assert.equal(second.stack.instanceId, instanceId);
       assert.deepEqual(stableOutputs(second.outputs), stableOutputs(outputs));
       outputs = second.outputs;
       // Queues loaded from disk are addressed at this run's port, which clients and handlers use.

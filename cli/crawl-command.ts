@@ -3,8 +3,7 @@
  * provisions the synthesized stack into it, submits the URLs as one crawl, runs the real handlers
  * until every task is finished, then writes results.jsonl, warc/ and summary.json.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
@@ -15,7 +14,8 @@ import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
-import { type CrawlSummary, readCrawlResults, summarize } from './results-reader.ts';
+import { writeCrawlOutput } from './crawl-output.ts';
+import { type CrawlSummary, damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { requiredOutput, submitCrawl } from './submit-crawl.ts';
 
@@ -71,22 +71,16 @@ export async function crawlCommand(args: string[]): Promise<number> {
     const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
 
     const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
-    const results = await readCrawlResults(blobs, crawlId);
-    await mkdir(join(outDir, 'warc'), { recursive: true });
-    let warcFiles = 0;
-    for await (const key of blobs.list(`warc/${crawlId}/`)) {
-      await writeFile(join(outDir, 'warc', basename(key)), await blobs.get(key));
-      warcFiles++;
-    }
-    await writeFile(
-      join(outDir, 'results.jsonl'),
-      results.map((result) => `${JSON.stringify(result)}\n`).join(''),
-    );
-    const summary = summarize(results, { crawlId, seeds: options.urls, startedAt, endedAt, warcFiles });
-    summary.aws = crawlCostReport(counted, lambdaUsage, summary.byOutcome.fetched ?? 0);
-    await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+    const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
+      seeds: options.urls,
+      startedAt,
+      endedAt,
+      costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
+      onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
+    });
     console.log(describeSummary(summary, outDir));
-    return 0;
+    // Everything else was written; a skipped index part or line still makes the run incomplete.
+    return damages.length > 0 ? 1 : 0;
   } finally {
     await local.stop();
   }

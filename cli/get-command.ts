@@ -1,35 +1,41 @@
 /**
  * `crawler get URL --crawl ID [--body|--headers|--warc] [--raw]`: one stored page by ranged read.
  *
- * The URL is normalized like the crawler does (lambdas/core/url-normalize.ts) and found in the
- * crawl's results index by its key; the index line's `{filename, offset, length}` is read with one
- * S3 ranged GET, which is exactly one gzip member holding the page's WARC response record.
+ * The URL is normalized like the crawler does (lambdas/core/url-normalize.ts) and its results index
+ * line found by its key: in the one part the frontier names (index-lookup.ts), or by a scan when it
+ * cannot. The line's `{filename, offset, length}` is read with one S3 ranged GET, which is exactly one
+ * gzip member holding the page's WARC response record.
  *
  * - `--body` (default): the payload exactly as the site served it. The WARC record keeps the body
  *   with its Content-Encoding (gzip, br, deflate, zstd; transfer coding removed), as WARC requires.
  *   For `--body` such a body is decoded, in reverse order of the codings listed, so the output is
  *   the representation the site meant (the HTML, the image...), not the compressed bytes of the
- *   transfer; a note goes to stderr. `--raw` writes the stored (still encoded) bytes instead. A
- *   truncated body (WARC-Truncated) decodes as far as its bytes go.
+ *   transfer; a note goes to stderr. Decoding stops at the crawl's own caps (`maxDecodedBytes`,
+ *   `maxDecodeRatio`: a stored decompression bomb is refused, not expanded). `--raw` writes the stored
+ *   (still encoded) bytes instead. A truncated body (WARC-Truncated) decodes as far as its bytes go.
  * - `--headers`: the HTTP status line and header fields as stored (CRLF line ends, blank line last).
  * - `--warc`: the whole WARC record, uncompressed.
+ *
+ * Every failure is one line on stderr and exit code 1; one about the stored record names its object
+ * (`s3://bucket/key`) and offset.
  */
-import {
-  brotliDecompressSync,
-  constants,
-  gunzipSync,
-  inflateRawSync,
-  inflateSync,
-  zstdDecompressSync,
-} from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
+import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
+import { FrontierUrlLookup } from '../lambdas/adapters/frontier-url-lookup.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import type { IndexLine } from '../lambdas/core/cdxj.ts';
+import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
+import { type DecodedBody, decodeContent } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
-import { parseHttpMessage, readWarcRecord } from '../lambdas/core/warc.ts';
+import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
+import type { LocatedStack } from '../local/stack-locator.ts';
+import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
 import {
+  type BlobReader,
   type CliIo,
   cliIo,
-  findIndexLine,
+  damageWarning,
   requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
@@ -45,9 +51,6 @@ export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --headers            the HTTP status line and headers
   --warc               the whole WARC record
 ${STACK_USAGE}`;
-
-/** Decoded bodies larger than this are refused (a stored body is limited; its expansion is not). */
-export const MAX_DECODED_BYTES = 1024 * 1024 * 1024;
 
 export async function getCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
   const io = cliIo(overrides);
@@ -70,14 +73,30 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
 
   return withStack(values, io, async (stack) => {
     const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
-    const line = await findIndexLine(blobs, crawlId, normalized.key);
+    const table = requireOutput(stack, 'FrontierTableName');
+    let skipped = 0;
+    const line = await lookupIndexLine(
+      blobs,
+      new FrontierUrlLookup(stack.clients.dynamodb, table),
+      crawlId,
+      normalized.key,
+      {
+        onFallback: (why) =>
+          io.stderr.write(`note: ${normalized.url}: ${why}; scanning the whole index of crawl ${crawlId}\n`),
+        onDamage: (damage) => {
+          skipped++;
+          io.stderr.write(`${damageWarning(damage)}\n`);
+        },
+      },
+    );
     if (!line) {
-      const table = requireOutput(stack, 'FrontierTableName');
       const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+      const maybe =
+        skipped > 0 ? ` (${skipped} damaged index parts or lines were skipped: it may be in one)` : '';
       io.stderr.write(
         known
-          ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})\n`
-          : `no crawl ${crawlId} in ${stack.description}\n`,
+          ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
+          : `no crawl ${crawlId} in ${stack.description}${maybe}\n`,
       );
       return 1;
     }
@@ -88,62 +107,157 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
       );
       return 1;
     }
-    const member = await blobs.get(line.filename, { offset: line.offset, length: line.length });
-    if (member.byteLength !== line.length) {
-      throw new Error(
-        `s3://${blobs.bucket}/${line.filename} bytes ${line.offset}+${line.length}: got ${member.byteLength} bytes`,
-      );
-    }
-    if (mode === 'warc') {
-      await write(io.stdout, isGzip(member) ? gunzipSync(member) : member);
-      return 0;
-    }
-    const record = readWarcRecord(member);
-    const type = record.header('WARC-Type');
-    if (type !== 'response') {
-      throw new Error(
-        `${line.filename} at ${line.offset} is a WARC ${type ?? 'untyped'} record, not a response`,
-      );
-    }
-    const stored = record.header('WARC-Payload-Digest');
-    if (
-      line.digest !== undefined &&
-      stored !== undefined &&
-      stored.toUpperCase() !== line.digest.toUpperCase()
-    ) {
-      throw new Error(
-        `${line.filename} at ${line.offset} holds payload ${stored}, but the index says ${line.digest}`,
-      );
-    }
-    const http = parseHttpMessage(record.block);
-    if (mode === 'headers') {
-      await write(io.stdout, record.block.subarray(0, record.block.byteLength - http.body.byteLength));
-      return 0;
-    }
-    if (values.raw) {
-      await write(io.stdout, http.body);
-      return 0;
-    }
-    const codings = contentCodings(http.header('Content-Encoding'));
-    if (codings.length === 0) {
-      await write(io.stdout, http.body);
-      return 0;
-    }
-    let decoded: Uint8Array;
+    const place: RecordPlace = {
+      bucket: blobs.bucket,
+      key: line.filename,
+      offset: line.offset,
+      length: line.length,
+    };
     try {
-      decoded = decodeContent(http.body, codings);
-    } catch (error) {
+      const member = await readMember(blobs, place);
+      if (mode === 'warc') {
+        await write(io.stdout, isGzip(member) ? gunzipMember(member, place) : member);
+        return 0;
+      }
+      const http = readResponse(member, place, line);
+      if (mode === 'headers') {
+        await write(io.stdout, http.head);
+        return 0;
+      }
+      const contentEncoding = http.message.header('Content-Encoding');
+      const codings = contentCodings(contentEncoding);
+      if (values.raw || codings.length === 0) {
+        await write(io.stdout, http.message.body);
+        return 0;
+      }
+      const limits = await decodeLimits(stack, crawlId);
+      const decoded = decodeStoredBody(http.message.body, contentEncoding, limits);
+      if (!decoded.ok) {
+        io.stderr.write(
+          decoded.code === 'bad-encoding'
+            ? `cannot decode the body of ${normalized.url} (Content-Encoding: ${codings.join(', ')}): ${decoded.reason}; --raw writes it as stored\n`
+            : `the body of ${normalized.url} is larger than the crawl's decode cap when decoded: ${decoded.reason}; --raw writes it as stored\n`,
+        );
+        return 1;
+      }
       io.stderr.write(
-        `cannot decode the body (Content-Encoding: ${codings.join(', ')}): ${(error as Error).message}; --raw writes it as stored\n`,
+        `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.message.body.byteLength} → ${decoded.bytes.byteLength} bytes); --raw keeps it encoded\n`,
       );
+      await write(io.stdout, decoded.bytes);
+      return 0;
+    } catch (error) {
+      if (!(error instanceof StoredRecordError)) throw error;
+      io.stderr.write(`${error.message}\n`);
       return 1;
     }
-    io.stderr.write(
-      `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.body.byteLength} → ${decoded.byteLength} bytes); --raw keeps it encoded\n`,
-    );
-    await write(io.stdout, decoded);
-    return 0;
   });
+}
+
+/** Where a record is: the WARC object and its gzip member. */
+export interface RecordPlace {
+  bucket: string;
+  key: string;
+  offset: number;
+  length: number;
+}
+
+/** The stored record is not what the index says it is; the message names the object and offset. */
+export class StoredRecordError extends Error {
+  override name = 'StoredRecordError';
+  constructor(place: RecordPlace, what: string, options?: ErrorOptions) {
+    super(
+      `stored record s3://${place.bucket}/${place.key} at offset ${place.offset} (length ${place.length}): ${what}`,
+      options,
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function readMember(blobs: BlobReader, place: RecordPlace): Promise<Uint8Array> {
+  let member: Uint8Array;
+  try {
+    member = await blobs.get(place.key, { offset: place.offset, length: place.length });
+  } catch (error) {
+    const what = isMissingObject(error) ? 'no such object' : `cannot read it (${messageOf(error)})`;
+    throw new StoredRecordError(place, what, { cause: error });
+  }
+  if (member.byteLength !== place.length) {
+    throw new StoredRecordError(place, `got ${member.byteLength} bytes, the index says ${place.length}`);
+  }
+  return member;
+}
+
+function gunzipMember(member: Uint8Array, place: RecordPlace): Uint8Array {
+  try {
+    return gunzipSync(member);
+  } catch (error) {
+    throw new StoredRecordError(place, `not a gzip member (${messageOf(error)})`, { cause: error });
+  }
+}
+
+/** The response record's HTTP message, checked against the index line. */
+function readResponse(
+  member: Uint8Array,
+  place: RecordPlace,
+  line: IndexLine,
+): { message: HttpMessage; head: Uint8Array } {
+  let record: WarcRecord;
+  try {
+    record = readWarcRecord(member);
+  } catch (error) {
+    throw new StoredRecordError(place, `not a WARC record (${messageOf(error)})`, { cause: error });
+  }
+  const type = record.header('WARC-Type');
+  if (type !== 'response')
+    throw new StoredRecordError(place, `a WARC ${type ?? 'untyped'} record, not a response`);
+  const stored = record.header('WARC-Payload-Digest');
+  if (
+    line.digest !== undefined &&
+    stored !== undefined &&
+    stored.toUpperCase() !== line.digest.toUpperCase()
+  ) {
+    throw new StoredRecordError(place, `holds payload ${stored}, but the index says ${line.digest}`);
+  }
+  let message: HttpMessage;
+  try {
+    message = parseHttpMessage(record.block);
+  } catch (error) {
+    throw new StoredRecordError(place, `no HTTP response in the record (${messageOf(error)})`, {
+      cause: error,
+    });
+  }
+  return { message, head: record.block.subarray(0, record.block.byteLength - message.body.byteLength) };
+}
+
+export type DecodeLimits = Pick<FetchLimits, 'maxDecodedBytes' | 'maxDecodeRatio'>;
+
+/** The crawl's own decode caps (its stored config), or the defaults when it cannot be read. */
+async function decodeLimits(stack: LocatedStack, crawlId: string): Promise<DecodeLimits> {
+  try {
+    const config = await new CrawlConfigStore(
+      stack.clients.dynamodb,
+      requireOutput(stack, 'FrontierTableName'),
+    ).get(crawlId);
+    return config.limits;
+  } catch {
+    return FetchLimitsSchema.parse({});
+  }
+}
+
+/**
+ * Undoes the content codings under the crawler's caps (lambdas/core/page-content.ts): the output
+ * never grows past `maxDecodedBytes`, nor past `maxDecodeRatio` times the stored body, so a stored
+ * decompression bomb costs a bounded buffer.
+ */
+export function decodeStoredBody(
+  body: Uint8Array,
+  contentEncoding: string | undefined,
+  limits: DecodeLimits,
+): DecodedBody {
+  return decodeContent(body, contentEncoding, limits.maxDecodedBytes, { maxRatio: limits.maxDecodeRatio });
 }
 
 /** The content codings of a Content-Encoding value, in the order they were applied; identity dropped. */
@@ -153,40 +267,6 @@ export function contentCodings(header: string | undefined): string[] {
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
-}
-
-/**
- * Undoes content codings (last applied first). Flushing (not finishing) the streams lets a body cut
- * short by a size or time limit decode as far as its bytes go. Unknown codings throw.
- */
-export function decodeContent(body: Uint8Array, codings: readonly string[]): Uint8Array {
-  let data: Uint8Array = body;
-  const limits = { maxOutputLength: MAX_DECODED_BYTES };
-  for (const coding of [...codings].reverse()) {
-    switch (coding) {
-      case 'gzip':
-      case 'x-gzip':
-        data = gunzipSync(data, { ...limits, finishFlush: constants.Z_SYNC_FLUSH });
-        break;
-      case 'deflate':
-        // RFC 9110 says zlib-wrapped; some servers send raw deflate.
-        try {
-          data = inflateSync(data, { ...limits, finishFlush: constants.Z_SYNC_FLUSH });
-        } catch {
-          data = inflateRawSync(data, { ...limits, finishFlush: constants.Z_SYNC_FLUSH });
-        }
-        break;
-      case 'br':
-        data = brotliDecompressSync(data, { ...limits, finishFlush: constants.BROTLI_OPERATION_FLUSH });
-        break;
-      case 'zstd':
-        data = zstdDecompressSync(data, { ...limits, finishFlush: constants.ZSTD_e_flush });
-        break;
-      default:
-        throw new Error(`unknown content coding ${JSON.stringify(coding)}`);
-    }
-  }
-  return data;
 }
 
 function isGzip(bytes: Uint8Array): boolean {

@@ -3,6 +3,9 @@
  * stdout, one record per URL (deduplicated by key, see results-reader.ts). JSONL repeats each stored
  * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
  * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
+ *
+ * A damaged index part or line is skipped with one warning on stderr naming its object; everything
+ * else is still printed, and the exit code is 1 at the end.
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
@@ -13,6 +16,7 @@ import {
   cliIo,
   csvHeader,
   csvRow,
+  damageWarning,
   isOutcome,
   requireOutput,
   STACK_OPTIONS,
@@ -49,16 +53,20 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
   return withStack(values, io, async (stack) => {
     const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
     if (format === 'csv') await write(io.stdout, csvHeader());
-    const lines = streamIndex(
-      blobs,
-      crawlId,
-      values.outcome === undefined ? {} : { outcome: values.outcome },
-    );
+    let damaged = 0;
+    const lines = streamIndex(blobs, crawlId, {
+      ...(values.outcome === undefined ? {} : { outcome: values.outcome }),
+      onDamage: (damage) => {
+        damaged++;
+        io.stderr.write(`${damageWarning(damage)}\n`);
+      },
+    });
     let count = 0;
     for await (const { line, text } of lines) {
       await write(io.stdout, format === 'csv' ? csvRow(line) : `${text}\n`);
       count++;
     }
+    if (damaged > 0) return 1;
     // No lines: an unknown crawl is an error; a known one just has no (matching) results yet.
     if (count === 0) {
       const table = requireOutput(stack, 'FrontierTableName');

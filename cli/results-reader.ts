@@ -4,8 +4,12 @@
  * URL. The aggregator writes a line twice only after a crash (lambdas/core/aggregate-batch.ts), so
  * lines are deduplicated by `key` (the frontier key, sha256 of the normalized URL): the first wins.
  *
+ * Damage (a part that is not gzip, a line that is not an index line) is data, not an exception: it
+ * goes to the reader's `onDamage` with the object key and the reason, and reading goes on with the
+ * next line or part. A reader without `onDamage` gets an `IndexDamageError` instead.
+ *
  * Also here: how the read-only commands (`status`, `results`, `get`) find the stack, CSV output,
- * and `summarize` for `crawler crawl`.
+ * and the summary `crawler crawl` writes.
  */
 import type { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
@@ -46,23 +50,60 @@ export interface StoredLine {
   text: string;
 }
 
+/** A part, or one line of it, that was skipped: `line` (1-based) when only that line was bad. */
+export interface IndexDamage {
+  /** The part's object key, `results/<crawlId>/<part>.jsonl.gz`. */
+  key: string;
+  line?: number;
+  reason: string;
+}
+
+export type OnDamage = (damage: IndexDamage) => void;
+
+/** Thrown by a read given no `onDamage`: the caller wanted an intact index and did not get one. */
+export class IndexDamageError extends Error {
+  override name = 'IndexDamageError';
+  readonly damage: IndexDamage;
+  constructor(damage: IndexDamage) {
+    super(describeDamage(damage));
+    this.damage = damage;
+  }
+}
+
+/** `results/c1/p.jsonl.gz line 3: not JSON (...)`. */
+export function describeDamage(damage: IndexDamage): string {
+  return `${damage.key}${damage.line === undefined ? '' : ` line ${damage.line}`}: ${damage.reason}`;
+}
+
+/** The one stderr line the commands print per damage. */
+export function damageWarning(damage: IndexDamage): string {
+  return `warning: skipped ${describeDamage(damage)}`;
+}
+
+const throwDamage: OnDamage = (damage) => {
+  throw new IndexDamageError(damage);
+};
+
 export interface ReadIndexOptions {
   /** Only lines with this outcome. Deduplication still sees every line, so the filter cannot resurrect a duplicate. */
   outcome?: string;
   /** Parts fetched ahead of the one being read (default 8). */
   prefetch?: number;
+  /** Told of each skipped part or line; without it the read throws IndexDamageError at the first. */
+  onDamage?: OnDamage;
 }
 
 export function resultsPrefix(crawlId: string): string {
   return `results/${crawlId}/`;
 }
 
-/** Every index line of a crawl, deduplicated by key, in part order. */
+/** Every index line of a crawl, deduplicated by key, in part order; damaged parts and lines skipped. */
 export async function* streamIndex(
   blobs: BlobReader,
   crawlId: string,
   options: ReadIndexOptions = {},
 ): AsyncGenerator<StoredLine> {
+  const onDamage = options.onDamage ?? throwDamage;
   const keys: string[] = [];
   for await (const key of blobs.list(resultsPrefix(crawlId))) if (key.endsWith('.jsonl.gz')) keys.push(key);
   keys.sort();
@@ -70,38 +111,73 @@ export async function* streamIndex(
   // halve the memory a crawl of millions of URLs needs here.
   const seen = new Set<string>();
   for await (const [key, body] of prefetchInOrder(keys, (key) => blobs.get(key), options.prefetch ?? 8)) {
-    const text = gunzipSync(body).toString('utf8');
-    let lineNo = 0;
-    for (const raw of text.split('\n')) {
-      lineNo++;
-      if (raw.trim() === '') continue;
-      const line = parseIndexLine(raw, `${key} line ${lineNo}`);
-      const id = line.key.slice(0, 32);
+    for (const stored of partLines(key, body, onDamage)) {
+      const id = stored.line.key.slice(0, 32);
       if (seen.has(id)) continue;
       seen.add(id);
-      if (options.outcome !== undefined && line.outcome !== options.outcome) continue;
-      yield { line, text: raw };
+      if (options.outcome !== undefined && stored.line.outcome !== options.outcome) continue;
+      yield stored;
     }
   }
 }
 
-export function parseIndexLine(text: string, where: string): IndexLine {
+/** A part decoding to more than this is damaged (parts hold one aggregate batch: a few MB at most). */
+export const MAX_PART_DECODED_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The lines of one part. The whole part is gunzipped before any line is given out, so a part that
+ * is not gzip (or is cut short) is skipped whole; a bad line is skipped alone.
+ */
+export function* partLines(
+  key: string,
+  body: Uint8Array,
+  onDamage: OnDamage = throwDamage,
+): Generator<StoredLine> {
+  let bytes: Buffer;
+  try {
+    bytes = gunzipSync(body, { maxOutputLength: MAX_PART_DECODED_BYTES });
+  } catch (error) {
+    onDamage({ key, reason: gzipDamage(body, error) });
+    return;
+  }
+  // Line by line from the buffer: no string of the whole part, whatever its size.
+  let start = 0;
+  for (let lineNo = 1; start < bytes.length; lineNo++) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end === -1) end = bytes.length;
+    const text = bytes.toString('utf8', start, end);
+    start = end + 1;
+    if (text.trim() === '') continue;
+    const parsed = parseIndexLine(text);
+    if (parsed.ok) yield { line: parsed.line, text };
+    else onDamage({ key, line: lineNo, reason: parsed.reason });
+  }
+}
+
+function gzipDamage(body: Uint8Array, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) return `not gzip (${message})`;
+  if (error instanceof RangeError || (error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE')
+    return `decodes to more than ${MAX_PART_DECODED_BYTES} bytes`;
+  return `bad gzip (${message})`;
+}
+
+export type ParsedIndexLine = { ok: true; line: IndexLine } | { ok: false; reason: string };
+
+export function parseIndexLine(text: string): ParsedIndexLine {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new Error(`${where}: not JSON: ${(error as Error).message}`);
+    return { ok: false, reason: `not JSON (${(error as Error).message})` };
   }
   const parsed = IndexLineSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new Error(
-      `${where}: not an index line: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-    );
-  }
-  return parsed.data;
+  if (parsed.success) return { ok: true, line: parsed.data };
+  const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  return { ok: false, reason: `not an index line (${issues})` };
 }
 
-/** The whole index of a crawl in memory (for `crawler crawl`'s results.jsonl). */
+/** The whole index of a crawl in memory (tests, small crawls; `crawler crawl` streams it instead). */
 export async function readCrawlResults(
   blobs: BlobReader,
   crawlId: string,
@@ -112,13 +188,28 @@ export async function readCrawlResults(
   return lines;
 }
 
-/** The index line of one URL by its frontier key (the first, as readers see it), or undefined. */
+/**
+ * The index line of one URL by its frontier key (the first, as readers see it), or undefined: a scan
+ * of the whole index, for when the frontier cannot say which part holds it.
+ */
 export async function findIndexLine(
   blobs: BlobReader,
   crawlId: string,
   key: string,
+  options: Pick<ReadIndexOptions, 'onDamage'> = {},
 ): Promise<IndexLine | undefined> {
-  for await (const { line } of streamIndex(blobs, crawlId)) if (line.key === key) return line;
+  for await (const { line } of streamIndex(blobs, crawlId, options)) if (line.key === key) return line;
+  return undefined;
+}
+
+/** The line of frontier key `key` in one part's bytes, or undefined. */
+export function findLineInPart(
+  partKey: string,
+  body: Uint8Array,
+  key: string,
+  onDamage?: OnDamage,
+): IndexLine | undefined {
+  for (const { line } of partLines(partKey, body, onDamage)) if (line.key === key) return line;
   return undefined;
 }
 
@@ -363,27 +454,39 @@ export interface CrawlSummary {
   aws?: CrawlCostReport;
 }
 
-export function summarize(
-  results: readonly CrawlResult[],
-  info: { crawlId: string; seeds: string[]; startedAt: Date; endedAt: Date; warcFiles: number },
-): CrawlSummary {
-  const byOutcome: Record<string, number> = {};
-  let bytes = 0;
-  for (const result of results) {
-    byOutcome[result.outcome] = (byOutcome[result.outcome] ?? 0) + 1;
-    bytes += result.bytes;
+export interface SummaryInfo {
+  crawlId: string;
+  seeds: string[];
+  startedAt: Date;
+  endedAt: Date;
+  warcFiles: number;
+}
+
+/** Counts results one at a time, so a summary never needs the crawl's results in memory. */
+export class SummaryAccumulator {
+  #urls = 0;
+  #bytes = 0;
+  readonly #byOutcome: Record<string, number> = {};
+
+  add(result: Pick<CrawlResult, 'outcome' | 'bytes'>): void {
+    this.#urls++;
+    this.#byOutcome[result.outcome] = (this.#byOutcome[result.outcome] ?? 0) + 1;
+    this.#bytes += result.bytes;
   }
-  const seconds = Math.max(0.001, (info.endedAt.getTime() - info.startedAt.getTime()) / 1000);
-  return {
-    crawlId: info.crawlId,
-    seeds: info.seeds,
-    startedAt: info.startedAt.toISOString(),
-    endedAt: info.endedAt.toISOString(),
-    seconds: Number(seconds.toFixed(3)),
-    urls: results.length,
-    byOutcome,
-    bytes,
-    pagesPerSecond: Number(((byOutcome.fetched ?? 0) / seconds).toFixed(2)),
-    warcFiles: info.warcFiles,
-  };
+
+  summary(info: SummaryInfo): CrawlSummary {
+    const seconds = Math.max(0.001, (info.endedAt.getTime() - info.startedAt.getTime()) / 1000);
+    return {
+      crawlId: info.crawlId,
+      seeds: info.seeds,
+      startedAt: info.startedAt.toISOString(),
+      endedAt: info.endedAt.toISOString(),
+      seconds: Number(seconds.toFixed(3)),
+      urls: this.#urls,
+      byOutcome: { ...this.#byOutcome },
+      bytes: this.#bytes,
+      pagesPerSecond: Number(((this.#byOutcome.fetched ?? 0) / seconds).toFixed(2)),
+      warcFiles: info.warcFiles,
+    };
+  }
 }

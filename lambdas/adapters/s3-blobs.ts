@@ -1,4 +1,5 @@
-/** The page store bucket: whole-object writes, listing and ranged reads. */
+/** The page store bucket: whole-object writes, listing, ranged reads and streamed reads. */
+import { Readable } from 'node:stream';
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -79,6 +80,15 @@ export class S3Blobs implements ResultStore {
     );
     if (!response.Body) throw new Error(`s3://${this.bucket}/${key} has no body`);
     return response.Body.transformToByteArray();
+  }
+
+  /** The whole object as a stream: copies a large object (a WARC file) without holding it in memory. */
+  async getStream(key: string): Promise<Readable> {
+    const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    // In Node the SDK's body is the HTTP response itself, a Readable.
+    if (!(response.Body instanceof Readable))
+      throw new Error(`s3://${this.bucket}/${key} has no body stream`);
+    return response.Body;
   }
 
   async *list(prefix: string): AsyncGenerator<string> {

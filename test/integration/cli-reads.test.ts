@@ -296,13 +296,18 @@ describe('crawler status / results / get after a pipeline run', () => {
   });
 
   it('get fails clearly for a URL not in the crawl, an unknown crawl, and bad usage', async () => {
+    // Neither has a frontier item: the lookup says so, scans the index, and finds nothing.
     const missing = await cli(getCommand, `${site.origin}/never`, '--crawl', crawlId);
     assert.equal(missing.code, 1);
     assert.equal(missing.stdout.bytes.length, 0);
-    assert.match(missing.stderr.text, new RegExp(`^${site.origin}/never is not in crawl ${crawlId}`));
+    assert.match(
+      missing.stderr.text,
+      /^note: .*: the frontier has no item for this URL .*; scanning the whole index/,
+    );
+    assert.match(missing.stderr.text, new RegExp(`\n${site.origin}/never is not in crawl ${crawlId} .*\n$`));
     const unknown = await cli(getCommand, `${site.origin}/`, '--crawl', 'no-such-crawl');
     assert.equal(unknown.code, 1);
-    assert.match(unknown.stderr.text, /^no crawl no-such-crawl in /);
+    assert.match(unknown.stderr.text, /\nno crawl no-such-crawl in [^\n]*\n$/);
     await assert.rejects(cli(getCommand, `${site.origin}/`), /needs --crawl/);
     await assert.rejects(
       cli(getCommand, `${site.origin}/`, '--crawl', crawlId, '--warc', '--headers'),

@@ -1,21 +1,27 @@
 // The read side of the aggregate's output: the results index reader (order, dedup by key, outcome
-// filter), CSV output (RFC 4180), and `crawler get`'s content decoding.
+// filter, damaged parts and lines skipped and reported), the incremental summary, CSV output
+// (RFC 4180), and `crawler get`'s content decoding under the crawl's caps.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
-import { contentCodings, decodeContent } from '../../cli/get-command.ts';
+import { contentCodings, decodeStoredBody } from '../../cli/get-command.ts';
 import {
   type BlobReader,
   CSV_COLUMNS,
   csvField,
   csvHeader,
   csvRow,
+  damageWarning,
   findIndexLine,
+  type IndexDamage,
+  IndexDamageError,
   readCrawlResults,
+  SummaryAccumulator,
   streamIndex,
 } from '../../cli/results-reader.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
+import { FetchLimitsSchema } from '../../lambdas/core/crawl-config.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 
 class MemoryReader implements BlobReader {
@@ -117,13 +123,90 @@ describe('results index reader', () => {
     );
   });
 
-  it('names the part and line of a corrupt line', async () => {
+  it('without onDamage, a damaged line is an IndexDamageError naming the part and line', async () => {
     const blobs = new MemoryReader();
     blobs.objects.set('results/c1/1-a.jsonl.gz', gzipSync('{"v":1}\n'));
-    await assert.rejects(
-      readCrawlResults(blobs, 'c1'),
-      /results\/c1\/1-a\.jsonl\.gz line 1: not an index line/,
+    await assert.rejects(readCrawlResults(blobs, 'c1'), (error: unknown) => {
+      assert.ok(error instanceof IndexDamageError);
+      assert.equal(error.damage.key, 'results/c1/1-a.jsonl.gz');
+      assert.equal(error.damage.line, 1);
+      assert.match(error.message, /^results\/c1\/1-a\.jsonl\.gz line 1: not an index line \(/);
+      return true;
+    });
+  });
+
+  it('skips a part that is not gzip and bad lines, reports each, and reads everything else', async () => {
+    const blobs = new MemoryReader();
+    blobs.part('results/c1/1-a.jsonl.gz', [result('/a')]);
+    blobs.objects.set('results/c1/2-b.jsonl.gz', Buffer.from('this is not gzip'));
+    blobs.objects.set(
+      'results/c1/3-c.jsonl.gz',
+      gzipSync(
+        [
+          JSON.stringify(indexLine(result('/b'))),
+          '{"truncated json',
+          JSON.stringify({ hello: 'world' }),
+          JSON.stringify(indexLine(result('/c'))),
+          '',
+        ].join('\n'),
+      ),
     );
+    blobs.objects.set('results/c1/4-d.jsonl.gz', gzipSync('x').subarray(0, 12)); // cut short
+    blobs.part('results/c1/5-e.jsonl.gz', [result('/d')]);
+    const damages: IndexDamage[] = [];
+    const lines = await readCrawlResults(blobs, 'c1', { onDamage: (damage) => damages.push(damage) });
+    assert.deepEqual(
+      lines.map((l) => l.url),
+      ['/a', '/b', '/c', '/d'].map((p) => `http://site.test${p}`),
+    );
+    assert.deepEqual(
+      damages.map((d) => [d.key, d.line]),
+      [
+        ['results/c1/2-b.jsonl.gz', undefined],
+        ['results/c1/3-c.jsonl.gz', 2],
+        ['results/c1/3-c.jsonl.gz', 3],
+        ['results/c1/4-d.jsonl.gz', undefined],
+      ],
+    );
+    assert.equal(
+      damageWarning(damages[0]!),
+      'warning: skipped results/c1/2-b.jsonl.gz: not gzip (incorrect header check)',
+    );
+    assert.match(
+      damageWarning(damages[1]!),
+      /^warning: skipped results\/c1\/3-c\.jsonl\.gz line 2: not JSON \(/,
+    );
+    assert.match(damages[2]!.reason, /^not an index line \(.*crawlId/);
+    assert.match(damages[3]!.reason, /^bad gzip \(unexpected end of file\)$/);
+    // A lookup by key finds lines after the damage too.
+    const found = await findIndexLine(blobs, 'c1', result('/d').key, { onDamage: () => {} });
+    assert.equal(found?.url, 'http://site.test/d');
+  });
+});
+
+describe('summary', () => {
+  it('counts results one at a time', () => {
+    const accumulator = new SummaryAccumulator();
+    for (const r of [
+      result('/a', { bytes: 10 }),
+      result('/b', { bytes: 5 }),
+      result('/c', { outcome: 'skipped' }),
+    ])
+      accumulator.add(r);
+    const summary = accumulator.summary({
+      crawlId: 'c1',
+      seeds: ['http://site.test/'],
+      startedAt: new Date('2024-05-01T12:00:00Z'),
+      endedAt: new Date('2024-05-01T12:00:02Z'),
+      warcFiles: 3,
+    });
+    assert.deepEqual(
+      { urls: summary.urls, byOutcome: summary.byOutcome, bytes: summary.bytes },
+      { urls: 3, byOutcome: { fetched: 2, skipped: 1 }, bytes: 16 },
+    );
+    assert.equal(summary.seconds, 2);
+    assert.equal(summary.pagesPerSecond, 1);
+    assert.equal(summary.warcFiles, 3);
   });
 });
 
@@ -182,6 +265,12 @@ describe('CSV', () => {
 
 describe('get: content decoding', () => {
   const text = Buffer.from('<html>hello, world</html>'.repeat(50));
+  const limits = FetchLimitsSchema.parse({});
+  const decode = (body: Uint8Array, encoding: string) => {
+    const decoded = decodeStoredBody(body, encoding, limits);
+    assert.ok(decoded.ok, decoded.ok ? '' : decoded.reason);
+    return Buffer.from(decoded.bytes);
+  };
 
   it('lists codings in applied order, dropping identity', () => {
     assert.deepEqual(contentCodings(undefined), []);
@@ -191,23 +280,37 @@ describe('get: content decoding', () => {
   });
 
   it('decodes gzip, x-gzip, br, zlib and raw deflate, and stacked codings', () => {
-    assert.deepEqual(Buffer.from(decodeContent(gzipSync(text), ['gzip'])), text);
-    assert.deepEqual(Buffer.from(decodeContent(gzipSync(text), ['x-gzip'])), text);
-    assert.deepEqual(Buffer.from(decodeContent(brotliCompressSync(text), ['br'])), text);
-    assert.deepEqual(Buffer.from(decodeContent(deflateSync(text), ['deflate'])), text);
-    assert.deepEqual(Buffer.from(decodeContent(deflateRawSync(text), ['deflate'])), text);
-    assert.deepEqual(Buffer.from(decodeContent(brotliCompressSync(gzipSync(text)), ['gzip', 'br'])), text);
+    assert.deepEqual(decode(gzipSync(text), 'gzip'), text);
+    assert.deepEqual(decode(gzipSync(text), 'x-gzip'), text);
+    assert.deepEqual(decode(brotliCompressSync(text), 'br'), text);
+    assert.deepEqual(decode(deflateSync(text), 'deflate'), text);
+    assert.deepEqual(decode(deflateRawSync(text), 'deflate'), text);
+    assert.deepEqual(decode(brotliCompressSync(gzipSync(text)), 'gzip, br'), text);
   });
 
   it('decodes a truncated gzip body as far as it goes', () => {
     const big = Buffer.from(Array.from({ length: 5000 }, (_, i) => `line ${i}\n`).join(''));
     const encoded = gzipSync(big);
-    const partial = Buffer.from(decodeContent(encoded.subarray(0, Math.floor(encoded.length / 2)), ['gzip']));
+    const partial = decode(encoded.subarray(0, Math.floor(encoded.length / 2)), 'gzip');
     assert.ok(partial.length > 0 && partial.length < big.length);
     assert.deepEqual(partial, big.subarray(0, partial.length));
   });
 
   it('refuses an unknown coding', () => {
-    assert.throws(() => decodeContent(text, ['compress']), /unknown content coding "compress"/);
+    const decoded = decodeStoredBody(text, 'compress', limits);
+    assert.deepEqual(decoded.ok ? undefined : [decoded.code, decoded.reason], [
+      'bad-encoding',
+      'unsupported content-encoding compress',
+    ]);
+  });
+
+  it("stops a decompression bomb at the crawl's caps: the ratio, then the absolute size", () => {
+    const zeros = gzipSync(Buffer.alloc(16 * 1024 * 1024)); // ~16 KB decoding to 16 MiB: over 100:1
+    const ratio = decodeStoredBody(zeros, 'gzip', limits);
+    assert.equal(ratio.ok ? 'ok' : ratio.code, 'decompression-bomb');
+    const loose = { maxDecodedBytes: 8 * 1024 * 1024, maxDecodeRatio: 10_000 };
+    const size = decodeStoredBody(zeros, 'gzip', loose);
+    assert.equal(size.ok ? 'ok' : size.code, 'decoded-too-large');
+    assert.match(size.ok ? '' : size.reason, /decodes to more than 8388608 bytes/);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * `crawler crawl` end to end (the real CLI, embedded AWS, default limits) over a site whose links lead
  * to hostile servers on 127.0.0.1: each one its own port (its own host for politeness and connections),
- * linked from one index page and crawled with `--scope domain` (IP hosts compare by address, so every
- * port is in scope). The crawl must finish in bounded time, and every hostile URL must end with exactly
+ * linked from one index page. Every server is also a seed, so that each host:port is in the crawl's
+ * (host) scope: an IP host compares with its port under every scope. The crawl must finish in bounded time, and every hostile URL must end with exactly
  * one result whose outcome, code and reason say what happened; none is retried beyond maxAttempts.
  *
  * The address guard's redirect-to-loopback case is not here: with `--allow-private` off the index page
@@ -130,8 +130,8 @@ describe('crawler crawl: a site of hostile servers', () => {
       const out = await tempDir('crawler-e2e-hostile-');
       removeOut = out.remove;
       run = await runCrawl(
-        [index.url('/')],
-        ['--allow-private', '--delay', '0', '--scope', 'domain', '--concurrency', '4', '--quiet'],
+        [index.url('/'), ...[...servers.keys()].map((name) => url(name))],
+        ['--allow-private', '--delay', '0', '--scope', 'host', '--concurrency', '4', '--quiet'],
         { outDir: out.path, timeoutMs: CRAWL_TIMEOUT_MS },
       );
     },

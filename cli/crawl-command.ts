@@ -72,7 +72,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
 
     const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
     const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-      seeds: options.urls,
+      seeds: config.seeds, // without any user:pass@ the command line had
       startedAt,
       endedAt,
       costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),

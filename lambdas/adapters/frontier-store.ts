@@ -46,6 +46,7 @@ export function createFrontierStore(
     pausedUntil: (crawlId, host) => slots.pausedUntil(crawlId, host),
     // FrontierFinalizer
     finalize: (crawlId, entry) => urls.finalize(crawlId, entry),
+    repoint: (crawlId, key, rid, part) => urls.repoint(crawlId, key, rid, part),
     addCounters: (crawlId, deltas) => counters.addCounters(crawlId, deltas),
     readCounters: (crawlId) => counters.readCounters(crawlId),
     confirmCompletion: (crawlId, now, partsWritten) => counters.confirmCompletion(crawlId, now, partsWritten),

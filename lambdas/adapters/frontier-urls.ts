@@ -337,9 +337,9 @@ export class FrontierUrls {
    * request count, so completion can tally everything from the URL items alone.
    *
    * `won`: this result is the one that counts. `repeat`: it had already won (the same result again:
-   * an SDK retry whose first attempt took effect, or a redelivery after a crash); its line may or
-   * may not have been written, so it is written again. `created`: no URL item existed (it was never
-   * counted as queued).
+   * an SDK retry whose first attempt took effect, or a redelivery after a crash or a failed step); the
+   * item keeps the part its first win named (`part`), where its line may or may not have been written.
+   * `created`: no URL item existed (it was never counted as queued).
    */
   async finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
     try {
@@ -348,7 +348,8 @@ export class FrontierUrls {
           TableName: this.table,
           Key: urlKey(crawlId, entry.key),
           UpdateExpression: [
-            `SET #${ATTR.st} = :done, #${ATTR.outcome} = :outcome, #${ATTR.rid} = :rid, #${ATTR.part} = :part`,
+            `SET #${ATTR.st} = :done, #${ATTR.outcome} = :outcome, #${ATTR.rid} = :rid`,
+            `#${ATTR.part} = if_not_exists(#${ATTR.part}, :part)`,
             `#${ATTR.bytes} = :bytes, #${ATTR.requests} = :requests`,
             `#${ATTR.url} = if_not_exists(#${ATTR.url}, :url)`,
             `#${ATTR.expiresAt} = :expiresAt`,
@@ -382,10 +383,29 @@ export class FrontierUrls {
         }),
       );
       const before = out.Attributes;
-      return { won: true, created: before === undefined, repeat: str(before, ATTR.st) === URL_ST.done };
+      const repeat = str(before, ATTR.st) === URL_ST.done;
+      return {
+        won: true,
+        created: before === undefined,
+        repeat,
+        part: (repeat ? str(before, ATTR.part) : undefined) ?? entry.part,
+      };
     } catch (err) {
       if (isConditionFailed(err)) return { won: false, created: false, repeat: false };
       throw err;
     }
+  }
+
+  async repoint(crawlId: string, key: string, rid: string, part: string): Promise<void> {
+    await this.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: urlKey(crawlId, key),
+        UpdateExpression: `SET #${ATTR.part} = :part`,
+        ConditionExpression: `#${ATTR.rid} = :rid`,
+        ExpressionAttributeNames: names(ATTR.part, ATTR.rid),
+        ExpressionAttributeValues: { ':part': S(part), ':rid': S(rid) },
+      }),
+    );
   }
 }

@@ -11,16 +11,18 @@
  * the result's id and the index part its line goes to) becomes an index line and is counted, so a
  * second result for a URL (a task fetched twice) never yields a second line.
  * The same result finalized again (its id matches) wins again, as a `repeat`: an SDK retry of a
- * finalize whose answer was lost, or a redelivery after a crash or a failed step. A repeat writes
- * its line again to this invocation's part and points the URL at it, so:
+ * finalize whose answer was lost, or a redelivery after a crash or a failed step. The URL item keeps
+ * the part its first win named, and a repeat looks there first (one HEAD per distinct part), so:
  *
  * - crash (or failure) before the part is written: the URLs point at a part that does not exist;
- *   the messages are redelivered, win as repeats and write their lines. Completion is never
- *   confirmed while a done URL points at a missing part (`confirmCompletion`'s `partsWritten`).
- * - crash after the part PUT: the repeat writes the line a second time, in another part; readers
- *   keep the first line per `key` (cli/results-reader.ts). A line can be duplicated after a crash
- *   (or when one result message was sent twice and the copies arrive in different batches; copies
- *   in one batch are dropped), never lost, and never written for a second result.
+ *   the messages are redelivered, win as repeats, find the part missing, point the URL at their own
+ *   part and write their lines there. Completion is never confirmed while a done URL points at a
+ *   missing part (`confirmCompletion`'s `partsWritten`).
+ * - crash (or a failed later step) after the part PUT: the repeat finds its line in the part its URL
+ *   names and writes nothing. A line is written twice only when two invocations hold one message at
+ *   once (its visibility ran out while the first still worked) or one result was sent twice and the
+ *   copies race; the lines are identical, and readers keep the first per `key`. Never lost, and
+ *   never written for a second result.
  * - counters: the ADDs of `addCounters` may count a repeat twice; that only makes the completion
  *   check run early. Completion rewrites every counter from a consistent Query of the URL items, so
  *   a completed crawl's numbers are exact. Once a crawl is complete nothing is counted again.
@@ -216,7 +218,7 @@ async function processCrawl(
     if (byId.has(id)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
     else byId.set(id, item);
   }
-  const unique = [...byId.values()];
+  const unique = [...byId].map(([rid, item]) => ({ ...item, rid }));
   const finalized = await mapLimit(
     [...byId],
     deps.concurrency ?? DEFAULT_FINALIZE_CONCURRENCY,
@@ -242,7 +244,7 @@ async function processCrawl(
       report.retry.push({ id: message.id, crawlId, reason: `finalize: ${describe(failed.reason)}` });
     return;
   }
-  const winners: Array<Item & FinalizeOutcome> = [];
+  const winners: Array<Item & { rid: string } & FinalizeOutcome> = [];
   for (const [i, outcome] of finalized.entries()) {
     const item = unique[i]!;
     const value = (outcome as PromiseFulfilledResult<FinalizeOutcome>).value;
@@ -278,14 +280,24 @@ async function processCrawl(
     if (kept.length === 0) return;
   }
 
-  const lines = kept.map((item) => indexLine(item.result)).sort(compareLines);
+  // A repeat whose earlier win's part exists has its line there already: written again it would
+  // be a second line. One whose part is missing (a crash before the PUT) moves to this part.
+  let fresh: typeof kept;
   try {
-    const body = gzipSync(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
-    await retryStep(() => deps.blobs.put(part, body, JSONL));
+    fresh = await retryStep(() => unindexed(kept, part, crawlId, deps));
   } catch (error) {
-    return fail('write index part', error);
+    return fail('check earlier parts', error);
   }
-  report.written.push({ crawlId, key: part, lines: lines.length });
+  const lines = fresh.map((item) => indexLine(item.result)).sort(compareLines);
+  if (lines.length > 0) {
+    try {
+      const body = gzipSync(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+      await retryStep(() => deps.blobs.put(part, body, JSONL));
+    } catch (error) {
+      return fail('write index part', error);
+    }
+    report.written.push({ crawlId, key: part, lines: lines.length });
+  }
 
   let counters = before;
   if (!crawlComplete) {
@@ -325,6 +337,36 @@ async function processCrawl(
       return fail('write summary', error);
     }
   }
+}
+
+/**
+ * The winners whose line this batch must write: first wins, and repeats whose earlier part does not
+ * exist (those are pointed at `part` first, so a failed PUT leaves them pointing at a missing part
+ * and completion waits for their next delivery). One HEAD per distinct earlier part.
+ */
+async function unindexed<T extends Item & { rid: string } & FinalizeOutcome>(
+  winners: readonly T[],
+  part: string,
+  crawlId: string,
+  deps: AggregateDeps,
+): Promise<T[]> {
+  const earlier = new Map<string, Promise<boolean>>();
+  const fresh: T[] = [];
+  for (const item of winners) {
+    if (item.part === undefined || item.part === part) {
+      fresh.push(item);
+      continue;
+    }
+    let exists = earlier.get(item.part);
+    if (!exists) {
+      exists = deps.blobs.exists(item.part);
+      earlier.set(item.part, exists);
+    }
+    if (await exists) continue;
+    await deps.frontier.repoint(crawlId, item.result.key, item.rid, part);
+    fresh.push(item);
+  }
+  return fresh;
 }
 
 /** Whether every one of `parts` (index part keys of the crawl) exists: one listing of the crawl's parts. */

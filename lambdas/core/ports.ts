@@ -85,6 +85,7 @@ export interface BlobWriter {
 /** The aggregate side of the page store: index parts, and the summary written once. */
 export interface ResultStore extends BlobWriter {
   list(prefix: string): AsyncIterable<string>;
+  exists(key: string): Promise<boolean>;
   /** Writes `key` unless it exists; false when it already did (nothing written). */
   putIfAbsent(key: string, body: Uint8Array, contentType: string): Promise<boolean>;
 }
@@ -190,6 +191,8 @@ export interface CrawlCounters {
 export interface FrontierFinalizer {
   /** Marks the URL done with this result unless another result already did (see FinalizeOutcome). */
   finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome>;
+  /** Points a done URL at another index part, if result `rid` is the one that won it. */
+  repoint(crawlId: string, key: string, rid: string, part: string): Promise<void>;
   addCounters(crawlId: string, deltas: CounterDeltas): Promise<CrawlCounters>;
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;
   /**
@@ -227,4 +230,9 @@ export interface FinalizeOutcome {
   won: boolean;
   repeat: boolean;
   created: boolean;
+  /**
+   * The index part the URL item names after the call: the entry's own part on a first win; on a
+   * repeat, the part its earlier win named (kept: its line may be there already).
+   */
+  part?: string;
 }

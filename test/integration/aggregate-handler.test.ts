@@ -205,7 +205,7 @@ describe('aggregate function on the emulators', () => {
         rid: resultId(message.Body),
         part: lostPart,
       }),
-      { won: true, repeat: false, created: false },
+      { won: true, repeat: false, created: false, part: lostPart },
     );
     // Its visibility timeout runs out (made immediate here): SQS redelivers with a receive count of 2.
     await aws.clients.sqs.send(

@@ -252,7 +252,8 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
   const recordDuration = (fn: string, ms: number) => durations.set(fn, [...(durations.get(fn) ?? []), ms]);
   const template = faultTemplate(scenario, runId);
   const handlerEnv = {
-    LOG_LEVEL: 'silent',
+    // FAULTS_LOG_LEVEL=warn shows the handlers' own log lines when a scenario needs explaining.
+    LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'silent',
     ...(scenario.sdkAttempts === undefined ? {} : { AWS_MAX_ATTEMPTS: String(scenario.sdkAttempts) }),
   };
   const tmp = await mkdtemp(join(tmpdir(), 'faults-'));

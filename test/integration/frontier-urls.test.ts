@@ -281,13 +281,13 @@ describe('finalize and counters', () => {
     const entries = Array.from({ length: 10 }, () => entry(url, 'fetched'));
     const outcomes = await Promise.all(entries.map((e) => store.finalize(crawlId, e)));
     assert.equal(outcomes.filter((o) => o.won).length, 1);
+    const winner = entries[outcomes.findIndex((o) => o.won)]!;
     assert.deepEqual(
       outcomes.find((o) => o.won),
-      { won: true, repeat: false, created: false },
+      { won: true, repeat: false, created: false, part: winner.part },
     );
     for (const lost of outcomes.filter((o) => !o.won))
       assert.deepEqual(lost, { won: false, repeat: false, created: false });
-    const winner = entries[outcomes.findIndex((o) => o.won)]!;
     const item = await rawItem(crawlId, `URL#${url.key}`);
     assert.equal(item?.st?.S, 'done');
     assert.equal(item?.outcome?.S, 'fetched');
@@ -300,7 +300,12 @@ describe('finalize and counters', () => {
     const url = frontierUrl('https://example.com/recorded');
     await store.admit(crawlId, 'seed', [url]);
     const won = entry(url, 'failed', { bytes: 1234, requests: 1, part: 'results/c/part-1.jsonl.gz' });
-    assert.deepEqual(await store.finalize(crawlId, won), { won: true, repeat: false, created: false });
+    assert.deepEqual(await store.finalize(crawlId, won), {
+      won: true,
+      repeat: false,
+      created: false,
+      part: won.part,
+    });
     const item = await rawItem(crawlId, `URL#${url.key}`);
     assert.deepEqual(
       {
@@ -326,20 +331,31 @@ describe('finalize and counters', () => {
     );
   });
 
-  it('the same result again wins as a repeat and points the URL at its new part', async () => {
+  it('the same result again wins as a repeat and names the part of its first win; repoint moves it', async () => {
     const crawlId = newCrawl();
     const url = frontierUrl('https://example.com/again');
     await store.admit(crawlId, 'seed', [url]);
     const first = entry(url, 'fetched', { bytes: 10, requests: 1, part: 'results/c/crashed.jsonl.gz' });
-    assert.deepEqual(await store.finalize(crawlId, first), { won: true, repeat: false, created: false });
-    // A redelivery after a crash: same result (same id), written to this invocation's part.
+    assert.deepEqual(await store.finalize(crawlId, first), {
+      won: true,
+      repeat: false,
+      created: false,
+      part: first.part,
+    });
+    // A redelivery after a crash: same result (same id), from another invocation with its own part.
     const again = { ...first, part: 'results/c/redelivery.jsonl.gz' };
-    assert.deepEqual(await store.finalize(crawlId, again), { won: true, repeat: true, created: false });
-    assert.deepEqual(await store.finalize(crawlId, again), { won: true, repeat: true, created: false });
+    const repeat = { won: true, repeat: true, created: false, part: first.part };
+    assert.deepEqual(await store.finalize(crawlId, again), repeat);
+    assert.deepEqual(await store.finalize(crawlId, again), repeat);
+    assert.equal((await rawItem(crawlId, `URL#${url.key}`))?.part?.S, first.part, 'kept');
+    // Its first part was never written: the aggregate function points the URL at its own.
+    await store.repoint(crawlId, url.key, first.rid, again.part);
     const item = await rawItem(crawlId, `URL#${url.key}`);
     assert.equal(item?.part?.S, 'results/c/redelivery.jsonl.gz');
     assert.equal(item?.rid?.S, first.rid);
     assert.equal(item?.bytes?.N, '10');
+    const other = entry(url, 'fetched', { part: 'results/c/other.jsonl.gz' });
+    await assert.rejects(store.repoint(crawlId, url.key, other.rid, other.part), 'only the winner repoints');
   });
 
   it('a different result for a done URL loses and changes nothing on the item', async () => {
@@ -364,10 +380,15 @@ describe('finalize and counters', () => {
     const crawlId = newCrawl();
     const url = frontierUrl('not a url at all');
     const result = entry(url, 'invalid');
-    assert.deepEqual(await store.finalize(crawlId, result), { won: true, repeat: false, created: true });
+    assert.deepEqual(await store.finalize(crawlId, result), {
+      won: true,
+      repeat: false,
+      created: true,
+      part: result.part,
+    });
     assert.deepEqual(
       await store.finalize(crawlId, result),
-      { won: true, repeat: true, created: false },
+      { won: true, repeat: true, created: false, part: result.part },
       'its repeat: the item exists now',
     );
     assert.deepEqual(await store.finalize(crawlId, entry(url, 'invalid')), {
@@ -545,9 +566,10 @@ describe('completion', () => {
     assert.equal(missing.counters.endedAt, undefined);
     assert.equal((await store.readCounters(crawlId))?.state, 'running');
 
-    // b's redelivery wins as a repeat, points the URL at its own part and writes it.
+    // b's redelivery wins as a repeat, finds its part missing, points the URL at its own and writes it.
     const again = await store.finalize(crawlId, { ...b, part: 'results/c/redelivered.jsonl.gz' });
-    assert.deepEqual(again, { won: true, repeat: true, created: false });
+    assert.deepEqual(again, { won: true, repeat: true, created: false, part: b.part });
+    await store.repoint(crawlId, urls[1]!.key, b.rid, 'results/c/redelivered.jsonl.gz');
     written.add('results/c/redelivered.jsonl.gz');
     const done = await store.confirmCompletion(crawlId, new Date(), onlyWritten);
     assert.equal(done.completedNow, true);

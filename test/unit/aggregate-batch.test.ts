@@ -139,10 +139,18 @@ class MemoryFrontier implements FrontierFinalizer {
     const before = this.urls.get(id);
     if (before?.st === 'done' && before.rid !== entry.rid)
       return { won: false, repeat: false, created: false };
-    const { outcome, rid, part, bytes, requests } = entry;
+    const { outcome, rid, bytes, requests } = entry;
+    // A repeat keeps the part its first win named (if_not_exists).
+    const part = before?.part ?? entry.part;
     this.urls.set(id, { st: 'done', outcome, rid, part, bytes, requests });
     if (fault === 'lose answer') throw new Error(`finalize ${entry.key}: answer lost (injected)`);
-    return { won: true, repeat: before?.st === 'done', created: before === undefined };
+    return { won: true, repeat: before?.st === 'done', created: before === undefined, part };
+  }
+
+  async repoint(crawlId: string, key: string, rid: string, part: string): Promise<void> {
+    const item = this.urls.get(`${crawlId}/${key}`);
+    if (item?.rid !== rid) throw new Error(`repoint ${key}: not won by ${rid}`);
+    item.part = part;
   }
 
   async addCounters(crawlId: string, d: CounterDeltas): Promise<CrawlCounters> {
@@ -254,6 +262,10 @@ class MemoryBlobs implements ResultStore {
 
   putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
     return this.write(key, body, true);
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return this.objects.has(key);
   }
 
   async *list(prefix: string): AsyncGenerator<string> {
@@ -594,20 +606,57 @@ describe('processResultBatch', () => {
     assert.equal(frontier.counters.get('c1')!.done, 2);
   });
 
-  it('crash after the PUT, before the counters: the line is duplicated at worst, never lost', async () => {
+  it('crash after the PUT, before the counters: the redelivery finds its line written and writes no second one', async () => {
     const { frontier, blobs, run, crashingRun } = setup();
-    frontier.admit('c1', keyOf('http://site.test/a'));
+    const key = keyOf('http://site.test/a');
+    frontier.admit('c1', key);
     const a = message(result('c1', '/a'));
     await crashingRun('part put done', [a]);
     assert.equal(blobs.lines('c1').length, 1);
+    const firstPart = frontier.item('c1', key)?.part;
     const again = await run([redelivered(a)]);
     assert.deepEqual(again.retry, []);
     assert.equal(again.rewritten.length, 1);
-    const lines = blobs.lines('c1');
-    assert.equal(lines.length, 2, 'written again');
-    assert.equal(new Set(lines.map((l) => l.key)).size, 1, 'same key: readers keep one');
+    assert.equal(blobs.lines('c1').length, 1, 'not written again');
+    assert.equal(
+      frontier.item('c1', key)?.part,
+      firstPart,
+      'the URL still names the part that holds its line',
+    );
     assert.equal(frontier.counters.get('c1')!.done, 1);
     assert.equal(blobs.summary('c1')?.state, 'complete', 'completion fired on the redelivery');
+  });
+
+  it('a later step failing (counters) retries the batch without writing its lines twice', async () => {
+    const { frontier, blobs, run } = setup();
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    frontier.failNext('addCounters');
+    const first = await run([message(a), message(b)]);
+    assert.equal(first.retry.length, 2, 'both retried');
+    assert.equal(blobs.lines('c1').length, 2);
+    const again = await run([redelivered(message(a)), redelivered(message(b))]);
+    assert.deepEqual(again.retry, []);
+    assert.equal(blobs.lines('c1').length, 2, 'one line per URL');
+    assert.equal(blobs.summary('c1')?.done, 2);
+  });
+
+  it('crash after finalize, before the PUT: the redelivery writes the line into its own part and points the URL at it', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const key = keyOf('http://site.test/a');
+    frontier.admit('c1', key);
+    const a = message(result('c1', '/a'));
+    await crashingRun('part put', [a]);
+    assert.equal(blobs.lines('c1').length, 0);
+    const lostPart = frontier.item('c1', key)?.part;
+    await run([redelivered(a)]);
+    assert.equal(blobs.lines('c1').length, 1);
+    const part = frontier.item('c1', key)?.part;
+    assert.notEqual(part, lostPart);
+    assert.ok(part !== undefined && blobs.objects.has(part), 'the URL names a part that exists');
+    assert.equal(blobs.summary('c1')?.state, 'complete');
   });
 
   it('a failed finalize is repeated in the function; the batch goes through', async () => {

@@ -247,12 +247,15 @@ async function decide(
       attempt = Math.max(attempt, claimResult.attempts + 1);
     }
     if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));
-    // A slot can be overtaken: this task is so late (slow writes, a busy container) that its request
-    // would crowd the next slot's holder, or the host paused (Retry-After) after the slot was handed out.
-    // With no delay there is no gap to protect: lateness does not matter.
+    // A slot can be overtaken: the host paused (Retry-After) after the slot was handed out, or this
+    // task is so late (slow writes, a busy container) that its request would crowd the next slot's
+    // holder. The pause is read first, so the lateness measured last is the request's own. With no
+    // delay there is no gap to protect: lateness does not matter.
+    const paused = slot !== now && (await pausedAfter(slot));
     const late = delayMs > 0 && deps.now() - slot > SLOT_LATENESS_MS;
-    const overtaken = late || (slot !== now && (await pausedAfter(slot)));
-    if (!overtaken || round >= MAX_SLOT_ROUNDS) break;
+    // After a few rounds the request goes late rather than not at all: per-URL slots cannot keep a
+    // busy container both polite and moving (docs/design/host-visits.md).
+    if ((!paused && !late) || round >= MAX_SLOT_ROUNDS) break;
     slot = undefined;
   }
 

@@ -12,6 +12,7 @@ import { delayRedelivery, SqsDeadLetterSender, SqsResultSender, SqsTaskSender } 
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { processFetchBatch } from '../core/fetch-batch.ts';
 import { LruSet } from '../core/lru.ts';
+import type { PageFetcher } from '../core/ports.ts';
 import { createRobotsCache } from '../core/robots-gate.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { type Env, FetchEnvSchema, loadEnv } from '../shared/env.ts';
@@ -22,7 +23,12 @@ import { CRAWLER_METRICS, CRAWLER_NAMESPACE, createMetrics } from '../shared/met
 const SEEN_CACHE_ENTRIES = 100_000;
 const ROBOTS_CACHE_ENTRIES = 1_000;
 
-export function createHandler(rawEnv: Env) {
+/** What a test may put in place of the real thing (a synthetic web instead of sockets). */
+export interface HandlerOverrides {
+  fetcher?: PageFetcher;
+}
+
+export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   const env = loadEnv(FetchEnvSchema, rawEnv, 'fetch function');
   const clients = createAwsClients(env);
   const log = createLogger('fetch', rawEnv.LOG_LEVEL);
@@ -37,10 +43,10 @@ export function createHandler(rawEnv: Env) {
   });
   const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
   // Several connections per origin: a request waiting behind another on one socket would leave late.
-  const fetcher = new HttpFetcher({ connectionsPerOrigin: 6 });
+  const fetcher = overrides.fetcher ?? new HttpFetcher({ connectionsPerOrigin: 6 });
   const deps = {
     fetcher,
-    bodyBudget: fetcher.bodyBudget,
+    ...(fetcher instanceof HttpFetcher ? { bodyBudget: fetcher.bodyBudget } : {}),
     configs,
     frontier,
     slots: frontier,

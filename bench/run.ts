@@ -15,24 +15,35 @@
  *   wall time and the site's first-to-last request span are reported too. Duplicates and misses are
  *   judged by the site from the requests it answered.
  *
+ * - Then the realistic shape (bench/realistic.ts): H hosts on 127.0.0.2 ... at default politeness
+ *   (delay 1000 ms), ours with every default against Crawlee with `sameDomainDelaySecs: 1`, measured
+ *   against the politeness bound of H pages/s.
+ *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
- * (micro-benchmark rounds, 5), --only ours,crawlee,micro,memory, --json FILE.
+ * (micro-benchmark rounds, 5), --only ours,crawlee,micro,memory,realistic (realistic-ours or
+ * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
+ * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
+ * --latency MS (150).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { ESM_REQUIRE_BANNER } from '../cdk/crawler-function.ts';
 import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
+import { runCrawlee, runOurs } from './crawlers.ts';
+import { canPin, fixed, ipcChild, mb, median, NODE, ROOT, run } from './processes.ts';
+import {
+  DEFAULT_HOSTS,
+  DEFAULT_LATENCY_MS,
+  type RealisticReport,
+  realisticTable,
+  runRealistic,
+} from './realistic.ts';
 import { judgeCrawl, type SitePlan } from './site.ts';
 import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
-const NODE = process.execPath;
-const RSS_PRELOAD = pathToFileURL(join(ROOT, 'bench', 'rss-report.ts')).href;
 /** lambdas/fetch/handler.ts: `new HttpFetcher({ connectionsPerOrigin: 6 })`. */
 const CONNECTIONS_PER_ORIGIN = 6;
 const MEMORY_BATCH = 64;
@@ -47,7 +58,12 @@ const { values } = parseArgs({
     // One core: more fetch slots only add contention and per-container cache misses (docs/performance.md).
     concurrency: { type: 'string', default: String(BENCH_CONCURRENCY) },
     rounds: { type: 'string', default: '5' },
-    only: { type: 'string', default: 'ours,crawlee,micro,memory' },
+    only: { type: 'string', default: 'ours,crawlee,micro,memory,realistic' },
+    // The realistic shape (bench/realistic.ts).
+    hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
+    'host-pages': { type: 'string' },
+    latency: { type: 'string', default: String(DEFAULT_LATENCY_MS) },
+    quick: { type: 'boolean', default: false },
     json: { type: 'string' },
   },
 });
@@ -57,96 +73,6 @@ const concurrency = Number(values.concurrency);
 const crawleeConcurrency = concurrency * Math.min(CONNECTIONS_PER_ORIGIN, FETCH_EVENT_SOURCE.batchSize);
 const only = new Set(values.only.split(','));
 const benchStarted = performance.now();
-
-// --- processes --------------------------------------------------------------------------------
-
-const canPin = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-
-/** argv pinned to one CPU (when the machine has two and taskset exists). */
-function pinned(cpu: number, argv: string[]): [string, string[]] {
-  return canPin ? ['taskset', ['-c', String(cpu), ...argv]] : [argv[0] as string, argv.slice(1)];
-}
-
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  wallSeconds: number;
-}
-
-function run(argv: string[], options: { cpu: number; env?: Record<string, string>; timeoutMs: number }) {
-  const [command, args] = pinned(options.cpu, argv);
-  const started = performance.now();
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  return new Promise<Finished>((resolve) => {
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, wallSeconds: (performance.now() - started) / 1000 });
-    });
-  });
-}
-
-/** A child with an IPC channel: `request` sends a message and resolves with the next one it sends. */
-function ipcChild<T>(argv: string[], cpu: number) {
-  const [command, args] = pinned(cpu, argv);
-  const child: ChildProcess = spawn(command, args, {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const next = () =>
-    new Promise<T>((resolve, reject) => {
-      const onMessage = (message: unknown) => {
-        child.off('exit', onExit);
-        resolve(message as T);
-      };
-      const onExit = (code: number | null) => {
-        child.off('message', onMessage);
-        reject(new Error(`${argv.join(' ')} exited with ${code}`));
-      };
-      child.once('message', onMessage);
-      child.once('exit', onExit);
-    });
-  return {
-    child,
-    next,
-    request(message: object): Promise<T> {
-      const answer = next();
-      child.send(message);
-      return answer;
-    },
-    stop() {
-      if (child.connected) child.send({ cmd: 'exit' });
-      setTimeout(() => child.kill(), 5_000).unref();
-    },
-  };
-}
-
-// --- statistics -------------------------------------------------------------------------------
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  if (sorted.length === 0) return Number.NaN;
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-const mb = (bytes: number) => bytes / 2 ** 20;
-const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : '–');
 
 // --- the crawls -------------------------------------------------------------------------------
 
@@ -172,93 +98,32 @@ async function siteStats(site: ReturnType<typeof ipcChild<SiteMessage>>, plan: S
   return { ...judged, spanSeconds: stats.spanSeconds };
 }
 
-async function crawlOurs(
-  origin: string,
-): Promise<Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>> {
-  const dir = await mkdtemp(join(tmpdir(), 'bench-ours-'));
-  try {
-    const rssFile = join(dir, 'rss');
-    const out = join(dir, 'out');
-    const done = await run(
-      [
-        NODE,
-        '--import',
-        RSS_PRELOAD,
-        join(ROOT, 'bin', 'crawler.ts'),
-        'crawl',
-        `${origin}/`,
-        '--delay',
-        '0',
-        '--allow-private',
-        '--concurrency',
-        String(concurrency),
-        '--quiet',
-        '--out',
-        out,
-        '--state-dir',
-        join(dir, 'state'),
-      ],
-      { cpu: 0, env: { BENCH_RSS_FILE: rssFile }, timeoutMs: 300_000 },
-    );
-    if (done.code !== 0) throw new Error(`crawler crawl failed (${done.code}): ${done.stderr.slice(-2000)}`);
-    const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
-      seconds: number;
-      byOutcome: Record<string, number>;
-      aws?: { costPerMillionPages: { total: number } };
-    };
-    const fetched = summary.byOutcome.fetched ?? 0;
-    return {
-      crawler: 'ours',
-      pages: fetched,
-      seconds: summary.seconds,
-      pagesPerSecond: fetched / summary.seconds,
-      wallSeconds: done.wallSeconds,
-      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
-      ...(summary.aws
-        ? { costPerMillionPages: summary.aws.costPerMillionPages.total, aws: summary.aws }
-        : {}),
-    };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+type Crawled = Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>;
+
+async function crawlOurs(origin: string): Promise<Crawled> {
+  const ran = await runOurs([`${origin}/`], ['--delay', '0', '--concurrency', String(concurrency)], 300_000);
+  const aws = ran.summary.aws;
+  return {
+    crawler: 'ours',
+    pages: ran.pages,
+    seconds: ran.seconds,
+    pagesPerSecond: ran.pages / ran.seconds,
+    wallSeconds: ran.wallSeconds,
+    peakRssMb: ran.peakRssMb,
+    ...(aws ? { costPerMillionPages: aws.costPerMillionPages.total, aws } : {}),
+  };
 }
 
-async function crawlCrawlee(
-  origin: string,
-): Promise<Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>> {
-  const dir = await mkdtemp(join(tmpdir(), 'bench-crawlee-'));
-  try {
-    const rssFile = join(dir, 'rss');
-    const done = await run(
-      [
-        NODE,
-        '--import',
-        RSS_PRELOAD,
-        join(ROOT, 'bench', 'crawlee-run.ts'),
-        JSON.stringify({ origin, concurrency: crawleeConcurrency }),
-      ],
-      {
-        cpu: 0,
-        env: { BENCH_RSS_FILE: rssFile, CRAWLEE_STORAGE_DIR: join(dir, 'storage') },
-        timeoutMs: 300_000,
-      },
-    );
-    if (done.code !== 0) throw new Error(`crawlee failed (${done.code}): ${done.stderr.slice(-2000)}`);
-    const result = JSON.parse(done.stdout.trim().split('\n').at(-1) ?? '{}') as {
-      pages: number;
-      seconds: number;
-    };
-    return {
-      crawler: 'crawlee',
-      pages: result.pages,
-      seconds: result.seconds,
-      pagesPerSecond: result.pages / result.seconds,
-      wallSeconds: done.wallSeconds,
-      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
-    };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+async function crawlCrawlee(origin: string): Promise<Crawled> {
+  const ran = await runCrawlee({ origin, concurrency: crawleeConcurrency }, 300_000);
+  return {
+    crawler: 'crawlee',
+    pages: ran.pages,
+    seconds: ran.seconds,
+    pagesPerSecond: ran.pages / ran.seconds,
+    wallSeconds: ran.wallSeconds,
+    peakRssMb: ran.peakRssMb,
+  };
 }
 
 // --- micro-benchmark and memory ---------------------------------------------------------------
@@ -370,13 +235,10 @@ async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
 // --- main -------------------------------------------------------------------------------------
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const oneHost = ['ours', 'crawlee', 'micro', 'memory'].some((part) => only.has(part));
 log(
-  `bench: ${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` +
+  `bench: ${oneHost ? `${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` : 'realistic shape only'}` +
     `${canPin ? ', crawlers on CPU 0, site on CPU 1' : ', not pinned (needs 2 CPUs and taskset)'}`,
-);
-const site = ipcChild<SiteMessage>(
-  [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: 16 })],
-  1,
 );
 const report: {
   machine: { cpus: number; pinned: boolean; node: string };
@@ -384,54 +246,74 @@ const report: {
   crawls: CrawlRun[];
   micro?: { core: number[]; bare: number[] };
   memory?: MemoryResult[];
+  realistic?: RealisticReport;
   seconds?: number;
 } = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
-try {
-  const ready = (await site.next()) as SiteReady;
-  const origin = ready.origins[0] as string;
-  const plan: SitePlan = {
-    expected: new Set(ready.expected),
-    forbidden: new Set(ready.forbidden),
-    htmlPages: ready.htmlPages,
-  };
-  report.site = { origin, plannedTargets: plan.expected.size, htmlPages: plan.htmlPages };
-  log(`site: ${origin}, ${plan.expected.size} request targets planned, ${plan.htmlPages} HTML pages`);
+if (oneHost) {
+  const site = ipcChild<SiteMessage>(
+    [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: 16 })],
+    1,
+  );
+  try {
+    const ready = (await site.next()) as SiteReady;
+    const origin = ready.origins[0] as string;
+    const plan: SitePlan = {
+      expected: new Set(ready.expected),
+      forbidden: new Set(ready.forbidden),
+      htmlPages: ready.htmlPages,
+    };
+    report.site = { origin, plannedTargets: plan.expected.size, htmlPages: plan.htmlPages };
+    log(`site: ${origin}, ${plan.expected.size} request targets planned, ${plan.htmlPages} HTML pages`);
 
-  for (let i = 1; i <= runs; i++) {
-    for (const which of ['ours', 'crawlee'] as const) {
-      if (!only.has(which)) continue;
-      await site.request({ cmd: 'reset' });
-      const crawl = which === 'ours' ? await crawlOurs(origin) : await crawlCrawlee(origin);
-      const judged = await siteStats(site, plan);
-      const result: CrawlRun = {
-        ...crawl,
-        duplicates: judged.duplicates,
-        missed: judged.missed,
-        forbiddenRequests: judged.forbiddenRequests,
-        unplanned: judged.unplanned,
-        spanSeconds: judged.spanSeconds,
-      };
-      report.crawls.push(result);
-      log(
-        `  run ${i} ${which}: ${result.pages} pages in ${fixed(result.seconds)} s = ${fixed(result.pagesPerSecond)} pages/s ` +
-          `(wall ${fixed(result.wallSeconds)} s), peak RSS ${fixed(result.peakRssMb, 0)} MB, ` +
-          `${result.duplicates} fetched twice, ${result.missed} missed` +
-          (result.costPerMillionPages === undefined
-            ? ''
-            : `, $${fixed(result.costPerMillionPages, 2)}/M pages`),
-      );
+    for (let i = 1; i <= runs; i++) {
+      for (const which of ['ours', 'crawlee'] as const) {
+        if (!only.has(which)) continue;
+        await site.request({ cmd: 'reset' });
+        const crawl = which === 'ours' ? await crawlOurs(origin) : await crawlCrawlee(origin);
+        const judged = await siteStats(site, plan);
+        const result: CrawlRun = {
+          ...crawl,
+          duplicates: judged.duplicates,
+          missed: judged.missed,
+          forbiddenRequests: judged.forbiddenRequests,
+          unplanned: judged.unplanned,
+          spanSeconds: judged.spanSeconds,
+        };
+        report.crawls.push(result);
+        log(
+          `  run ${i} ${which}: ${result.pages} pages in ${fixed(result.seconds)} s = ${fixed(result.pagesPerSecond)} pages/s ` +
+            `(wall ${fixed(result.wallSeconds)} s), peak RSS ${fixed(result.peakRssMb, 0)} MB, ` +
+            `${result.duplicates} fetched twice, ${result.missed} missed` +
+            (result.costPerMillionPages === undefined
+              ? ''
+              : `, $${fixed(result.costPerMillionPages, 2)}/M pages`),
+        );
+      }
     }
+    if (only.has('micro')) {
+      log('micro-benchmark: fetch-and-extract core vs bare undici + htmlparser2 ...');
+      report.micro = await micro(origin);
+    }
+    if (only.has('memory')) {
+      log(`memory: the fetch handler with ${MEMORY_BATCH} concurrent fetches ...`);
+      report.memory = await memory(ready.origins);
+    }
+  } finally {
+    site.stop();
   }
-  if (only.has('micro')) {
-    log('micro-benchmark: fetch-and-extract core vs bare undici + htmlparser2 ...');
-    report.micro = await micro(origin);
-  }
-  if (only.has('memory')) {
-    log(`memory: the fetch handler with ${MEMORY_BATCH} concurrent fetches ...`);
-    report.memory = await memory(ready.origins);
-  }
-} finally {
-  site.stop();
+}
+const realisticCrawlers = new Set(
+  (['ours', 'crawlee'] as const).filter((which) => only.has('realistic') || only.has(`realistic-${which}`)),
+);
+if (realisticCrawlers.size > 0) {
+  report.realistic = await runRealistic({
+    hosts: values.hosts.split(',').map(Number),
+    ...(values['host-pages'] === undefined ? {} : { pages: Number(values['host-pages']) }),
+    quick: values.quick,
+    latencyMs: Number(values.latency),
+    crawlers: realisticCrawlers,
+    log,
+  });
 }
 report.seconds = (performance.now() - benchStarted) / 1000;
 
@@ -517,6 +399,8 @@ if (report.memory) {
     `64 concurrent fetches at the default body cap ≤ ${MEMORY_TARGET_MB} MB: ${(report.memory.at(-1)?.peakRssMb ?? Infinity) <= MEMORY_TARGET_MB ? 'met' : 'MISSED'}`,
   );
 }
+if (report.realistic?.runs.length)
+  lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
 lines.push(
   '',
   `bench finished in ${fixed(report.seconds, 0)} s (${report.machine.cpus} CPUs, Node ${report.machine.node})`,

@@ -28,6 +28,14 @@ export interface CrawlerRun {
   seconds: number;
   wallSeconds: number;
   peakRssMb: number;
+  /** CPU time the process used (user + system). */
+  cpuSeconds: number;
+}
+
+/** bench/rss-report.ts's file: peak RSS (bytes) and CPU time (µs). */
+async function usage(file: string): Promise<{ peakRssMb: number; cpuSeconds: number }> {
+  const [rss, cpu] = (await readFile(file, 'utf8')).split(' ').map(Number);
+  return { peakRssMb: mb(rss ?? Number.NaN), cpuSeconds: (cpu ?? Number.NaN) / 1e6 };
 }
 
 /**
@@ -67,7 +75,7 @@ export async function runOurs(
       pages: summary.byOutcome.fetched ?? 0,
       seconds: summary.seconds,
       wallSeconds: done.wallSeconds,
-      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
+      ...(await usage(rssFile)),
       summary,
     };
   } finally {
@@ -98,7 +106,7 @@ export async function runCrawlee(
       failed: result.failed,
       seconds: result.seconds,
       wallSeconds: done.wallSeconds,
-      peakRssMb: mb(Number(await readFile(rssFile, 'utf8'))),
+      ...(await usage(rssFile)),
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 export const NODE = process.execPath;
-/** Preload that writes the child's peak RSS to $BENCH_RSS_FILE on exit (bench/rss-report.ts). */
+/** Preload that writes the child's peak RSS and CPU time to $BENCH_RSS_FILE on exit (bench/rss-report.ts). */
 export const RSS_PRELOAD = pathToFileURL(join(ROOT, 'bench', 'rss-report.ts')).href;
 
 export const canPin = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;

@@ -65,6 +65,9 @@ export interface RealisticRun {
   /** First to last request the site saw. */
   spanSeconds: number;
   peakRssMb: number;
+  /** CPU time of the crawler's process, and that ÷ its wall time (1 = one core busy throughout). */
+  cpuSeconds: number;
+  cpuShare: number;
   duplicates: number;
   missed: number;
   unplanned: number;
@@ -157,6 +160,8 @@ export async function runRealistic(options: RealisticOptions): Promise<Realistic
           wallSeconds: ran.wallSeconds,
           spanSeconds: stats.spanSeconds,
           peakRssMb: ran.peakRssMb,
+          cpuSeconds: ran.cpuSeconds,
+          cpuShare: ran.cpuSeconds / ran.wallSeconds,
           duplicates,
           missed,
           unplanned,
@@ -178,7 +183,8 @@ export async function runRealistic(options: RealisticOptions): Promise<Realistic
           `  ${crawler}: ${result.pages}/${plannedPages} pages in ${fixed(result.seconds)} s = ` +
             `${fixed(pagesPerSecond, 2)} pages/s (bound ${bound}, ${fixed(result.ratioToBound, 2)}×), ` +
             `${duplicates} fetched twice, ${missed} missed, min gap ${fixed(stats.gaps.minGapMs, 0)} ms ` +
-            `(${stats.gaps.belowDelay} of ${stats.gaps.gaps} gaps < ${DEFAULT_DELAY_MS} ms)` +
+            `(${stats.gaps.belowDelay} of ${stats.gaps.gaps} gaps < ${DEFAULT_DELAY_MS} ms), ` +
+            `CPU ${fixed(ran.cpuSeconds)} s (${fixed(100 * result.cpuShare, 0)} % of a core)` +
             (result.costPerMillionPages ? `, $${fixed(result.costPerMillionPages.total, 2)}/M pages` : ''),
         );
       }
@@ -197,8 +203,8 @@ export function realisticTable(report: RealisticReport): string[] {
   const lines = [
     `### Realistic shape: H hosts, default politeness (delay ${report.delayMs} ms), ${report.latencyMs} ms server latency, one core each`,
     '',
-    '| crawler | H | pages/host | pages fetched | seconds | pages/s | bound (H/s) | ratio | exact (twice / missed / unplanned) | min gap ms (gaps < delay) | $ / M pages: total (lambda, sqs, s3, dynamodb) | Lambda GB-s / page |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| crawler | H | pages/host | pages fetched | seconds | pages/s | bound (H/s) | ratio | exact (twice / missed / unplanned) | min gap ms (gaps < delay) | CPU s (share of a core) | $ / M pages: total (lambda, sqs, s3, dynamodb) | Lambda GB-s / page |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const r of report.runs) {
     const c = r.costPerMillionPages;
@@ -209,6 +215,7 @@ export function realisticTable(report: RealisticReport): string[] {
         `| ${r.exact ? 'yes' : 'NO'} (${r.duplicates} / ${r.missed} / ${r.unplanned}) ` +
         `| ${fixed(r.gaps.minGapMs, 0)} (${r.gaps.belowDelay} of ${r.gaps.gaps}` +
         `${r.gaps.belowDelayRobots ? `, ${r.gaps.belowDelayRobots} at robots.txt` : ''}) ` +
+        `| ${fixed(r.cpuSeconds)} (${fixed(100 * r.cpuShare, 0)} %) ` +
         `| ${c ? `${usd(c.total)} (${usd(c.lambda)}, ${usd(c.sqs)}, ${usd(c.s3)}, ${usd(c.dynamodb)})` : '–'} ` +
         `| ${r.lambdaGbSecondsPerPage === undefined ? '–' : fixed(r.lambdaGbSecondsPerPage, 3)} |`,
     );

@@ -69,6 +69,8 @@ export interface MultiHostStats {
   gaps: GapStats;
   /** Seconds from the first to the last request since the last reset (0 if none). */
   spanSeconds: number;
+  /** Seconds from the first request to the first one that is not for robots.txt (NaN if none). */
+  firstPageSeconds: number;
 }
 
 export type MultiHostMessage = MultiHostReady | MultiHostStats | { kind: 'ok' };
@@ -189,6 +191,7 @@ const states: HostState[] = Array.from({ length: args.hosts }, () => ({
   arrivals: [],
 }));
 let firstMs: number | undefined;
+let firstPageMs: number | undefined;
 let lastMs = 0;
 
 const { servers, port } = await serveHosts(args.hosts, (host) => {
@@ -198,6 +201,7 @@ const { servers, port } = await serveHosts(args.hosts, (host) => {
     firstMs ??= lastMs;
     const target = request.url ?? '/';
     state.arrivals.push([lastMs, target]);
+    if (target !== '/robots.txt') firstPageMs ??= lastMs;
     const before = state.hits.get(target) ?? 0;
     state.hits.set(target, before + 1);
     const answer =
@@ -233,6 +237,8 @@ process.on('message', (message: MultiHostRequest) => {
       hosts: states.map((state) => ({ answered: [...state.answered], hits: [...state.hits] })),
       gaps: gapStats(states, message.delayMs, firstMs ?? 0),
       spanSeconds: firstMs === undefined ? 0 : (lastMs - firstMs) / 1000,
+      firstPageSeconds:
+        firstMs === undefined || firstPageMs === undefined ? Number.NaN : (firstPageMs - firstMs) / 1000,
     });
   } else if (message.cmd === 'reset') {
     for (const state of states) {
@@ -241,6 +247,7 @@ process.on('message', (message: MultiHostRequest) => {
       state.arrivals.length = 0;
     }
     firstMs = undefined;
+    firstPageMs = undefined;
     lastMs = 0;
     send({ kind: 'ok' });
   } else exit();

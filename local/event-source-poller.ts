@@ -1,8 +1,6 @@
 // One poller per SQS event source mapping, keeping Lambda's semantics: `concurrency` slots, each a
 // warm "container" with its own createHandler(env) instance; batches gathered up to BatchSize within
 // MaximumBatchingWindowInSeconds; results settled the way Lambda settles them (see settle()).
-// Receives are made the way Lambda's pollers make them (long polls, see gather()), so the counted
-// ReceiveMessage requests are the ones SQS would bill.
 import { pathToFileURL } from 'node:url';
 import {
   DeleteMessageBatchCommand,
@@ -37,8 +35,6 @@ export interface InvocationReport {
 }
 
 export interface PollerStats {
-  /** ReceiveMessage calls made (empty ones and those stop() aborted included). */
-  receives: number;
   invocations: number;
   /** createHandler() calls: one per slot, again after a timeout recycles the slot. */
   coldStarts: number;
@@ -66,10 +62,7 @@ export interface EventSourcePollerOptions {
   env: Record<string, string>;
   region: string;
   concurrency: number;
-  /**
-   * WaitTimeSeconds of the receive that starts a batch (whole seconds, 0..20). Default 20, as
-   * Lambda's pollers long-poll; stop() aborts a waiting one, so it need not be short.
-   */
+  /** Long-poll wait per ReceiveMessage; short so stop() is quick. Default 1 s. */
   receiveWaitSeconds?: number;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
@@ -79,48 +72,23 @@ export interface EventSourcePoller {
   readonly eventSource: LocalEventSource;
   readonly concurrency: number;
   start(): Promise<void>;
-  /**
-   * Starts stopping: no slot starts a batch after its current one. Long polls keep waiting, and what
-   * they still receive is invoked (at most one more batch per slot). stop() finishes the job.
-   */
-  drain(): void;
-  /**
-   * Stops polling: drain(), then in-flight batches finish (and are settled), then long polls still
-   * waiting for messages are aborted (never one whose response has begun to arrive).
-   */
+  /** Stops polling; in-flight batches finish (and are settled) first. */
   stop(): Promise<void>;
   stats(): PollerStats;
   /** Slots holding received messages (gathering, invoking or settling). */
   busySlots(): number;
-  /** Resolves once no slot holds messages (at once if none does). */
-  batchesDone(): Promise<void>;
   /** Grows with every receive that got messages and every invocation start/end. */
   activity(): number;
 }
 
 const MAX_RECEIVE = 10;
-/** SQS's longest WaitTimeSeconds, and what Lambda's pollers ask for. */
-export const LAMBDA_RECEIVE_WAIT_SECONDS = 20;
-
-/** A ReceiveMessage in flight. */
-interface PendingReceive {
-  controller: AbortController;
-  /** Starts a batch (may be aborted by stop()); a receive filling a batch is never aborted. */
-  first: boolean;
-  /** A 2xx response has begun to arrive: it may carry messages, so it is left to finish. */
-  responded: boolean;
-}
 
 export function createEventSourcePoller(options: EventSourcePollerOptions): EventSourcePoller {
   const { sqs, eventSource: source, fn } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const label = `[local ${fn.logicalId}]`;
-  const waitSeconds = options.receiveWaitSeconds ?? LAMBDA_RECEIVE_WAIT_SECONDS;
-  if (!Number.isInteger(waitSeconds) || waitSeconds < 0 || waitSeconds > LAMBDA_RECEIVE_WAIT_SECONDS) {
-    throw new RangeError(`receiveWaitSeconds must be a whole number 0..20, got ${waitSeconds}`);
-  }
+  const waitSeconds = options.receiveWaitSeconds ?? 1;
   const stats: PollerStats = {
-    receives: 0,
     invocations: 0,
     coldStarts: 0,
     messagesReceived: 0,
@@ -137,39 +105,22 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   };
   let factory: HandlerFactory | undefined;
   let stopping = false;
-  /** stop() has aborted the waiting long polls: no new one starts. */
-  let aborting = false;
   let slots: Promise<void>[] = [];
   let busy = 0;
   let running = 0;
   let activity = 0;
-  const pending = new Set<PendingReceive>();
-  let whenDone: Array<() => void> = [];
 
-  async function receive(max: number, wait: number, first: boolean): Promise<Message[]> {
-    if (first && aborting) return [];
-    const call: PendingReceive = { controller: new AbortController(), first, responded: false };
-    const command = new ReceiveMessageCommand({
-      QueueUrl: source.queueUrl,
-      MaxNumberOfMessages: Math.min(MAX_RECEIVE, max),
-      WaitTimeSeconds: wait,
-      MessageSystemAttributeNames: ['All'],
-      MessageAttributeNames: ['All'],
-    });
-    // Innermost: sees the raw HTTP response as soon as its head arrives, before the body is read.
-    command.middlewareStack.add(
-      (next) => async (args) => {
-        const out = await next(args);
-        const status = (out.response as { statusCode?: unknown }).statusCode;
-        if (typeof status === 'number' && status >= 200 && status < 300) call.responded = true;
-        return out;
-      },
-      { step: 'deserialize', priority: 'low', name: 'localPollerResponseStarted' },
-    );
-    pending.add(call);
-    stats.receives++;
+  async function receive(max: number, wait: number): Promise<Message[]> {
     try {
-      const out = await sqs.send(command, { abortSignal: call.controller.signal });
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: source.queueUrl,
+          MaxNumberOfMessages: Math.min(MAX_RECEIVE, max),
+          WaitTimeSeconds: wait,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
       const messages = out.Messages ?? [];
       if (messages.length > 0) {
         stats.messagesReceived += messages.length;
@@ -177,72 +128,27 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       }
       return messages;
     } catch (err) {
-      // Aborted by stop() while still waiting: nothing was received (see abortWaiting()).
-      if (call.controller.signal.aborted) return [];
       stats.receiveErrors++;
       if (!stopping) log(`${label} ReceiveMessage failed: ${describe(err)}`);
       await sleep(500);
       return [];
-    } finally {
-      pending.delete(call);
     }
   }
 
   // Lambda: invoke when the batch is full, the batching window has passed, or (window 0) after one poll.
-  // The receive that starts a batch long-polls (waitSeconds, 20 by default), as Lambda's pollers do:
-  // an idle queue costs one receive per slot per 20 s, and it returns as soon as a message arrives.
-  // Filling the window, a receive waits at most the window's remaining whole seconds (SQS takes
-  // whole seconds). After a receive that came back full the next one waits for nothing (a backlog is
-  // read at once, up to BatchSize, even as the window closes). With under a second left and the
-  // queue dry, the slot sleeps until the window closes and then takes what arrived meanwhile: the
-  // window is honoured without polling through its last second.
   async function gather(onFirst: () => void): Promise<Message[]> {
-    const batch = await receive(source.batchSize, waitSeconds, true);
+    const batch = await receive(source.batchSize, waitSeconds);
     if (batch.length === 0) return batch;
     onFirst();
     const deadline = Date.now() + source.maximumBatchingWindowInSeconds * 1000;
-    let drained = batch.length < Math.min(MAX_RECEIVE, source.batchSize);
-    let slept = false;
     while (batch.length < source.batchSize && !stopping) {
       const remaining = deadline - Date.now();
-      let wait = 0;
-      if (remaining >= 1000) wait = Math.min(LAMBDA_RECEIVE_WAIT_SECONDS, Math.floor(remaining / 1000));
-      else if (drained && remaining > 0 && !slept) {
-        await sleep(remaining);
-        slept = true;
-        if (stopping) break;
-      } else if (drained) break;
-      const asked = Math.min(MAX_RECEIVE, source.batchSize - batch.length);
-      const more = await receive(asked, wait, false);
+      if (remaining <= 0) break;
+      const more = await receive(source.batchSize - batch.length, remaining >= 1000 ? 1 : 0);
       batch.push(...more);
-      drained = more.length < asked;
+      if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
     }
     return batch;
-  }
-
-  /**
-   * Aborts the long polls that start a batch and have had no response. Aborting a receive can lose
-   * what SQS hands it (the messages stay in flight until their visibility timeout), so: receives
-   * filling a batch are never aborted (the window bounds them), nor is one whose response has begun.
-   */
-  function abortWaiting(): void {
-    aborting = true;
-    for (const call of pending) {
-      if (call.first && !call.responded) call.controller.abort();
-    }
-  }
-
-  function batchesDone(): Promise<void> {
-    if (busy === 0) return Promise.resolve();
-    return new Promise((resolve) => whenDone.push(resolve));
-  }
-
-  function release(): void {
-    busy--;
-    if (busy > 0) return;
-    const waiting = whenDone;
-    whenDone = [];
-    for (const resolve of waiting) resolve();
   }
 
   async function runSlot(slot: number): Promise<void> {
@@ -267,7 +173,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
         log(`${label} slot ${slot}: unexpected error: ${describe(err)}`);
         await sleep(200);
       } finally {
-        if (holding) release();
+        if (holding) busy--;
       }
     }
   }
@@ -401,23 +307,15 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       if (slots.length > 0 || !source.enabled) return;
       factory = await loadFactory(fn);
       stopping = false;
-      aborting = false;
       slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
-    },
-    drain() {
-      stopping = true;
     },
     async stop() {
       stopping = true;
-      // Batches still running may send messages this poller's long polls should receive, not lose.
-      while (busy > 0) await batchesDone();
-      abortWaiting();
       await Promise.all(slots);
       slots = [];
     },
     stats: () => ({ ...stats }),
     busySlots: () => busy,
-    batchesDone,
     activity: () => activity,
   };
 }

@@ -1,11 +1,9 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { Agent } from 'node:http';
 import { join } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
-import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
+import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import {
   type AwsClients,
   type ClientSettings,
@@ -60,7 +58,6 @@ export interface LocalAwsOptions {
   instanceId?: string;
   rootDir?: string;
   clientSettings?: Partial<ClientSettings>;
-  /** WaitTimeSeconds of the receive that starts a batch (0..20); default 20, as Lambda's pollers. */
   receiveWaitSeconds?: number;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
@@ -127,14 +124,6 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     endpoints = typeof options.endpoint === 'string' ? endpointsFromUrl(options.endpoint) : options.endpoint;
   }
   const clients = createClients(endpoints, settings);
-  // The pollers' own client: every slot holds a connection for up to 20 s in a long poll, so they
-  // get as many sockets as they need and never queue the caller's calls (idle checks) behind them.
-  const pollerSqs = countAwsCalls(
-    new SQSClient({
-      ...sqsConfig(endpoints, settings),
-      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: Infinity }) },
-    }),
-  );
   try {
     const stack = await provisionStack(options.template, clients, {
       stackName: options.stackName,
@@ -162,7 +151,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       if (!fn || !env) return [];
       return [
         createEventSourcePoller({
-          sqs: pollerSqs,
+          sqs: clients.sqs,
           eventSource: source,
           fn,
           env,
@@ -214,14 +203,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       async stop() {
         if (stopped) return;
         stopped = true;
-        // Until every batch has settled, a batch may send messages to any queue: long polls stay
-        // open to receive them (and invoke them, one more batch per slot at most). Only then are
-        // the waiting ones aborted: an aborted long poll can take a message that arrives after it
-        // (fauxqs keeps its waiter), which then sits in flight until its visibility timeout.
-        for (const poller of pollers) poller.drain();
-        while (pollers.some((p) => p.busySlots() > 0)) await Promise.all(pollers.map((p) => p.batchesDone()));
         await Promise.all(pollers.map((p) => p.stop()));
-        pollerSqs.destroy();
         destroyClients(clients);
         try {
           await emulators?.stop();
@@ -231,7 +213,6 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       },
     };
   } catch (err) {
-    pollerSqs.destroy();
     destroyClients(clients);
     await emulators?.stop().catch(() => {});
     await lock?.release();
@@ -302,7 +283,6 @@ function addStats(a: PollerStats, b: PollerStats): PollerStats {
 
 function emptyStats(): PollerStats {
   return {
-    receives: 0,
     invocations: 0,
     coldStarts: 0,
     messagesReceived: 0,

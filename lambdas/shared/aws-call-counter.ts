@@ -7,11 +7,7 @@
  * - SQS bills each 64 KiB chunk of a request's payload as one request. The chunks of a send are taken
  *   from the serialized request body (a little above the payload: it also holds the queue URL and
  *   JSON framing), those of a ReceiveMessage from the bodies and attributes of the messages returned;
- *   an empty ReceiveMessage is one request and is also counted under `ReceiveMessage(empty)` — except
- *   a long poll answered empty before its WaitTimeSeconds were up, which SQS never does (a long poll
- *   returns once a message is there, else when its wait ends): an emulator that wakes every waiting
- *   poll for one message does, and the poll that finds nothing left polls again. That answer is not
- *   billed (the poll's continuation is) and is counted under `ReceiveMessage(early-empty)`;
+ *   an empty ReceiveMessage is one request and is also counted under `ReceiveMessage(empty)`;
  * - S3 requests fall into the PUT class (PUT, COPY, POST, LIST, multipart) or the GET class (GET,
  *   HEAD and the rest); DELETE and aborts are free;
  * - DynamoDB: data-plane calls ask for `ReturnConsumedCapacity: TOTAL` and the capacity units the
@@ -57,8 +53,6 @@ export interface CounterSnapshot {
 }
 
 export const SQS_CHUNK_BYTES = 64 * 1024;
-/** An empty long poll answered this much before its wait was up counts as answered early. */
-export const EARLY_EMPTY_MARGIN_MS = 100;
 const WRITE_UNIT_BYTES = 1024;
 const READ_UNIT_BYTES = 4096;
 
@@ -125,30 +119,16 @@ export class AwsCallCounter {
     }
   }
 
-  /**
-   * One logical call, after its retries; `output` when it succeeded; `elapsedMs` from sending to the
-   * answer (when known: it tells a long poll answered early, see the file comment).
-   */
-  call(
-    service: string,
-    operation: string,
-    input: unknown,
-    output: unknown,
-    failed: boolean,
-    elapsedMs?: number,
-  ): void {
+  /** One logical call, after its retries; `output` when it succeeded. */
+  call(service: string, operation: string, input: unknown, output: unknown, failed: boolean): void {
     const entry = this.#entry(service, operation);
     entry.calls++;
     if (failed) entry.errors++;
     if (service === 'SQS' && operation === 'ReceiveMessage') {
       const messages = receivedMessages(output);
       entry.messages += messages.count;
-      if (messages.count === 0 && !failed && answeredEarly(input, elapsedMs)) {
-        this.#entry(service, 'ReceiveMessage(early-empty)').calls++;
-      } else {
-        entry.sqsBilledRequests += Math.max(1, Math.ceil(messages.bytes / SQS_CHUNK_BYTES));
-        if (messages.count === 0 && !failed) this.#entry(service, 'ReceiveMessage(empty)').calls++;
-      }
+      entry.sqsBilledRequests += Math.max(1, Math.ceil(messages.bytes / SQS_CHUNK_BYTES));
+      if (messages.count === 0 && !failed) this.#entry(service, 'ReceiveMessage(empty)').calls++;
     }
     if (service === 'DynamoDB') this.#dynamodbUnits(entry, operation, input, output);
   }
@@ -259,10 +239,9 @@ export function countAwsCalls<T extends CountableClient>(client: T, counter = aw
       ) {
         args = { ...args, input: { ...args.input, ReturnConsumedCapacity: 'TOTAL' } };
       }
-      const started = performance.now();
       try {
         const result = await next(args);
-        counter.call(service, operation, args.input, result.output, false, performance.now() - started);
+        counter.call(service, operation, args.input, result.output, false);
         return result;
       } catch (error) {
         counter.call(service, operation, args.input, undefined, true);
@@ -307,13 +286,6 @@ function bodyBytes(body: unknown): number {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
-}
-
-/** A ReceiveMessage with WaitTimeSeconds >= 1 answered sooner than its wait (by the margin). */
-function answeredEarly(input: unknown, elapsedMs: number | undefined): boolean {
-  if (elapsedMs === undefined || !isRecord(input)) return false;
-  const wait = input.WaitTimeSeconds;
-  return typeof wait === 'number' && wait >= 1 && elapsedMs < wait * 1000 - EARLY_EMPTY_MARGIN_MS;
 }
 
 function receivedMessages(output: unknown): { count: number; bytes: number } {

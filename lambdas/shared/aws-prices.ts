@@ -66,7 +66,6 @@ export const UNBILLED_OPERATIONS: ReadonlySet<string> = new Set([
   'SQS:PurgeQueue',
   'SQS:TagQueue',
   'SQS:ReceiveMessage(empty)', // a sub-count of SQS:ReceiveMessage, which is billed
-  'SQS:ReceiveMessage(early-empty)', // long polls an emulator answered early and empty: SQS would not
   'S3:CreateBucket',
   'S3:HeadBucket',
   'S3:ListBuckets',

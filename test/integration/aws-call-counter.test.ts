@@ -24,13 +24,7 @@ import {
 } from '../../lambdas/shared/aws-call-counter.ts';
 import { createAwsClients } from '../../lambdas/shared/aws-clients.ts';
 import { AggregateEnvSchema, loadEnv } from '../../lambdas/shared/env.ts';
-import {
-  type AwsClients,
-  createClients,
-  destroyClients,
-  endpointEnv,
-  sqsConfig,
-} from '../../local/aws-clients.ts';
+import { type AwsClients, createClients, destroyClients, endpointEnv } from '../../local/aws-clients.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { closedPort } from '../fixtures/http-test-server.ts';
 
@@ -74,30 +68,6 @@ describe('counting AWS calls', () => {
       Math.max(1, Math.ceil(((got.Messages?.length ?? 0) * 10_000) / 65_536)),
     );
     assert.equal(ops['SQS:CreateQueue']?.calls, 1);
-  });
-
-  it('bills long polls as SQS does, not the empty early answers of a poll fauxqs woke for nothing', async (t) => {
-    const counter = new AwsCallCounter();
-    const sqs = countAwsCalls(new SQSClient(sqsConfig(emulators.endpoints)), counter);
-    t.after(() => sqs.destroy());
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'long-polled' }));
-    const poll = () =>
-      sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5 }));
-    // Two long polls wait; one message arrives: fauxqs wakes both, one gets it, the other answers empty.
-    const polls = [poll(), poll()];
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const sentAt = Date.now();
-    await sqs.send(new SendMessageBatchCommand({ QueueUrl, Entries: [{ Id: '0', MessageBody: 'hi' }] }));
-    const answers = await Promise.all(polls);
-    assert.ok(Date.now() - sentAt < 1000, 'a long poll returns as soon as a message arrives');
-    assert.deepEqual(answers.map((a) => a.Messages?.length ?? 0).sort(), [0, 1]);
-    // A long poll that waits its time out empty is billed.
-    await sqs.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
-    const ops = counter.snapshot().operations;
-    assert.equal(ops['SQS:ReceiveMessage']?.calls, 3);
-    assert.equal(ops['SQS:ReceiveMessage']?.sqsBilledRequests, 2);
-    assert.equal(ops['SQS:ReceiveMessage(early-empty)']?.calls, 1);
-    assert.equal(ops['SQS:ReceiveMessage(empty)']?.calls, 1);
   });
 
   it('puts S3 requests in their class', async () => {

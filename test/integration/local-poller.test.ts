@@ -9,7 +9,6 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { createClients, destroyClients } from '../../local/aws-clients.ts';
 import type { CfnTemplate } from '../../local/cfn-template.ts';
 import { startEmulators } from '../../local/emulators.ts';
@@ -99,19 +98,6 @@ async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
 }
 
 const idle = { timeoutMs: 20_000 };
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** ReceiveMessage calls counted (as the cost report counts them) while `during` runs. */
-async function countReceives(during: () => Promise<void>): Promise<number> {
-  const from = awsCallCounter.snapshot();
-  await during();
-  return diffSnapshots(from, awsCallCounter.snapshot()).operations['SQS:ReceiveMessage']?.calls ?? 0;
-}
-
-function slotsOf(aws: LocalAws): number {
-  return aws.pollers.reduce((n, p) => n + p.concurrency, 0);
-}
 
 describe('event-source poller: events, context and env', () => {
   it('hands the handler Lambda-shaped SQS records, a Lambda context and the function env', async (t) => {
@@ -404,103 +390,6 @@ describe('event-source poller: quiescence and shutdown', () => {
     assert.equal(rec.active, 0);
     assert.equal(rec.completed.size, 1);
     // Deleted before stop() returned: the queue (whose emulator still runs) is empty, not just in flight.
-    const clients = createClients(emulators.endpoints);
-    t.after(() => destroyClients(clients));
-    const { Attributes: a = {} } = await clients.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    );
-    assert.deepEqual(a, { ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
-  });
-});
-
-// Lambda's pollers long-poll (WaitTimeSeconds 20); the local ones do too, so counted receives are
-// what SQS would bill. The runtimes here use the default wait unless a test says otherwise.
-describe('event-source poller: long polling', () => {
-  it('an idle poller makes one long poll per slot, not one a second', async (t) => {
-    const { aws } = await runtime(t);
-    await aws.start();
-    const receives = await countReceives(() => sleep(5000));
-    // The counter counts a call when it is answered: each slot's 20 s long poll is still waiting.
-    assert.ok(receives <= 2 * slotsOf(aws), `${receives} receives in 5 s by ${slotsOf(aws)} slots`);
-    await aws.stop();
-    // The poller counts a call when it is made: the long polls stop() aborted, one per slot.
-    assert.ok(aws.stats().total.receives <= 2 * slotsOf(aws), JSON.stringify(aws.stats().total));
-  });
-
-  it('a message sent during a long poll is received at once', async (t) => {
-    const template = patchProperties(testTemplate(), MAPPING, { MaximumBatchingWindowInSeconds: undefined });
-    const { aws, rec, send } = await runtime(t, { template });
-    await aws.start();
-    let sentAt = 0;
-    const receives = await countReceives(async () => {
-      await sleep(3000);
-      sentAt = Date.now();
-      await send(['now']);
-      await until(() => rec.completed.has('now'), 5000);
-    });
-    const latency = (rec.invocations[0]?.startedAt ?? Infinity) - sentAt;
-    assert.ok(latency < 1000, `invoked ${latency} ms after the send`);
-    // Answered: the long poll that got it (and, on fauxqs, the other slot's, woken empty). No polling
-    // meanwhile; the polls made after it are still waiting.
-    assert.ok(receives <= slotsOf(aws) + 2, `${receives} receives`);
-  });
-
-  it('fills a batching window with a few receives, not a poll every 50 ms', async (t) => {
-    // (A visibility timeout above the window, or 'a' would come back within it.)
-    const template = patchProperties(
-      patchProperties(testTemplate(), MAPPING, { MaximumBatchingWindowInSeconds: 2 }),
-      QUEUE,
-      { VisibilityTimeout: 10 },
-    );
-    const { aws, rec, send } = await runtime(t, { template, concurrencyOverride: { [FUNCTION]: 1 } });
-    await aws.start();
-    await sleep(200);
-    const receives = await countReceives(async () => {
-      await send(['a']);
-      await until(() => rec.completed.has('a'), 5000);
-    });
-    // The long poll that got 'a', a long poll of the window's remaining whole second, then one
-    // receive when the 2 s window closes.
-    assert.deepEqual(
-      rec.invocations.map((i) => i.event.Records.length),
-      [1],
-    );
-    assert.ok(receives <= 3, `${receives} receives to gather one batch`);
-  });
-
-  it('stop() returns at once while long polls wait', async (t) => {
-    const { aws } = await runtime(t, { receiveWaitSeconds: 20 });
-    await aws.start();
-    await sleep(500);
-    const started = Date.now();
-    await aws.stop();
-    const took = Date.now() - started;
-    assert.ok(took < 1000, `stop() took ${took} ms`);
-  });
-
-  it('stop() keeps long polls open until running batches settle: what they send is not lost', async (t) => {
-    const emulators = await startEmulators();
-    t.after(() => emulators.stop());
-    const { aws, rec, send, queueUrl } = await runtime(t, {
-      endpoint: emulators.endpoints,
-      receiveWaitSeconds: 20,
-    });
-    await aws.start();
-    await sleep(200);
-    // One slot sleeps, then sends a child while stop() runs; the other slot is in a long poll.
-    await send([
-      { do: 'sleep', ms: 500 },
-      { do: 'spawn', n: 1, depth: 1, tag: 'parent' },
-    ]);
-    await until(() => rec.active === 1);
-    await aws.stop();
-    const child = JSON.stringify({ do: 'spawn', n: 1, depth: 0, tag: 'parent.0' });
-    // Aborted at once, the idle slot's long poll would have taken the child on the emulator's side
-    // and left it in flight until its visibility timeout. Kept open, it received and ran it.
-    assert.equal(rec.completed.get(child), 1, JSON.stringify([...rec.completed.keys()]));
     const clients = createClients(emulators.endpoints);
     t.after(() => destroyClients(clients));
     const { Attributes: a = {} } = await clients.sqs.send(

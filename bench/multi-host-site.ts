@@ -18,7 +18,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BenchSiteModel } from './site.ts';
+import { BenchSiteModel, closeServers } from './site.ts';
 
 export const ALLOW_ALL_ROBOTS_TXT = ['User-agent: *', 'Disallow:', ''].join('\n');
 
@@ -145,17 +145,6 @@ async function listen(server: Server, port: number, host: string): Promise<void>
   });
 }
 
-const close = (servers: readonly Server[]) =>
-  Promise.all(
-    servers.map(
-      (server) =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    ),
-  );
-
 /** One server per address, all on one port: the first address picks a free port, the rest follow. */
 async function serveHosts(
   count: number,
@@ -176,7 +165,7 @@ async function serveHosts(
       }
       return { servers, port };
     } catch (error) {
-      await close(servers.filter((server) => server.listening));
+      await closeServers(servers.filter((server) => server.listening));
       if (attempt >= 20) throw error;
     }
   }
@@ -229,7 +218,7 @@ send({
   htmlPages: plan.htmlPages,
 });
 
-const exit = () => void close(servers).then(() => process.exit(0));
+const exit = () => void closeServers(servers).then(() => process.exit(0));
 process.on('message', (message: MultiHostRequest) => {
   if (message.cmd === 'stats') {
     send({

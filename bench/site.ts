@@ -24,7 +24,7 @@
  * It can listen on several ports at once (`ports`): each port is another origin (the memory benchmark
  * needs more origins than the fetcher opens connections per origin).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface BenchSiteOptions {
@@ -337,17 +337,21 @@ export async function serveBenchSite(
       firstMs = undefined;
       lastMs = 0;
     },
-    close: () =>
-      Promise.all(
-        servers.map(
-          (server) =>
-            new Promise<void>((resolve) => {
-              server.closeAllConnections();
-              server.close(() => resolve());
-            }),
-        ),
-      ).then(() => {}),
+    close: () => closeServers(servers),
   };
+}
+
+/** Closes every server at once, dropping kept-alive connections. */
+export async function closeServers(servers: readonly Server[]): Promise<void> {
+  await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    ),
+  );
 }
 
 export interface CrawlJudgement {

@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { getCommand } from '../../cli/get-command.ts';
@@ -18,20 +17,10 @@ import { SqsTaskSender } from '../../lambdas/adapters/queues.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { Capture } from '../fixtures/capture.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 
 const PAGE = '<html><body>stored on disk</body></html>';
-
-class Capture extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    this.chunks.push(Buffer.from(chunk));
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
 
 async function cli(command: (args: string[], io?: Partial<CliIo>) => Promise<number>, ...args: string[]) {
   const stdout = new Capture();

@@ -5,7 +5,6 @@
 // object and offset. The commands find the stack by `--endpoint`, as cli-reads.test.ts does.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -20,6 +19,7 @@ import { awsCallCounter, diffSnapshots, type OperationCount } from '../../lambda
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
+import { Capture } from '../fixtures/capture.ts';
 import {
   frontierKey,
   plainPages,
@@ -28,20 +28,6 @@ import {
   type SyntheticTarget,
   writeSyntheticCrawl,
 } from '../fixtures/synthetic-crawl.ts';
-
-class Capture extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    this.chunks.push(Buffer.from(chunk));
-    done();
-  }
-  get bytes(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-  get text(): string {
-    return this.bytes.toString('utf8');
-  }
-}
 
 let aws: LocalAws;
 let target: SyntheticTarget;

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
@@ -24,6 +23,7 @@ import { ResultSchema } from '../../lambdas/core/result.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
+import { Capture } from '../fixtures/capture.ts';
 import { startSite, type TestSite } from '../fixtures/site.ts';
 
 const HOME = '<html><body><a href="/a">a</a> <a href="/gz">gz</a> <a href="/old">old</a></body></html>';
@@ -52,20 +52,6 @@ let aws: LocalAws;
 let endpoint: string;
 let crawlId: string;
 const logs: string[] = [];
-
-class Capture extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    this.chunks.push(Buffer.from(chunk));
-    done();
-  }
-  get bytes(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-  get text(): string {
-    return this.bytes.toString('utf8');
-  }
-}
 
 async function cli(
   command: (args: string[], io?: Partial<CliIo>) => Promise<number>,

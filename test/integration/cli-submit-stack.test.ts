@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
@@ -16,18 +15,8 @@ import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { Capture } from '../fixtures/capture.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
-
-class Capture extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    this.chunks.push(Buffer.from(chunk));
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
 
 const DEPLOYED = 'MyCrawler';
 const ROLLED_BACK = 'Broken';

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
@@ -25,19 +24,9 @@ import { OUTCOMES } from '../../lambdas/core/outcome.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
+import { Capture } from '../fixtures/capture.ts';
 import { tempDir } from '../fixtures/local-state.ts';
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
-
-class Capture extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    this.chunks.push(Buffer.from(chunk));
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
 
 let site: TestSite;
 let aws: LocalAws;

@@ -78,13 +78,12 @@ export class SqsDeadLetterSender implements DeadLetterSender {
  * come on top, so a body too long for both is cut (at a character boundary) and marked with
  * `truncated` = its full length in bytes. A message that cannot be sent would fail its whole batch.
  */
-export function deadLetterMessage(letter: DeadLetter): QueueMessage {
+function deadLetterMessage(letter: DeadLetter): QueueMessage {
   const attributes = { code: sqsSafe(letter.code, 256), reason: sqsSafe(letter.reason, 1024) };
-  const full = Buffer.byteLength(letter.body);
-  const marked = { ...attributes, truncated: String(full) };
-  const room = MAX_MESSAGE_BYTES - messageBytes({ body: '', attributes: marked });
   if (messageBytes({ body: letter.body, attributes }) <= MAX_MESSAGE_BYTES)
     return { body: letter.body, attributes };
+  const marked = { ...attributes, truncated: String(Buffer.byteLength(letter.body)) };
+  const room = MAX_MESSAGE_BYTES - messageBytes({ body: '', attributes: marked });
   const { read } = new TextEncoder().encodeInto(letter.body, new Uint8Array(room));
   return { body: letter.body.slice(0, read), attributes: marked };
 }

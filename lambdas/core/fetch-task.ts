@@ -80,7 +80,7 @@ const MAX_SQS_DELAY_SECONDS = 900;
  * A held slot (`notBefore`) further ahead than this is not one this crawler handed out (slots are
  * reserved at most a backlog ahead): the task is input, so the hold is ignored and a slot reserved.
  */
-export const MAX_NOT_BEFORE_AHEAD_MS = 24 * 60 * 60 * 1000;
+const MAX_NOT_BEFORE_AHEAD_MS = 24 * 60 * 60 * 1000;
 /** How long a fetch-once claim outlives the request deadline (a crashed holder is taken over after it). */
 const CLAIM_MARGIN_MS = 15_000;
 /** A held slot is given up (another reserved) when the request would leave later than this after it. */

@@ -63,7 +63,8 @@ export interface FetchBatchReport {
   results: CrawlResult[];
   warcKeys: string[];
   newTasks: OutgoingTask[];
-  deferred: Array<OutgoingTask & { code: string }>;
+  /** Tasks re-sent with DelaySeconds: politeness, robots waits, and (`retry`) fetch retries. */
+  deferred: Array<OutgoingTask & { code: string; retry?: true }>;
   /** Tasks dropped: duplicates of a URL that has its result, tasks of a complete crawl. */
   dropped: Array<{ url: string; why: 'duplicate' | 'crawl-complete' }>;
   /** Crawls whose budget this batch spent (now stopped). */
@@ -128,7 +129,12 @@ export async function processFetchBatch(
         retries.push({ ...retryOf(message), delaySeconds: decision.delaySeconds, code: decision.code });
         break;
       case 'defer':
-        deferred.push({ task: decision.task, delaySeconds: decision.delaySeconds, code: decision.code });
+        deferred.push({
+          task: decision.task,
+          delaySeconds: decision.delaySeconds,
+          code: decision.code,
+          ...(decision.retry ? { retry: true as const } : {}),
+        });
         break;
       case 'drop':
         dropped.push({ url: taskUrlOf(message) ?? message.id, why: decision.why });

@@ -61,12 +61,18 @@ export type TaskDecision =
     }
   /** Report as a batch item failure, visible again after `delaySeconds`. */
   | { kind: 'retry'; delaySeconds: number; code: string }
-  /** Re-send the task with DelaySeconds (politeness slot or robots wait) and drop this message. */
-  | { kind: 'defer'; task: Task; delaySeconds: number; code: string }
+  /**
+   * Re-send the task with DelaySeconds and drop this message: a politeness slot or robots wait, or
+   * (`retry`) the next attempt of a fetch that failed, carrying its count, so a URL's attempts never
+   * spend the message's receives (those are kept for crashes and timeouts, before the DLQ).
+   */
+  | { kind: 'defer'; task: Task; delaySeconds: number; code: string; retry?: true }
   /** Not to be done: a duplicate of a URL that already has its result, or a task of a complete crawl. */
   | { kind: 'drop'; why: 'duplicate' | 'crawl-complete' }
   /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
   | { kind: 'reject'; code: string; reason: string };
+
+type DeferDecision = Extract<TaskDecision, { kind: 'defer' }>;
 
 export interface ClaimedUrl {
   crawlId: string;
@@ -166,7 +172,7 @@ async function decide(
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   // Counted on from the URL item's attempts once claimed (another copy of the task may have made some).
   let attempt = priorAttempts + 1;
-  const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): TaskDecision => ({
+  const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): DeferDecision => ({
     kind: 'defer',
     task: { ...task, url: normalized.url, attempt: priorAttempts, ...extra },
     delaySeconds,
@@ -274,7 +280,8 @@ async function decide(
     const delaySeconds = Math.min(MAX_SQS_DELAY_SECONDS, wanted);
     await deps.frontier.postpone(task.crawlId, subject.key, attempt, deps.now() + delaySeconds * 1000);
     claim.held = undefined;
-    return { kind: 'retry', code, delaySeconds };
+    const next = { attempt, notBefore: undefined, slotDelayMs: undefined };
+    return { ...deferred(delaySeconds, code, next), retry: true };
   };
 
   const started = deps.now();

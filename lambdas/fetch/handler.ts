@@ -92,7 +92,8 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     }
     const deferrals = report.deferred.filter((defer) => defer.code === 'politeness').length;
     if (deferrals > 0) metrics.count(CRAWLER_METRICS.politenessDeferrals, deferrals);
-    if (report.retries.length > 0) metrics.count(CRAWLER_METRICS.retries, report.retries.length);
+    const retries = report.retries.length + report.deferred.filter((defer) => defer.retry).length;
+    if (retries > 0) metrics.count(CRAWLER_METRICS.retries, retries);
     metrics.flush();
     for (const retry of report.retries)
       log.info('retry', {

@@ -697,7 +697,10 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         pages: PAGES,
         seed: 41,
         fetchSlots: 4,
-        functionTimeoutSeconds: 5,
+        // The SDK's backoff makes a failing call take up to seconds; on a loaded 2-core machine a 5 s
+        // function timeout then times out batches for the machine's load, not the crawler's faults.
+        // Timeouts are scenarios (b) and (e); AWS's own default for this function is 60 s.
+        functionTimeoutSeconds: 15,
         rules: () => [failing(0.1, everyCall)],
         idleTimeoutMs: IDLE_TIMEOUT_MS,
       },

@@ -194,10 +194,24 @@ describe('hostile servers that fail: bounded retries, then a recorded failure', 
   for (const { path, code, reason, maxMs } of cases) {
     it(`${path}: retried with a backoff while attempts remain, then failed "${code}" with the reason`, async () => {
       const first = await decide(fetcher, slowCrawl, server.url(path));
-      assert.equal(first.kind, 'retry');
-      assert.equal(first.kind === 'retry' ? first.code : '', code);
-      assert.ok(first.kind === 'retry' && first.delaySeconds >= 1 && first.delaySeconds <= 2);
+      // The retry is a new task carrying its attempt: the message's own receives are not spent.
+      assert.equal(first.kind, 'defer');
+      assert.ok(first.kind === 'defer' && first.retry === true && first.task.attempt === 1);
+      assert.equal(first.kind === 'defer' ? first.code : '', code);
+      assert.ok(first.kind === 'defer' && first.delaySeconds >= 1 && first.delaySeconds <= 2);
 
+      // Each retry is a first delivery of a new message: the attempts it carries count, up to maxAttempts.
+      let task: Partial<Task> = first.kind === 'defer' ? first.task : {};
+      for (const attempt of [2, 3]) {
+        const next = await decide(fetcher, slowCrawl, server.url(path), { task });
+        assert.ok(next.kind === 'defer' && next.task.attempt === attempt, `attempt ${attempt} retried`);
+        task = next.task;
+      }
+      const fourth = resultOf(await decide(fetcher, slowCrawl, server.url(path), { task }));
+      assert.equal(fourth.attempt, 4);
+      assert.equal(fourth.outcome, 'failed');
+
+      // A message redelivered (a crash, a timeout) counts its receives too: the fourth ends it.
       const started = Date.now();
       const last = resultOf(await decide(fetcher, slowCrawl, server.url(path), { receiveCount: 4 }));
       assert.ok(Date.now() - started < maxMs);
@@ -423,8 +437,8 @@ describe('a server cannot park a URL, a host or a crawl for years', () => {
 
   it('Retry-After within the cap is honoured: the URL is retried after it', async () => {
     const decision = await decide(fetcher, crawl, server.url('/503-briefly'));
-    assert.equal(decision.kind, 'retry');
-    assert.equal(decision.kind === 'retry' ? decision.delaySeconds : 0, 30);
+    assert.equal(decision.kind, 'defer');
+    assert.equal(decision.kind === 'defer' ? decision.delaySeconds : 0, 30);
   });
 
   it('a task holding a slot decades away (an injected notBefore) is not deferred for ever: it reserves a slot now', async () => {

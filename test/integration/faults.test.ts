@@ -79,6 +79,11 @@ interface Scenario {
   /** Both functions' Timeout (s); both queues' VisibilityTimeout is 6x it (the stack's rule). Default 10. */
   functionTimeoutSeconds?: number;
   /**
+   * Both queues' VisibilityTimeout (s), when not 6x the function timeout: it is how long a message
+   * lost in a failed ReceiveMessage (the response lost after SQS took effect) stays hidden.
+   */
+  visibilityTimeoutSeconds?: number;
+  /**
    * Faults so frequent that some messages use up their receives: once the pipeline is idle the faults
    * stop and both DLQs are redriven (`crawler redrive`'s function), as an operator would, and the
    * crawl must then end exact.
@@ -146,10 +151,11 @@ function faultTemplate(scenario: Scenario, runId: string): CfnTemplate {
   const template = parseTemplate(synthesizeTemplate());
   // Visibility = 6x the function timeout (the stack's own rule), so a failed batch returns within a minute.
   const timeout = scenario.functionTimeoutSeconds ?? 10;
+  const visibility = scenario.visibilityTimeoutSeconds ?? 6 * timeout;
   patchProperties(template, FETCH, { Timeout: timeout });
-  patchProperties(template, 'TaskQueue', { VisibilityTimeout: 6 * timeout });
+  patchProperties(template, 'TaskQueue', { VisibilityTimeout: visibility });
   patchProperties(template, AGGREGATE, { Timeout: timeout });
-  patchProperties(template, 'ResultsQueue', { VisibilityTimeout: 6 * timeout });
+  patchProperties(template, 'ResultsQueue', { VisibilityTimeout: visibility });
   for (const [fn, settings] of Object.entries(scenario.crash ?? {})) {
     if (settings) useFaultyHandler(template, fn, { ...settings, runId: `${runId}-${fn}` });
   }
@@ -701,6 +707,9 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         // function timeout then times out batches for the machine's load, not the crawler's faults.
         // Timeouts are scenarios (b) and (e); AWS's own default for this function is 60 s.
         functionTimeoutSeconds: 15,
+        // A receive whose response is lost hides its messages for the visibility timeout: 90 s (6x)
+        // chained twice or thrice nears the idle limit, so the queues keep the 30 s of a 5 s function.
+        visibilityTimeoutSeconds: 30,
         rules: () => [failing(0.1, everyCall)],
         idleTimeoutMs: IDLE_TIMEOUT_MS,
       },

@@ -51,6 +51,16 @@ export const ATTR = {
   fetchedAt: 'fetchedAt',
   retryAt: 'retryAt',
   failures: 'failures',
+  // host items of visits (docs/design/host-visits.md): admissions so far, the visit holding the
+  // lease, when the last visit message sent is due and who claimed sending it, URLs awaiting results
+  wake: 'wake',
+  holder: 'holder',
+  visitAt: 'visitAt',
+  visitBy: 'visitBy',
+  inflight: 'inflight',
+  // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)
+  total: 'total',
+  parts: 'parts',
 } as const;
 
 export type AttrName = (typeof ATTR)[keyof typeof ATTR];
@@ -209,3 +219,8 @@ export function parseCounters(item: Item): CrawlCounters {
   if (endedAt !== undefined) counters.endedAt = endedAt;
   return counters;
 }
+
+export const HOST_SK_PREFIX = 'HOST#';
+export const DONE_SK_PREFIX = 'DONE#';
+/** The exact tally of a drained host (and its pace, for when it is woken again). */
+export const doneKey = (crawlId: string, host: string): Item => key(crawlId, `${DONE_SK_PREFIX}${host}`);

@@ -236,3 +236,79 @@ export interface FinalizeOutcome {
    */
   part?: string;
 }
+
+/** A host's pace as a visit saves it (core/visit-pacer.ts PaceState has the same shape). */
+export interface HostPace {
+  /** Earliest time (epoch ms) the host's next request may leave. */
+  nextAt: number;
+  /** End of the host's latest Retry-After pause, if any. */
+  pausedUntil?: number;
+}
+
+/** A host as a visit finds it when it takes the lease (docs/design/host-visits.md). */
+export interface HostLease extends HostPace {
+  holder: string;
+  leaseUntil: number;
+  /** The host's wake count when the lease was taken: what `drain` must still find. */
+  wake: number;
+  /** URL keys fetched by an earlier visit whose results may not be finalized yet. */
+  inflight: string[];
+}
+
+/** The exact counts of a drained host (its `DONE#` item), summed over hosts at completion. */
+export interface HostTally {
+  total: number;
+  byOutcome: Partial<Record<Outcome, number>>;
+  bytes: number;
+  requests: number;
+  /** The index parts its done URLs name. */
+  parts: string[];
+}
+
+/** Host items and visits of the frontier (docs/design/host-visits.md). */
+export interface HostVisits {
+  /**
+   * Records an admission to the host (making it active). True when the caller must send a visit
+   * message: no live lease and no visit message due recently; only one concurrent caller gets true.
+   */
+  wake(crawlId: string, host: string, now: number): Promise<boolean>;
+  /** Takes the host for a visit. `held`: another live visit has it; `idle`: the host has no work. */
+  acquire(
+    crawlId: string,
+    host: string,
+    holder: string,
+    leaseUntil: number,
+    now: number,
+  ): Promise<HostLease | 'held' | 'idle'>;
+  /** Extends the lease and saves pace and inflight; throws LeaseLostError if another visit took the host. */
+  checkpoint(
+    crawlId: string,
+    host: string,
+    holder: string,
+    state: HostPace & { leaseUntil: number; inflight: readonly string[] },
+  ): Promise<void>;
+  /** Hands the host back (its next visit message due at `visitAt`); a lost lease is ignored. */
+  release(
+    crawlId: string,
+    host: string,
+    holder: string,
+    state: HostPace & { inflight: readonly string[]; visitAt: number },
+  ): Promise<void>;
+  /**
+   * Records the drained host's tally and pace (kept for when it is woken again), then deletes its host
+   * item if this visit still holds it and no admission woke it since `wakeSeen`. True: no host item is
+   * left (check completion). False: it was woken meanwhile, or the lease was lost.
+   */
+  drain(
+    crawlId: string,
+    host: string,
+    holder: string,
+    wakeSeen: number,
+    tally: HostTally,
+    pace: HostPace,
+  ): Promise<boolean>;
+  /** Whether any host of the crawl has work (one consistent Query, Limit 1). */
+  anyActive(crawlId: string): Promise<boolean>;
+  /** The sum of the drained hosts' tallies, and how many hosts there are. */
+  doneTotals(crawlId: string): Promise<HostTally & { hosts: number }>;
+}

@@ -1,0 +1,411 @@
+/**
+ * Host items of visits (`CRAWL#<id>` / `HOST#<host>`) and the tallies of drained hosts
+ * (`CRAWL#<id>` / `DONE#<host>`), docs/design/host-visits.md. A host item exists exactly while its
+ * host has work: an admission wakes it (creating it), a visit leases it, and the visit that finds it
+ * drained deletes it after recording its exact counts. So the crawl is complete when no `HOST#` item
+ * is left, and its totals are the sum of the `DONE#` items: O(hosts), never O(URLs).
+ *
+ * Every step is one conditional write on one item (no transactions: dynalite has none).
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { OUTCOMES, type Outcome } from '../core/outcome.ts';
+import type { HostLease, HostPace, HostTally, HostVisits } from '../core/ports.ts';
+import {
+  ATTR,
+  crawlPk,
+  DONE_SK_PREFIX,
+  doneKey,
+  expiresAt,
+  HOST_SK_PREFIX,
+  hostKey,
+  type Item,
+  isConditionFailed,
+  N,
+  names,
+  num,
+  outcomeAttr,
+  type ResolvedOptions,
+  S,
+} from './frontier-schema.ts';
+
+/**
+ * A visit message sent this recently is taken to be on its way (queued, or being received), so a
+ * wake does not send another. Past it with no lease taken, the message is presumed lost (its sender
+ * crashed between claiming the send and sending) and the next wake sends again. It must stay below
+ * the task queue's redelivery delay (visibility timeout: 6 × 60 s + 1 s), so the redelivered parent
+ * of a crashed send finds it stale and re-sends.
+ */
+export const VISIT_GRACE_MS = 120_000;
+
+/** The visit no longer holds its host: another visit took it after the lease ran out. */
+export class LeaseLostError extends Error {
+  constructor(crawlId: string, host: string, holder: string) {
+    super(`${crawlId} ${host}: visit ${holder} no longer holds the host`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
+const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
+
+/** The host item's state as `wake` reads it: true when no visit is live or on its way. */
+function needsVisit(item: Item | undefined, now: number): boolean {
+  const lease = num(item, ATTR.lease);
+  const visitAt = num(item, ATTR.visitAt);
+  return (lease === undefined || lease < now) && (visitAt === undefined || visitAt < now - VISIT_GRACE_MS);
+}
+
+function paceOf(item: Item | undefined): HostPace {
+  const pace: HostPace = { nextAt: num(item, ATTR.next) ?? 0 };
+  const pausedUntil = num(item, ATTR.pausedUntil);
+  if (pausedUntil !== undefined) pace.pausedUntil = pausedUntil;
+  return pace;
+}
+
+/** An update expression built clause by clause, with only the names and values it uses. */
+class Update {
+  readonly set: string[] = [];
+  readonly remove: string[] = [];
+  readonly attrs = new Set<string>();
+  readonly values: Item = {};
+
+  setAttr(attr: string, value: AttributeValue): this {
+    this.attrs.add(attr);
+    this.set.push(`#${attr} = :${attr}`);
+    this.values[`:${attr}`] = value;
+    return this;
+  }
+
+  removeAttr(attr: string): this {
+    this.attrs.add(attr);
+    this.remove.push(`#${attr}`);
+    return this;
+  }
+
+  /** The pace and inflight a visit saves. Absent ones are removed: DynamoDB has no empty sets. */
+  state(state: HostPace & { inflight: readonly string[] }): this {
+    this.setAttr(ATTR.next, N(state.nextAt));
+    if (state.pausedUntil === undefined) this.removeAttr(ATTR.pausedUntil);
+    else this.setAttr(ATTR.pausedUntil, N(state.pausedUntil));
+    const inflight = [...new Set(state.inflight)];
+    if (inflight.length === 0) this.removeAttr(ATTR.inflight);
+    else this.setAttr(ATTR.inflight, { SS: inflight });
+    return this;
+  }
+
+  get expression(): string {
+    const set = this.set.length > 0 ? `SET ${this.set.join(', ')}` : '';
+    const remove = this.remove.length > 0 ? ` REMOVE ${this.remove.join(', ')}` : '';
+    return `${set}${remove}`.trim();
+  }
+}
+
+export class FrontierHosts implements HostVisits {
+  private readonly dynamodb: DynamoDBClient;
+  private readonly table: string;
+  private readonly options: ResolvedOptions;
+
+  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
+    this.dynamodb = dynamodb;
+    this.table = table;
+    this.options = options;
+  }
+
+  /**
+   * `ADD wake 1` always: a visit that leased the host before this admission can then no longer drain
+   * it (drain is conditional on the wake it saw), so the admitted URL is never stranded. An active
+   * host costs that one write. Only when no visit is live or on its way is the send claimed, with a
+   * second write under the same condition that sets `visitAt`, so of concurrent wakers one sends.
+   *
+   * The SDK may repeat a write whose answer was lost. A repeated ADD only moves `wake` on (any change
+   * stops a stale drain; it is never counted). A repeated claim would fail its own condition and
+   * leave the host claimed with nobody sending, so it carries a token that lets its repeat succeed.
+   */
+  async wake(crawlId: string, host: string, now: number): Promise<boolean> {
+    const out = await this.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        UpdateExpression: `SET #${ATTR.expiresAt} = :expiresAt ADD #${ATTR.wake} :one`,
+        ExpressionAttributeNames: names(ATTR.wake, ATTR.expiresAt),
+        ExpressionAttributeValues: { ':one': N(1), ':expiresAt': expiresAt(this.options) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (!needsVisit(out.Attributes, now)) return false;
+    try {
+      await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :token, #${ATTR.expiresAt} = :expiresAt`,
+          // attribute_exists: a host drained since the ADD is not re-created (its visit saw this URL).
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (#${ATTR.visitBy} = :token OR (${NO_LIVE_LEASE} AND ${NO_RECENT_VISIT}))`,
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
+          ExpressionAttributeValues: {
+            ':now': N(now),
+            ':stale': N(now - VISIT_GRACE_MS),
+            ':token': S(randomUUID()),
+            ':expiresAt': expiresAt(this.options),
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      return false;
+    }
+  }
+
+  /**
+   * One conditional write takes the lease (and clears `visitAt`: the visit message has arrived, so
+   * the next wake after this visit ends may send again). A fresh host item (no `next`: woken after a
+   * drain, or new) gets its pace from the `DONE#` item, so a host drained and woken again moments
+   * later is still paced from its last request.
+   */
+  async acquire(
+    crawlId: string,
+    host: string,
+    holder: string,
+    leaseUntil: number,
+    now: number,
+  ): Promise<HostLease | 'held' | 'idle'> {
+    let item: Item;
+    try {
+      const out = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}`,
+          // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder)`,
+          ExpressionAttributeNames: names(
+            ATTR.pk,
+            ATTR.lease,
+            ATTR.holder,
+            ATTR.visitAt,
+            ATTR.visitBy,
+            ATTR.expiresAt,
+          ),
+          ExpressionAttributeValues: {
+            ':until': N(leaseUntil),
+            ':holder': S(holder),
+            ':now': N(now),
+            ':expiresAt': expiresAt(this.options),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      item = out.Attributes ?? {};
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      // AWS returns the item that failed the condition (none: there is no item); emulators may not.
+      const current = err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk]));
+      return current === undefined ? 'idle' : 'held';
+    }
+    const pace =
+      num(item, ATTR.next) === undefined
+        ? paceOf(await this.read(doneKey(crawlId, host), [ATTR.next, ATTR.pausedUntil]))
+        : paceOf(item);
+    return {
+      holder,
+      leaseUntil,
+      wake: num(item, ATTR.wake) ?? 0,
+      ...pace,
+      inflight: item[ATTR.inflight]?.SS ?? [],
+    };
+  }
+
+  async checkpoint(
+    crawlId: string,
+    host: string,
+    holder: string,
+    state: HostPace & { leaseUntil: number; inflight: readonly string[] },
+  ): Promise<void> {
+    const update = new Update()
+      .setAttr(ATTR.lease, N(state.leaseUntil))
+      .state(state)
+      .setAttr(ATTR.expiresAt, expiresAt(this.options));
+    try {
+      await this.updateHeld(crawlId, host, holder, update);
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      throw new LeaseLostError(crawlId, host, holder);
+    }
+  }
+
+  /**
+   * Saves the visit's pace and inflight and the time its next visit message is due, and gives up the
+   * lease. A visit that lost its lease has nothing to hand back: the visit that took the host saves.
+   */
+  async release(
+    crawlId: string,
+    host: string,
+    holder: string,
+    state: HostPace & { inflight: readonly string[]; visitAt: number },
+  ): Promise<void> {
+    const update = new Update()
+      .state(state)
+      .setAttr(ATTR.visitAt, N(state.visitAt))
+      .setAttr(ATTR.expiresAt, expiresAt(this.options))
+      .removeAttr(ATTR.lease)
+      .removeAttr(ATTR.holder)
+      .removeAttr(ATTR.visitBy);
+    try {
+      await this.updateHeld(crawlId, host, holder, update);
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+
+  /**
+   * The `DONE#` item first, then the host item goes: deleted first, a crash would leave the host
+   * uncounted with nothing left to visit it. A drain that loses (woken meanwhile) leaves its `DONE#`
+   * item to be overwritten by the host's next drain, with exact numbers. A host only gains done URLs,
+   * so the put keeps the largest total: a visit whose lease ran out cannot overwrite the tally of
+   * the visit that took over with an older one (no host item is left then to correct it).
+   */
+  async drain(
+    crawlId: string,
+    host: string,
+    holder: string,
+    wakeSeen: number,
+    tally: HostTally,
+    pace: HostPace,
+  ): Promise<boolean> {
+    const item: Item = {
+      ...doneKey(crawlId, host),
+      [ATTR.total]: N(tally.total),
+      [ATTR.bytes]: N(tally.bytes),
+      [ATTR.requests]: N(tally.requests),
+      [ATTR.next]: N(pace.nextAt),
+      [ATTR.expiresAt]: expiresAt(this.options),
+    };
+    for (const outcome of OUTCOMES) {
+      const count = tally.byOutcome[outcome];
+      if (count !== undefined && count !== 0) item[outcomeAttr(outcome)] = N(count);
+    }
+    if (pace.pausedUntil !== undefined) item[ATTR.pausedUntil] = N(pace.pausedUntil);
+    const parts = [...new Set(tally.parts)];
+    if (parts.length > 0) item[ATTR.parts] = { SS: parts };
+    try {
+      await this.dynamodb.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: item,
+          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR #${ATTR.total} <= :total`,
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.total),
+          ExpressionAttributeValues: { ':total': N(tally.total) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      return false;
+    }
+    try {
+      await this.dynamodb.send(
+        new DeleteItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          ConditionExpression: `#${ATTR.holder} = :holder AND #${ATTR.wake} = :wake`,
+          ExpressionAttributeNames: names(ATTR.holder, ATTR.wake),
+          ExpressionAttributeValues: { ':holder': S(holder), ':wake': N(wakeSeen) },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      // No host item left: deleted by this call's own first attempt (an SDK repeat after a lost
+      // answer) or by the visit that took over; either way the host is drained and the caller must
+      // go on to the completion check.
+      return (await this.read(hostKey(crawlId, host), [ATTR.pk])) === undefined;
+    }
+  }
+
+  async anyActive(crawlId: string): Promise<boolean> {
+    const out = await this.dynamodb.send(
+      new QueryCommand({
+        TableName: this.table,
+        ConsistentRead: true,
+        KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+        ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
+        ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
+        ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(HOST_SK_PREFIX) },
+        Limit: 1,
+      }),
+    );
+    return (out.Items?.length ?? 0) > 0;
+  }
+
+  async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
+    const byOutcome: Partial<Record<Outcome, number>> = {};
+    const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
+    const parts = new Set<string>();
+    const projected = [ATTR.total, ATTR.bytes, ATTR.requests, ATTR.parts, ...OUTCOMES.map(outcomeAttr)];
+    let startKey: Item | undefined;
+    do {
+      const page: QueryCommandOutput = await this.dynamodb.send(
+        new QueryCommand({
+          TableName: this.table,
+          ConsistentRead: true,
+          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+          ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...projected),
+          ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(DONE_SK_PREFIX) },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        totals.hosts++;
+        totals.total += num(item, ATTR.total) ?? 0;
+        totals.bytes += num(item, ATTR.bytes) ?? 0;
+        totals.requests += num(item, ATTR.requests) ?? 0;
+        for (const outcome of OUTCOMES) {
+          const count = num(item, outcomeAttr(outcome));
+          if (count !== undefined) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
+        }
+        for (const part of item[ATTR.parts]?.SS ?? []) parts.add(part);
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return { ...totals, parts: [...parts] };
+  }
+
+  /** An update of the host item by the visit holding it (fails its condition otherwise). */
+  private async updateHeld(crawlId: string, host: string, holder: string, update: Update): Promise<void> {
+    await this.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: hostKey(crawlId, host),
+        UpdateExpression: update.expression,
+        ConditionExpression: `#${ATTR.holder} = :holder`,
+        ExpressionAttributeNames: names(ATTR.holder, ...update.attrs),
+        ExpressionAttributeValues: { ...update.values, ':holder': S(holder) },
+      }),
+    );
+  }
+
+  private async read(key: Item, attrs: string[]): Promise<Item | undefined> {
+    const out = await this.dynamodb.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: key,
+        ConsistentRead: true,
+        ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
+        ExpressionAttributeNames: names(...attrs),
+      }),
+    );
+    return out.Item;
+  }
+}

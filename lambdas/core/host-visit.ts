@@ -1,0 +1,175 @@
+/**
+ * One host visit (docs/design/host-visits.md): the holder of a visit owns its host for the visit and
+ * fetches the host's ready URLs one at a time at the host's pace, kept in memory (VisitPacer), so
+ * politeness holds by construction: one request in flight, each the host's delay after the last,
+ * with no per-URL claim or slot write. Many visits run side by side in one invocation, so billed
+ * time is spent fetching. Each URL is decided by the per-URL decision (fetch-task.ts) unchanged:
+ * robots.txt, Crawl-delay, Retry-After and retries pace through the pacer.
+ *
+ * The visit says how it ended; the batch code sends what it produced and then drains the host,
+ * hands it back with a delay, or drops the message.
+ */
+import type { CrawlConfig } from './crawl-config.ts';
+import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
+import type { Outcome } from './outcome.ts';
+import type { FrontierWriter } from './ports.ts';
+import type { Task } from './task.ts';
+import { type PaceState, VisitPacer } from './visit-pacer.ts';
+
+/** A URL item of the host's partition, as the visit reads it. */
+export interface HostUrl {
+  key: string;
+  url: string;
+  depth: number;
+  /** `new`: to fetch; `held`: admitted as skipped, its result on its way; `done`: finalized. */
+  st: 'new' | 'held' | 'done';
+  parent?: string;
+  redirects?: number;
+  /** Fetch attempts made so far, and when the next may start (a postponed retry). */
+  attempts?: number;
+  retryAt?: number;
+  outcome?: Outcome;
+  bytes?: number;
+  requests?: number;
+  part?: string;
+}
+
+export interface HostUrlStore {
+  /** Every URL item of the host, consistently read (done ones too: they clear `inflight` and make the tally). */
+  urls(crawlId: string, host: string): Promise<HostUrl[]>;
+  /** Records a fetch that will be retried: its attempts so far and when the next may start. */
+  postpone(crawlId: string, host: string, key: string, attempts: number, retryAt: number): Promise<void>;
+}
+
+export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
+  hostUrls: HostUrlStore;
+  /** No request starts unless it can end (its total deadline) before this (epoch ms). */
+  deadline: number;
+}
+
+export interface VisitStart {
+  crawlId: string;
+  host: string;
+  pace: PaceState;
+  /** URLs an earlier visit fetched whose results may not be finalized yet: not fetched again. */
+  inflight: readonly string[];
+}
+
+/** What each decided URL gives the batch: its result or page, and links (fetch-batch.ts). */
+export type VisitDecision = Extract<TaskDecision, { kind: 'result' | 'captured' }>;
+
+export type VisitEnd =
+  /** Nothing left: no URL to fetch, none waiting for its result. `urls` make the host's tally. */
+  | { kind: 'drained'; urls: HostUrl[] }
+  /** URLs remain (or results are awaited): visit again at `visitAt`. */
+  | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' }
+  /** The crawl is not one to serve (unknown, or complete): the visit message is dropped. */
+  | { kind: 'stop'; why: string };
+
+export interface VisitReport {
+  end: VisitEnd;
+  pace: PaceState;
+  /** URLs decided in this visit (their results are in the batch's output) and earlier ones still open. */
+  inflight: string[];
+  decided: number;
+}
+
+/** While results are awaited (the aggregate function finalizes them), the host is looked at again this soon. */
+export const INFLIGHT_RECHECK_MS = 5_000;
+/** Time kept free after the last request's deadline, for the batch's sends. */
+const DEADLINE_MARGIN_MS = 1_000;
+
+export async function visitHost(
+  start: VisitStart,
+  config: CrawlConfig,
+  deps: VisitDeps,
+  onDecision: (decision: VisitDecision) => void,
+): Promise<VisitReport> {
+  const { crawlId, host } = start;
+  const pacer = new VisitPacer(start.pace);
+  const inflight = new Set(start.inflight);
+  const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
+  let decided = 0;
+  const report = (end: VisitEnd): VisitReport => ({
+    end,
+    pace: pacer.state,
+    inflight: [...inflight],
+    decided,
+  });
+
+  // The visit owns the host: the URL needs no claim; a retry is recorded on its item.
+  let attemptsOf = 0;
+  const frontier: FrontierWriter = {
+    admit: async () => [],
+    reservePages: async (_crawlId, wanted) => wanted,
+    claim: async () => ({ status: 'claimed', attempts: attemptsOf, relink: false }),
+    release: async () => {},
+    postpone: (_crawlId, key, attempts, retryAt) =>
+      deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
+    addQueued: async () => {},
+  };
+
+  for (;;) {
+    const urls = await deps.hostUrls.urls(crawlId, host);
+    for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+    const now = deps.now();
+    const ready = urls
+      .filter((url) => url.st === 'new' && !inflight.has(url.key) && (url.retryAt ?? 0) <= now)
+      .sort((a, b) => a.depth - b.depth);
+    if (ready.length === 0) {
+      const open = urls.filter((url) => url.st !== 'done');
+      if (open.length === 0) return report({ kind: 'drained', urls });
+      const retries = open.flatMap((url) =>
+        url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
+      );
+      const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
+      return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
+    }
+    for (const url of ready) {
+      // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
+      const startAt = Math.max(deps.now(), pacer.state.nextAt);
+      if (startAt + requestBudget > deps.deadline)
+        return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
+      if (startAt > deps.now()) await deps.sleep(startAt - deps.now());
+      attemptsOf = url.attempts ?? 0;
+      const decision = await decideTask(
+        { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
+        { ...deps, slots: pacer, frontier },
+      );
+      decided++;
+      if (decision.kind === 'result' || decision.kind === 'captured') {
+        inflight.add(url.key);
+        onDecision(decision);
+        continue;
+      }
+      if (decision.kind === 'defer') {
+        // A retry is postponed on its item; a robots.txt wait holds the whole host; a page slot past
+        // the decision's own wait is waited for on the next round.
+        if (decision.retry) continue;
+        if (decision.code === 'robots-pending')
+          return report({
+            kind: 'hand-back',
+            visitAt: deps.now() + decision.delaySeconds * 1000,
+            why: 'robots',
+          });
+        break;
+      }
+      if (decision.kind === 'drop' || decision.kind === 'reject')
+        return report({ kind: 'stop', why: decision.kind === 'drop' ? decision.why : decision.code });
+      // 'retry' is a task's infrastructure failure (a claim held, which a visit never meets): look again.
+      break;
+    }
+  }
+}
+
+function taskOf(crawlId: string, url: HostUrl): Task {
+  return {
+    v: 1,
+    crawlId,
+    url: url.url,
+    depth: url.depth,
+    ...(url.parent ? { parent: url.parent } : {}),
+    ...(url.redirects ? { redirects: url.redirects } : {}),
+    ...(url.attempts ? { attempt: url.attempts } : {}),
+  };
+}

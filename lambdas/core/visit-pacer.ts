@@ -1,0 +1,53 @@
+/**
+ * A host's request pacing while one visit owns it (docs/design/host-visits.md). Nobody else sends to
+ * the host during the visit, so the pace is kept in memory: no slot writes, and each gap is measured
+ * from when the previous request really left, so a late request never crowds the next one.
+ *
+ * It is the `HostSlots` of the per-URL decision, so robots.txt, Crawl-delay and Retry-After pace
+ * through it unchanged; the visit saves `nextAt` and `pausedUntil` on the host item when it ends.
+ */
+import type { HostSlots } from './ports.ts';
+
+export interface PaceState {
+  /** Earliest time (epoch ms) the host's next request may leave. */
+  nextAt: number;
+  /** End of the host's latest Retry-After pause, if any. */
+  pausedUntil?: number;
+}
+
+export class VisitPacer implements HostSlots {
+  private next: number;
+  private paused: number | undefined;
+
+  constructor(state: PaceState) {
+    this.next = state.nextAt;
+    this.paused = state.pausedUntil;
+  }
+
+  /** The next free slot (now, or the host's next allowed time), and the one after it `gapMs` later. */
+  async reserve(_crawlId: string, _host: string, gapMs: number, now: number): Promise<number> {
+    const slot = Math.max(now, this.next);
+    this.next = slot + gapMs;
+    return slot;
+  }
+
+  async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {
+    this.next = Math.max(this.next, notBefore);
+    this.paused = Math.max(this.paused ?? 0, notBefore);
+  }
+
+  async pausedUntil(): Promise<number | undefined> {
+    return this.paused;
+  }
+
+  /** A request left at `at`: the next one waits `gapMs` from then, however late this one left. */
+  sent(at: number, gapMs: number): void {
+    this.next = Math.max(this.next, at + gapMs);
+  }
+
+  get state(): PaceState {
+    return this.paused === undefined
+      ? { nextAt: this.next }
+      : { nextAt: this.next, pausedUntil: this.paused };
+  }
+}

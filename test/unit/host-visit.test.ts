@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import {
+  type HostUrl,
+  type HostUrlStore,
+  type VisitDecision,
+  visitHost,
+} from '../../lambdas/core/host-visit.ts';
+import type { PageFetcher, PageRequest, PageResponse, RobotsStore } from '../../lambdas/core/ports.ts';
+import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
+
+const CRAWL = 'visit-test';
+const HOST = 'h000.sim.test';
+
+function config(delayMs: number, totalTimeoutMs = 2_000) {
+  return parseCrawlConfig({
+    crawlId: CRAWL,
+    seeds: [`http://${HOST}/`],
+    allowPrivate: true,
+    delayMs,
+    limits: { totalTimeoutMs },
+    createdAt: new Date().toISOString(),
+  });
+}
+
+function item(path: string, extra: Partial<HostUrl> = {}): HostUrl {
+  const normalized = normalizeUrl(`http://${HOST}${path}`);
+  if (!normalized.ok) throw new Error(path);
+  return { key: normalized.key, url: normalized.url, depth: 1, st: 'new', ...extra };
+}
+
+/** The host's partition in memory; postponed retries recorded. */
+class MemoryHostUrls implements HostUrlStore {
+  readonly postponed: Array<{ key: string; attempts: number; retryAt: number }> = [];
+  readonly items: HostUrl[];
+  constructor(items: HostUrl[]) {
+    this.items = items;
+  }
+  async urls(): Promise<HostUrl[]> {
+    return this.items.map((url) => ({ ...url }));
+  }
+  async postpone(_crawlId: string, _host: string, key: string, attempts: number, retryAt: number) {
+    this.postponed.push({ key, attempts, retryAt });
+    const url = this.items.find((candidate) => candidate.key === key);
+    if (url) Object.assign(url, { attempts, retryAt });
+  }
+}
+
+const robots: RobotsStore = {
+  read: async () => ({ state: 'missing' }),
+  claim: async () => true,
+  saveReady: async () => {},
+  saveUnavailable: async () => 1,
+};
+
+function deps(fetcher: PageFetcher, hostUrls: HostUrlStore, deadline: number, crawl: CrawlConfig) {
+  return {
+    fetcher,
+    configs: { get: async () => crawl },
+    robots,
+    robotsCache: createRobotsCache(10),
+    hostUrls,
+    deadline,
+    now: () => Date.now(),
+    sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+  };
+}
+
+/** One request at a time, each at least the delay after the last one started. */
+function assertPolite(web: SyntheticWeb, delayMs: number) {
+  const times = web.requests.map((request) => request.at);
+  for (let i = 1; i < times.length; i++)
+    assert.ok(times[i]! - times[i - 1]! >= delayMs, `gap ${times[i]! - times[i - 1]!} ms < ${delayMs} ms`);
+}
+
+describe('visitHost: a visit owns its host and paces it in memory', () => {
+  it('fetches robots.txt and every ready URL, each the delay after the last, and drains once results are in', async () => {
+    const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 20 });
+    const urls = new MemoryHostUrls(['/', '/p/1', '/p/2', '/p/3'].map((path) => item(path)));
+    const decisions: VisitDecision[] = [];
+    const crawl = config(150);
+    const start = { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] };
+    const first = await visitHost(start, crawl, deps(web, urls, Date.now() + 30_000, crawl), (d) =>
+      decisions.push(d),
+    );
+    assert.deepEqual(
+      web.requests.map((request) => request.path),
+      ['/robots.txt', '/', '/p/1', '/p/2', '/p/3'],
+    );
+    assertPolite(web, 150);
+    assert.equal(decisions.length, 4);
+    // Results sent, not yet finalized: the host waits for them rather than fetching them again.
+    assert.equal(first.end.kind, 'hand-back');
+    assert.equal(first.inflight.length, 4);
+    assert.ok(first.pace.nextAt >= web.requests.at(-1)!.at + 150, 'the pace is saved for the next visit');
+
+    for (const url of urls.items) url.st = 'done';
+    const second = await visitHost(
+      { ...start, pace: first.pace, inflight: first.inflight },
+      crawl,
+      deps(web, urls, Date.now() + 30_000, crawl),
+      (d) => decisions.push(d),
+    );
+    assert.equal(second.end.kind, 'drained');
+    assert.deepEqual(second.inflight, []);
+    assert.equal(web.requests.length, 5, 'nothing fetched twice');
+  });
+
+  it('hands the host back before the deadline, with the URLs it has not reached', async () => {
+    const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 20, latencyMs: 10 });
+    const urls = new MemoryHostUrls(Array.from({ length: 10 }, (_, i) => item(`/p/${i + 1}`)));
+    const crawl = config(300, 500);
+    const started = Date.now();
+    // Room for robots.txt and about three pages at 300 ms (each needs its 500 ms deadline + 1 s margin free).
+    const report = await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      deps(web, urls, started + 2_500, crawl),
+      () => {},
+    );
+    assert.equal(report.end.kind, 'hand-back');
+    assert.ok(report.end.kind === 'hand-back' && report.end.why === 'deadline');
+    assert.ok(Date.now() <= started + 2_500, 'no request outlived the deadline');
+    const pages = web.requests.filter((request) => request.path !== '/robots.txt').length;
+    assert.ok(pages >= 1 && pages < 10, `${pages} pages`);
+    assert.equal(report.inflight.length, pages);
+    assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= report.pace.nextAt - 1);
+    assertPolite(web, 300);
+  });
+
+  it('a failing URL is postponed on its item and the visit goes on with the others', async () => {
+    const failing: PageFetcher = {
+      async fetch(request: PageRequest): Promise<PageResponse> {
+        const response = await new SyntheticWeb({ hosts: 1, pagesPerHost: 4, latencyMs: 1 }).fetch(request);
+        return request.url.pathname === '/p/1'
+          ? { ...response, status: 503, statusText: 'Unavailable' }
+          : response;
+      },
+    };
+    const urls = new MemoryHostUrls([item('/p/1'), item('/p/2')]);
+    const decisions: VisitDecision[] = [];
+    const crawl = config(0);
+    const report = await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      deps(failing, urls, Date.now() + 30_000, crawl),
+      (d) => decisions.push(d),
+    );
+    assert.equal(urls.postponed.length, 1);
+    assert.equal(urls.postponed[0]?.attempts, 1);
+    assert.equal(decisions.length, 1, 'the other URL was fetched');
+    assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= urls.postponed[0]!.retryAt - 5_000);
+  });
+});

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { VisitPacer } from '../../lambdas/core/visit-pacer.ts';
+
+describe('VisitPacer: one host, paced in memory by the visit that owns it', () => {
+  it('hands out slots a gap apart, starting at the saved next time', async () => {
+    const pacer = new VisitPacer({ nextAt: 10_000 });
+    assert.equal(await pacer.reserve('c', 'h', 1_000, 5_000), 10_000);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, 5_000), 11_000);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, 20_000), 20_000, 'an idle host goes at once');
+    assert.deepEqual(pacer.state, { nextAt: 21_000 });
+  });
+
+  it('measures the gap from when a request really left: a late request pushes the next one back', async () => {
+    const pacer = new VisitPacer({ nextAt: 0 });
+    const slot = await pacer.reserve('c', 'h', 1_000, 1_000);
+    assert.equal(slot, 1_000);
+    pacer.sent(1_400, 1_000);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, 1_500), 2_400);
+    pacer.sent(2_400, 1_000);
+    assert.equal(pacer.state.nextAt, 3_400);
+  });
+
+  it('a Retry-After pause holds every later slot back and is kept for the host item', async () => {
+    const pacer = new VisitPacer({ nextAt: 0 });
+    await pacer.pushBack('c', 'h', 60_000);
+    assert.equal(await pacer.pausedUntil(), 60_000);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, 2_000), 60_000);
+    await pacer.pushBack('c', 'h', 30_000);
+    assert.equal(await pacer.pausedUntil(), 60_000, 'a shorter pause never shortens a longer one');
+    assert.deepEqual(pacer.state, { nextAt: 61_000, pausedUntil: 60_000 });
+  });
+});

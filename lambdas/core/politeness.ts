@@ -87,3 +87,15 @@ export function hostKey(url: URL | string): string {
   const parsed = typeof url === 'string' ? new URL(url) : url;
   return parsed.host;
 }
+
+/** The host partition of a result that has no URL to speak of (an invalid task). */
+export const NO_HOST = '-';
+
+/** The host whose partition holds a URL item: `hostKey(url)`, or NO_HOST for what is not a URL with a host. */
+export function frontierHost(url: string): string {
+  try {
+    return hostKey(url) || NO_HOST;
+  } catch {
+    return NO_HOST;
+  }
+}

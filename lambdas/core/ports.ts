@@ -99,13 +99,16 @@ export interface FrontierUrl {
   key: string;
   url: string;
   depth: number;
+  /** Redirect hops that led here (a redirect target keeps its page's depth and counts hops). */
+  redirects?: number;
+  /** Admitted as skipped (scope, depth, nofollow, page budget): never fetched; its result is on its way. */
+  held?: boolean;
 }
 
 export type ClaimResult =
   /**
-   * `attempts`: fetch attempts already made for this URL (by any copy of its task). `relink`: an
-   * earlier claim did not finish (its batch failed, or its holder crashed), so links it admitted may
-   * never have been sent: this fetch admits its links again past any seen-URL cache.
+   * `attempts`: fetch attempts already made for this URL. `relink`: an earlier fetch did not finish,
+   * so links it admitted may never have woken their hosts: admit them again past any seen-URL cache.
    */
   | { status: 'claimed'; attempts: number; relink: boolean }
   | { status: 'held'; leaseUntil: number }
@@ -113,33 +116,59 @@ export type ClaimResult =
 
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
-/** The fetch side of the frontier (docs/frontier.md). */
-export interface FrontierWriter {
+/**
+ * Admission to the frontier (docs/frontier.md): each URL item lives in its host's partition
+ * (`URLS#<crawlId>#<host>`), so a visit reads its host's URLs with one Query.
+ */
+export interface FrontierAdmission {
   /**
    * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
-   * earlier admissions still unfetched (not fresh: a retried batch re-sends their tasks, uncounted).
+   * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted).
    */
   admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
-  /**
-   * Fetch-once. `claimed`: this caller may fetch now. `held`: another live claim (or a postponed
-   * retry) holds it until `leaseUntil` (a redelivery after a crash waits for it). `done`: the URL
-   * already has its result.
-   */
-  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
-  /**
-   * Gives this caller's claim back, so the task can be claimed again at once. `unsentLinks`: the page
-   * was fetched and its links admitted but maybe not sent (a failed batch): the next claim relinks.
-   */
-  release(crawlId: string, key: string, unsentLinks?: boolean): Promise<void>;
-  /**
-   * Gives this caller's claim back for a retry at `retryAt` (epoch ms), recording the attempts made:
-   * until then the URL is held, so a duplicate of the task cannot start attempts of its own.
-   */
-  postpone(crawlId: string, key: string, attempts: number, retryAt: number): Promise<void>;
   /** Counts newly admitted URLs (one ADD per crawl per batch). */
   addQueued(crawlId: string, count: number): Promise<void>;
+}
+
+/**
+ * The per-URL decision's hold on its URL (fetch-task.ts). A visit owns its host, so its claims are
+ * always granted: host-visit.ts implements this over the URL items it read.
+ */
+export interface UrlClaims {
+  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
+  release(crawlId: string, key: string, unsentLinks?: boolean): Promise<void>;
+  /** A fetch to retry at `retryAt` (epoch ms), with the attempts made so far. */
+  postpone(crawlId: string, key: string, attempts: number, retryAt: number): Promise<void>;
+}
+
+/** A URL item of a host's partition, as a visit reads it. */
+export interface HostUrl {
+  key: string;
+  url: string;
+  depth: number;
+  /** `new`: to fetch; `held`: admitted as skipped, its result on its way; `done`: finalized. */
+  st: 'new' | 'held' | 'done';
+  /** The admitting page's key (`seed` for seeds). */
+  parent?: string;
+  redirects?: number;
+  /** Fetch attempts made so far, and when the next may start (a postponed retry). */
+  attempts?: number;
+  retryAt?: number;
+  /** When done: the winning result's outcome, bytes, requests and index part (the host's tally). */
+  outcome?: Outcome;
+  bytes?: number;
+  requests?: number;
+  part?: string;
+}
+
+/** A host's URL items (its partition). */
+export interface HostUrlStore {
+  /** Every URL item of the host, consistently read (done ones too: they clear `inflight` and make the tally). */
+  urls(crawlId: string, host: string): Promise<HostUrl[]>;
+  /** Records a fetch that will be retried: its attempts so far and when the next may start. */
+  postpone(crawlId: string, host: string, key: string, attempts: number, retryAt: number): Promise<void>;
 }
 
 /** Per-(crawl, host) request slots shared by every concurrent fetcher. */
@@ -192,14 +221,14 @@ export interface FrontierFinalizer {
   /** Marks the URL done with this result unless another result already did (see FinalizeOutcome). */
   finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome>;
   /** Points a done URL at another index part, if result `rid` is the one that won it. */
-  repoint(crawlId: string, key: string, rid: string, part: string): Promise<void>;
+  repoint(crawlId: string, url: string, key: string, rid: string, part: string): Promise<void>;
   addCounters(crawlId: string, deltas: CounterDeltas): Promise<CrawlCounters>;
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;
   /**
-   * Consistent Query over the crawl's URL items; if none is pending and `partsWritten` confirms that
-   * every index part a done URL points at exists, rewrites the counters from it and flips state
-   * running → complete (conditionally: true for exactly one caller). Otherwise reconciles the
-   * counters and returns complete: false.
+   * Completion, confirmed rather than guessed from the counters: when no host of the crawl is active
+   * (every host drained: docs/design/host-visits.md) and `partsWritten` confirms every index part the
+   * drained hosts' done URLs name, rewrites the counters from the summed `DONE#` tallies and flips
+   * state running → complete (conditionally: true for exactly one caller). Otherwise changes nothing.
    */
   confirmCompletion(
     crawlId: string,

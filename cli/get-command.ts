@@ -79,7 +79,7 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
       blobs,
       new FrontierUrlLookup(stack.clients.dynamodb, table),
       crawlId,
-      normalized.key,
+      normalized,
       {
         onFallback: (why) =>
           io.stderr.write(`note: ${normalized.url}: ${why}; scanning the whole index of crawl ${crawlId}\n`),

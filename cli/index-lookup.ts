@@ -9,8 +9,10 @@ import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { type BlobReader, findIndexLine, findLineInPart, type OnDamage } from './results-reader.ts';
 
 export interface UrlPartReader {
+  /** Where the line of normalized URL `url` (dedup key `key`) is: its URL item is in its host's partition. */
   indexPart(
     crawlId: string,
+    url: string,
     key: string,
   ): Promise<{ found: false } | { found: true; state: string | undefined; part: string | undefined }>;
 }
@@ -22,27 +24,27 @@ export interface IndexLookupReport {
   onDamage: OnDamage;
 }
 
-/** The index line of frontier key `key` (the first, as readers see it), or undefined. */
+/** The index line of normalized URL `page.url`, frontier key `page.key` (the first, as readers see it), or undefined. */
 export async function lookupIndexLine(
   blobs: BlobReader,
   frontier: UrlPartReader,
   crawlId: string,
-  key: string,
+  page: { url: string; key: string },
   report: IndexLookupReport,
 ): Promise<IndexLine | undefined> {
-  const pointed = await readPointedPart(blobs, frontier, crawlId, key);
+  const pointed = await readPointedPart(blobs, frontier, crawlId, page);
   if ('line' in pointed) return pointed.line;
   report.onFallback(pointed.fallback);
-  return findIndexLine(blobs, crawlId, key, { onDamage: report.onDamage });
+  return findIndexLine(blobs, crawlId, page.key, { onDamage: report.onDamage });
 }
 
 async function readPointedPart(
   blobs: BlobReader,
   frontier: UrlPartReader,
   crawlId: string,
-  key: string,
+  { url, key }: { url: string; key: string },
 ): Promise<{ line: IndexLine } | { fallback: string }> {
-  const pointer = await frontier.indexPart(crawlId, key);
+  const pointer = await frontier.indexPart(crawlId, url, key);
   if (!pointer.found) {
     return {
       fallback: 'the frontier has no item for this URL (expired, never admitted, or an unknown crawl)',

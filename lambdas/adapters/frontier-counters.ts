@@ -1,23 +1,17 @@
 /**
  * The crawl counters item (`CRAWL#<id>` / `COUNTERS`): page budget, queued/done/outcome counts and
- * completion (docs/frontier.md, "Counters and completion").
+ * completion (docs/frontier.md, "Counters and completion"; completion by drained hosts:
+ * docs/design/host-visits.md).
  */
-import {
-  type DynamoDBClient,
-  GetItemCommand,
-  QueryCommand,
-  type QueryCommandOutput,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
-import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import type { CounterDeltas, CrawlCounters } from '../core/ports.ts';
+import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { OUTCOMES } from '../core/outcome.ts';
+import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/ports.ts';
 import {
   ATTR,
   ConflictError,
   CRAWL_STATE,
   conflictPause,
   countersKey,
-  crawlPk,
   expiresAt,
   type Item,
   isConditionFailed,
@@ -29,25 +23,7 @@ import {
   type ResolvedOptions,
   retryThrottled,
   S,
-  str,
-  URL_SK_PREFIX,
-  URL_ST,
 } from './frontier-schema.ts';
-
-/** What one consistent Query over a crawl's URL items found. */
-export interface UrlTally {
-  /** URL items. */
-  total: number;
-  /** URL items not yet `done`. */
-  pending: number;
-  /** `done` URL items by outcome (every outcome present, 0 when none). */
-  byOutcome: Record<Outcome, number>;
-  /** Sums of the done URL items' `bytes` and `requests` (their winning results'). */
-  bytes: number;
-  requests: number;
-  /** The index parts the done URL items' lines are in. */
-  parts: Set<string>;
-}
 
 // Every write that may create the counters item marks the crawl running (unless it already has a
 // state) and keeps the item alive for the TTL after its last write.
@@ -60,12 +36,20 @@ export class FrontierCounters {
   private readonly adder: DynamoDBClient;
   private readonly table: string;
   private readonly options: ResolvedOptions;
+  /** The crawl's host items and drained-host tallies, for completion. */
+  private readonly hosts: Pick<HostVisits, 'anyActive' | 'doneTotals'>;
 
-  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
+  constructor(
+    dynamodb: DynamoDBClient,
+    table: string,
+    options: ResolvedOptions,
+    hosts: Pick<HostVisits, 'anyActive' | 'doneTotals'>,
+  ) {
     this.dynamodb = dynamodb;
     this.adder = options.singleAttemptClient ?? dynamodb;
     this.table = table;
     this.options = options;
+    this.hosts = hosts;
   }
 
   private startValues() {
@@ -212,148 +196,77 @@ export class FrontierCounters {
     return parseCounters(out.Attributes ?? {});
   }
 
-  /** One consistent, paginated Query over the crawl's URL items (projecting `st` and `outcome`). */
-  async tally(crawlId: string): Promise<UrlTally> {
-    const byOutcome = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
-    const tally: UrlTally = { total: 0, pending: 0, byOutcome, bytes: 0, requests: 0, parts: new Set() };
-    let startKey: Item | undefined;
-    do {
-      const page: QueryCommandOutput = await this.dynamodb.send(
-        new QueryCommand({
-          TableName: this.table,
-          ConsistentRead: true,
-          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-          ProjectionExpression: [ATTR.st, ATTR.outcome, ATTR.bytes, ATTR.requests, ATTR.part]
-            .map((attr) => `#${attr}`)
-            .join(', '),
-          ExpressionAttributeNames: names(
-            ATTR.pk,
-            ATTR.sk,
-            ATTR.st,
-            ATTR.outcome,
-            ATTR.bytes,
-            ATTR.requests,
-            ATTR.part,
-          ),
-          ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(URL_SK_PREFIX) },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        tally.total++;
-        if (str(item, ATTR.st) !== URL_ST.done) {
-          tally.pending++;
-          continue;
-        }
-        const outcome = str(item, ATTR.outcome);
-        if (outcome !== undefined && outcome in byOutcome) byOutcome[outcome as Outcome]++;
-        tally.bytes += num(item, ATTR.bytes) ?? 0;
-        tally.requests += num(item, ATTR.requests) ?? 0;
-        const part = str(item, ATTR.part);
-        if (part !== undefined) tally.parts.add(part);
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return tally;
-  }
-
   /**
-   * Completion, confirmed by a consistent Query (never guessed from the counters).
-   *
-   * Nothing pending (at least one URL item) and every index part the done items point at written
-   * (`partsWritten`: a URL can be done while its aggregate invocation has not yet written its line):
-   * the counters are rewritten from the Query (queued = done = URL items, `o_*` per outcome, bytes
-   * and requests summed) in the same conditional update that flips `state` running → complete, so
-   * exactly one caller gets `completedNow: true`. The counters' own ADDs may drift under retries and
-   * crashes; the completed crawl's numbers never do.
-   *
-   * Something pending: other functions are still writing, so absolute values from the Query would race
-   * with their ADDs (an item the Query saw whose ADD lands after our write would be counted twice,
-   * and `queued > done` at the end means completion is never checked again). The counters are
-   * corrected only by amounts the Query proves, in the direction that cannot stall completion:
-   * `queued` is lowered by what exceeds the URL items (read before the Query, so every ADD it
-   * holds belongs to an item the Query sees), and each `o_*` (and `done` with it) is raised to the
-   * Query's count of done items with that outcome.
+   * Completion, confirmed rather than guessed from the counters (docs/design/host-visits.md): the crawl
+   * is complete when no host of it is active (every `HOST#` item deleted by the visit that drained
+   * it) and every index part the drained hosts' done URLs name is written (`partsWritten`: a URL can
+   * be done while its aggregate invocation has not yet written its line). The counters are then
+   * rewritten from the summed `DONE#` tallies (queued = done = total, `o_*` per outcome, bytes and
+   * requests) in the same conditional update that flips `state` running → complete, so exactly one
+   * caller gets `completedNow: true`. The counters' own ADDs may drift under retries and crashes; the
+   * completed crawl's numbers never do. Otherwise nothing is written: the counters are returned as
+   * they are.
    */
   async confirmCompletion(
     crawlId: string,
     now: Date,
     partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
   ): Promise<{ completedNow: boolean; counters: CrawlCounters }> {
-    const before = await this.readItem(crawlId, [ATTR.queued]);
-    const tally = await this.tally(crawlId);
+    const notYet = async () => ({
+      completedNow: false,
+      counters: (await this.readCounters(crawlId)) ?? parseCounters({}),
+    });
+    if (await this.hosts.anyActive(crawlId)) return notYet();
+    const totals = await this.hosts.doneTotals(crawlId);
+    if (totals.total === 0 || !(await partsWritten(new Set(totals.parts)))) return notYet();
 
-    if (tally.total > 0 && tally.pending === 0 && (await partsWritten(tally.parts))) {
-      const outcomeNames = OUTCOMES.map(outcomeAttr);
-      const outcomeValues: Item = {};
-      for (const outcome of OUTCOMES) outcomeValues[`:${outcomeAttr(outcome)}`] = N(tally.byOutcome[outcome]);
-      try {
-        const out = await this.dynamodb.send(
-          new UpdateItemCommand({
-            TableName: this.table,
-            Key: countersKey(crawlId),
-            UpdateExpression: [
-              `SET #${ATTR.queued} = :total, #${ATTR.done} = :total`,
-              `#${ATTR.bytes} = :bytes, #${ATTR.requests} = :requests`,
-              ...outcomeNames.map((attr) => `#${attr} = :${attr}`),
-              `#${ATTR.state} = :complete, #${ATTR.endedAt} = :endedAt`,
-              `#${ATTR.startedAt} = if_not_exists(#${ATTR.startedAt}, :endedAt)`,
-              `#${ATTR.expiresAt} = :expiresAt`,
-            ].join(', '),
-            ConditionExpression: `attribute_not_exists(#${ATTR.state}) OR #${ATTR.state} = :running`,
-            ExpressionAttributeNames: names(
-              ATTR.queued,
-              ATTR.done,
-              ATTR.bytes,
-              ATTR.requests,
-              ATTR.state,
-              ATTR.endedAt,
-              ATTR.startedAt,
-              ATTR.expiresAt,
-              ...outcomeNames,
-            ),
-            ExpressionAttributeValues: {
-              ':total': N(tally.total),
-              ':bytes': N(tally.bytes),
-              ':requests': N(tally.requests),
-              ':complete': S(CRAWL_STATE.complete),
-              ':running': S(CRAWL_STATE.running),
-              ':endedAt': S(now.toISOString()),
-              ':expiresAt': expiresAt(this.options),
-              ...outcomeValues,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return { completedNow: true, counters: parseCounters(out.Attributes ?? {}) };
-      } catch (err) {
-        if (!isConditionFailed(err)) throw err;
-        // Someone else completed it first (or the crawl was cancelled).
-        const counters = await this.readCounters(crawlId);
-        return { completedNow: false, counters: counters ?? parseCounters({}) };
-      }
+    const outcomeNames = OUTCOMES.map(outcomeAttr);
+    const outcomeValues: Item = {};
+    for (const outcome of OUTCOMES)
+      outcomeValues[`:${outcomeAttr(outcome)}`] = N(totals.byOutcome[outcome] ?? 0);
+    try {
+      const out = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: countersKey(crawlId),
+          UpdateExpression: [
+            `SET #${ATTR.queued} = :total, #${ATTR.done} = :total`,
+            `#${ATTR.bytes} = :bytes, #${ATTR.requests} = :requests`,
+            ...outcomeNames.map((attr) => `#${attr} = :${attr}`),
+            `#${ATTR.state} = :complete, #${ATTR.endedAt} = :endedAt`,
+            `#${ATTR.startedAt} = if_not_exists(#${ATTR.startedAt}, :endedAt)`,
+            `#${ATTR.expiresAt} = :expiresAt`,
+          ].join(', '),
+          ConditionExpression: `attribute_not_exists(#${ATTR.state}) OR #${ATTR.state} = :running`,
+          ExpressionAttributeNames: names(
+            ATTR.queued,
+            ATTR.done,
+            ATTR.bytes,
+            ATTR.requests,
+            ATTR.state,
+            ATTR.endedAt,
+            ATTR.startedAt,
+            ATTR.expiresAt,
+            ...outcomeNames,
+          ),
+          ExpressionAttributeValues: {
+            ':total': N(totals.total),
+            ':bytes': N(totals.bytes),
+            ':requests': N(totals.requests),
+            ':complete': S(CRAWL_STATE.complete),
+            ':running': S(CRAWL_STATE.running),
+            ':endedAt': S(now.toISOString()),
+            ':expiresAt': expiresAt(this.options),
+            ...outcomeValues,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { completedNow: true, counters: parseCounters(out.Attributes ?? {}) };
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      // Someone else completed it first (or the crawl was cancelled).
+      return notYet();
     }
-
-    const after = await this.readItem(crawlId);
-    const state = str(after, ATTR.state);
-    // A finished (complete or cancelled) crawl's counters are final.
-    if (state !== undefined && state !== CRAWL_STATE.running) {
-      return { completedNow: false, counters: parseCounters(after ?? {}) };
-    }
-    const adds: Array<[string, number]> = [];
-    const queuedBefore = num(before, ATTR.queued) ?? 0;
-    if (queuedBefore > tally.total) adds.push([ATTR.queued, tally.total - queuedBefore]);
-    let doneRaise = 0;
-    for (const outcome of OUTCOMES) {
-      const attr = outcomeAttr(outcome);
-      const raise = tally.byOutcome[outcome] - (num(after, attr) ?? 0);
-      if (raise > 0) {
-        adds.push([attr, raise]);
-        doneRaise += raise;
-      }
-    }
-    if (doneRaise > 0) adds.push([ATTR.done, doneRaise]);
-    if (adds.length === 0) return { completedNow: false, counters: parseCounters(after ?? {}) };
-    return { completedNow: false, counters: await this.update(crawlId, `SET ${START}`, adds) };
   }
 }

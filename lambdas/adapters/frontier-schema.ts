@@ -20,11 +20,14 @@ export const ATTR = {
   depth: 'depth',
   st: 'st',
   parent: 'parent',
+  // redirect hops that led to the URL (absent: none)
+  redirects: 'redirects',
+  // leases of robots and host items
   lease: 'lease',
-  // fetch attempts made so far (set when a fetch is postponed for a retry)
+  // fetch attempts made so far, and when the next may start (set when a fetch is postponed for a
+  // retry; retryAt is also the robots item's retry time)
   attempts: 'att',
-  // set when a failed batch gave the claim back after admitting the page's links (maybe unsent)
-  relink: 'relink',
+  retryAt: 'retryAt',
   outcome: 'outcome',
   // the winning result's id and the index part its line is in (set by finalize)
   rid: 'rid',
@@ -40,16 +43,14 @@ export const ATTR = {
   state: 'state',
   startedAt: 'startedAt',
   endedAt: 'endedAt',
-  // host slots
+  // a host's pace (host items and DONE items)
   next: 'next',
   pausedUntil: 'pausedUntil',
-  delayMs: 'delayMs',
   // robots
   policy: 'policy',
   policyGz: 'policyGz',
   policyOversized: 'policyOversized',
   fetchedAt: 'fetchedAt',
-  retryAt: 'retryAt',
   failures: 'failures',
   // host items of visits (docs/design/host-visits.md): admissions so far, the visit holding the
   // lease, when the last visit message sent is due and who claimed sending it, URLs awaiting results
@@ -68,20 +69,27 @@ export type AttrName = (typeof ATTR)[keyof typeof ATTR];
 /** `o_<outcome>`: the per-outcome counters on the counters item. */
 export const outcomeAttr = (outcome: Outcome): string => `o_${outcome}`;
 
-/** `st` of URL items. */
-export const URL_ST = { new: 'new', fetching: 'fetching', done: 'done' } as const;
+/** `st` of URL items: to fetch, admitted as skipped (its result on its way), finalized. */
+export const URL_ST = { new: 'new', held: 'held', done: 'done' } as const;
 /** `st` of robots items. */
 export const ROBOTS_ST = { fetching: 'fetching', ready: 'ready', unavailable: 'unavailable' } as const;
 /** `state` of the counters item. */
 export const CRAWL_STATE = { running: 'running', complete: 'complete', cancelled: 'cancelled' } as const;
 
-export const URL_SK_PREFIX = 'URL#';
-
 export const crawlPk = (crawlId: string): string => `CRAWL#${crawlId}`;
 
+/**
+ * The partition of a host's URL items: `URLS#<crawlId>#<host>` (host: core/politeness.ts
+ * `frontierHost`). Crawl ids have no `#`, so `URLS#<crawlId>#` prefixes exactly the crawl's partitions.
+ */
+export const urlsPk = (crawlId: string, host: string): string => `URLS#${crawlId}#${host}`;
+
 const key = (crawlId: string, sk: string): Item => ({ pk: { S: crawlPk(crawlId) }, sk: { S: sk } });
-export const urlKey = (crawlId: string, urlKeyHex: string): Item =>
-  key(crawlId, `${URL_SK_PREFIX}${urlKeyHex}`);
+/** A URL item: in its host's partition, sort key the URL's dedup key (64 hex). */
+export const urlKey = (crawlId: string, host: string, urlKeyHex: string): Item => ({
+  pk: { S: urlsPk(crawlId, host) },
+  sk: { S: urlKeyHex },
+});
 export const countersKey = (crawlId: string): Item => key(crawlId, 'COUNTERS');
 export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `HOST#${host}`);
 export const robotsKey = (crawlId: string, origin: string): Item => key(crawlId, `ROBOTS#${origin}`);
@@ -127,7 +135,7 @@ export interface FrontierStoreOptions {
   ttlSeconds?: number;
   /** Conditional puts in flight at once per `admit` call. Default 16. */
   admitConcurrency?: number;
-  /** Attempts of an optimistic update (page budget, host slot) before giving up with an error. Default 100. */
+  /** Attempts of an optimistic update (the page budget) before giving up with an error. Default 100. */
   maxConflictAttempts?: number;
   /** A `ready` robots entry older than this may be claimed again (RFC 9309: cache at most 24 h). Default 24 h. */
   robotsMaxAgeMs?: number;

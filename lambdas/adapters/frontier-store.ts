@@ -1,25 +1,32 @@
 /**
- * The FrontierTable adapter (docs/frontier.md). `createFrontierStore` returns one object that is the
- * FrontierWriter, the HostSlots and the FrontierFinalizer; the RobotsStore is its `robots` property,
- * because FrontierWriter and RobotsStore both name a method `claim`.
+ * The FrontierTable adapter (docs/frontier.md, docs/design/host-visits.md). `createFrontierStore`
+ * returns one object that is the FrontierAdmission, the HostUrlStore (a host's URL items), the
+ * HostVisits (host items, drained-host tallies) and the FrontierFinalizer; the RobotsStore is its
+ * `robots` property, because RobotsStore and HostVisits have methods of other meanings.
  *
  * Item layout and attribute names: frontier-schema.ts. No transactions (dynalite has none): every
  * decision is one conditional write on one item.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { FrontierFinalizer, FrontierWriter, HostSlots, RobotsStore } from '../core/ports.ts';
+import type {
+  FrontierAdmission,
+  FrontierFinalizer,
+  HostUrlStore,
+  HostVisits,
+  RobotsStore,
+} from '../core/ports.ts';
 import { FrontierCounters } from './frontier-counters.ts';
-import { FrontierHostSlots } from './frontier-host-slots.ts';
+import { FrontierHosts } from './frontier-hosts.ts';
 import { FrontierRobots } from './frontier-robots.ts';
 import { type FrontierStoreOptions, resolveOptions } from './frontier-schema.ts';
 import { FrontierUrls } from './frontier-urls.ts';
 
-export type { UrlTally } from './frontier-counters.ts';
+export { LeaseLostError, VISIT_GRACE_MS } from './frontier-hosts.ts';
 export { INLINE_POLICY_MAX_BYTES, OVERSIZED_POLICY_JSON } from './frontier-robots.ts';
 export { ConflictError, DEFAULT_TTL_SECONDS, type FrontierStoreOptions } from './frontier-schema.ts';
 
-export interface FrontierStore extends FrontierWriter, HostSlots, FrontierFinalizer {
-  /** The shared robots.txt cache (a property: its `claim` is not the URL claim). */
+export interface FrontierStore extends FrontierAdmission, HostUrlStore, HostVisits, FrontierFinalizer {
+  /** The shared robots.txt cache (a property: its `claim` and `read` are its own). */
   robots: RobotsStore;
 }
 
@@ -29,24 +36,31 @@ export function createFrontierStore(
   options?: FrontierStoreOptions,
 ): FrontierStore {
   const resolved = resolveOptions(options);
-  const counters = new FrontierCounters(dynamodb, table, resolved);
-  const urls = new FrontierUrls(dynamodb, table, resolved, counters);
-  const slots = new FrontierHostSlots(dynamodb, table, resolved);
+  const hosts = new FrontierHosts(dynamodb, table, resolved);
+  const counters = new FrontierCounters(dynamodb, table, resolved, hosts);
+  const urls = new FrontierUrls(dynamodb, table, resolved);
   return {
-    // FrontierWriter
+    // FrontierAdmission
     admit: (crawlId, parentKey, candidates) => urls.admit(crawlId, parentKey, candidates),
     reservePages: (crawlId, wanted, maxPages) => counters.reservePages(crawlId, wanted, maxPages),
-    claim: (crawlId, url, leaseMs, now) => urls.claim(crawlId, url, leaseMs, now),
-    release: (crawlId, key, unsentLinks) => urls.release(crawlId, key, unsentLinks),
-    postpone: (crawlId, key, attempts, retryAt) => urls.postpone(crawlId, key, attempts, retryAt),
+    promote: (crawlId, candidates) => urls.promote(crawlId, candidates),
     addQueued: (crawlId, count) => counters.addQueued(crawlId, count),
-    // HostSlots
-    reserve: (crawlId, host, delayMs, now) => slots.reserve(crawlId, host, delayMs, now),
-    pushBack: (crawlId, host, notBefore) => slots.pushBack(crawlId, host, notBefore),
-    pausedUntil: (crawlId, host) => slots.pausedUntil(crawlId, host),
+    // HostUrlStore
+    urls: (crawlId, host) => urls.urls(crawlId, host),
+    postpone: (crawlId, host, key, attempts, retryAt) => urls.postpone(crawlId, host, key, attempts, retryAt),
+    // HostVisits
+    wake: (crawlId, host, now) => hosts.wake(crawlId, host, now),
+    acquire: (crawlId, host, holder, leaseUntil, now) =>
+      hosts.acquire(crawlId, host, holder, leaseUntil, now),
+    checkpoint: (crawlId, host, holder, state) => hosts.checkpoint(crawlId, host, holder, state),
+    release: (crawlId, host, holder, state) => hosts.release(crawlId, host, holder, state),
+    drain: (crawlId, host, holder, wakeSeen, tally, pace) =>
+      hosts.drain(crawlId, host, holder, wakeSeen, tally, pace),
+    anyActive: (crawlId) => hosts.anyActive(crawlId),
+    doneTotals: (crawlId) => hosts.doneTotals(crawlId),
     // FrontierFinalizer
     finalize: (crawlId, entry) => urls.finalize(crawlId, entry),
-    repoint: (crawlId, key, rid, part) => urls.repoint(crawlId, key, rid, part),
+    repoint: (crawlId, url, key, rid, part) => urls.repoint(crawlId, url, key, rid, part),
     addCounters: (crawlId, deltas) => counters.addCounters(crawlId, deltas),
     readCounters: (crawlId) => counters.readCounters(crawlId),
     confirmCompletion: (crawlId, now, partsWritten) => counters.confirmCompletion(crawlId, now, partsWritten),

@@ -1,10 +1,11 @@
 /**
  * Read-only: where a finished URL's results index line is. The aggregate function records on each
- * URL item (`CRAWL#<crawlId>` / `URL#<key>`) the S3 key of the index part it wrote the line to
+ * URL item (`URLS#<crawlId>#<host>` / `<key>`) the S3 key of the index part it wrote the line to
  * (`part`, set by finalize: docs/frontier.md), so one GetItem and one GET of that part find a line
  * that a scan of the whole index would take every part to find.
  */
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { frontierHost } from '../core/politeness.ts';
 import { ATTR, names, str, urlKey } from './frontier-schema.ts';
 
 export type UrlIndexPointer =
@@ -23,14 +24,15 @@ export class FrontierUrlLookup {
   }
 
   /**
-   * The URL item's state and index part. Eventually consistent (half the cost): a URL finalized a
-   * moment ago may read without its part, which only costs the caller its fallback.
+   * The state and index part of the item of normalized URL `url` (dedup key `key`), found in its
+   * host's partition. Eventually consistent (half the cost): a URL finalized a moment ago may read
+   * without its part, which only costs the caller its fallback.
    */
-  async indexPart(crawlId: string, key: string): Promise<UrlIndexPointer> {
+  async indexPart(crawlId: string, url: string, key: string): Promise<UrlIndexPointer> {
     const { Item } = await this.dynamodb.send(
       new GetItemCommand({
         TableName: this.table,
-        Key: urlKey(crawlId, key),
+        Key: urlKey(crawlId, frontierHost(url), key),
         ProjectionExpression: `#${ATTR.st}, #${ATTR.part}`,
         ExpressionAttributeNames: names(ATTR.st, ATTR.part),
       }),

@@ -1,20 +1,28 @@
 /**
- * URL items (`CRAWL#<id>` / `URL#<key>`): admission (dedup), fetch-once claims and finalization
- * (docs/frontier.md, "A URL's life"). Every decision is one conditional write on one item.
+ * URL items, in their hosts' partitions (`URLS#<crawlId>#<host>` / `<key>`): admission (dedup), a
+ * host's URLs as a visit reads them, postponed retries, and finalization (docs/frontier.md, "A URL's
+ * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
 import {
   BatchGetItemCommand,
   type DynamoDBClient,
-  GetItemCommand,
-  PutItemCommand,
+  QueryCommand,
+  type QueryCommandOutput,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AdmittedUrl, ClaimResult, FinalizeEntry, FinalizeOutcome, FrontierUrl } from '../core/ports.ts';
+import { OUTCOMES, type Outcome } from '../core/outcome.ts';
+import { frontierHost } from '../core/politeness.ts';
+import type {
+  AdmittedUrl,
+  FinalizeEntry,
+  FinalizeOutcome,
+  FrontierUrl,
+  HostUrl,
+  HostUrlStore,
+} from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
-import type { FrontierCounters } from './frontier-counters.ts';
 import {
   ATTR,
-  ConflictError,
   expiresAt,
   type Item,
   isConditionFailed,
@@ -24,36 +32,81 @@ import {
   type ResolvedOptions,
   S,
   str,
-  URL_SK_PREFIX,
   URL_ST,
   urlKey,
+  urlsPk,
 } from './frontier-schema.ts';
 
 /** BatchGetItem reads at most 100 keys a call. */
 const BATCH_GET_KEYS = 100;
 
-/** Leases of claims this instance made, kept so `release` gives back only its own (bounded). */
-const MAX_REMEMBERED_LEASES = 10_000;
+/** What `urls` reads of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
+const HOST_URL_ATTRS = [
+  ATTR.sk,
+  ATTR.url,
+  ATTR.depth,
+  ATTR.st,
+  ATTR.parent,
+  ATTR.redirects,
+  ATTR.attempts,
+  ATTR.retryAt,
+  ATTR.outcome,
+  ATTR.bytes,
+  ATTR.requests,
+  ATTR.part,
+];
 
-export class FrontierUrls {
+const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
+
+const stOf = (candidate: FrontierUrl): string => (candidate.held ? URL_ST.held : URL_ST.new);
+
+/** A URL item as a visit reads it (absent attributes are left out). */
+function hostUrl(item: Item): HostUrl {
+  const st = str(item, ATTR.st);
+  const url: HostUrl = {
+    key: str(item, ATTR.sk) ?? '',
+    url: str(item, ATTR.url) ?? '',
+    depth: num(item, ATTR.depth) ?? 0,
+    st: st === URL_ST.done || st === URL_ST.held ? st : URL_ST.new,
+  };
+  const parent = str(item, ATTR.parent);
+  if (parent !== undefined) url.parent = parent;
+  const redirects = num(item, ATTR.redirects);
+  if (redirects !== undefined) url.redirects = redirects;
+  const attempts = num(item, ATTR.attempts);
+  if (attempts !== undefined) url.attempts = attempts;
+  const retryAt = num(item, ATTR.retryAt);
+  if (retryAt !== undefined) url.retryAt = retryAt;
+  const outcome = str(item, ATTR.outcome);
+  if (outcome !== undefined && OUTCOME_SET.has(outcome)) url.outcome = outcome as Outcome;
+  const bytes = num(item, ATTR.bytes);
+  if (bytes !== undefined) url.bytes = bytes;
+  const requests = num(item, ATTR.requests);
+  if (requests !== undefined) url.requests = requests;
+  const part = str(item, ATTR.part);
+  if (part !== undefined) url.part = part;
+  return url;
+}
+
+export class FrontierUrls implements HostUrlStore {
   private readonly dynamodb: DynamoDBClient;
   private readonly table: string;
   private readonly options: ResolvedOptions;
-  private readonly counters: FrontierCounters;
-  private readonly leases = new Map<string, number>();
 
-  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions, counters: FrontierCounters) {
+  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
     this.dynamodb = dynamodb;
     this.table = table;
     this.options = options;
-    this.counters = counters;
   }
 
   /**
-   * One conditional PutItem per candidate (duplicate keys in one call are tried once), at most
-   * `admitConcurrency` in flight. Returns, in input order, the candidates that are new to the crawl or
-   * are this parent's own earlier admissions still `new` (a retried batch re-sends them). Any error
-   * other than a failed condition is thrown once the puts in flight have settled.
+   * One conditional write per candidate (duplicate keys in one call are tried once), each in its
+   * host's partition, at most `admitConcurrency` in flight. A `held` candidate (admitted as skipped,
+   * or awaiting the page budget) is created with `st = held`, any other with `st = new`. Returns, in
+   * input order, the candidates that are new to the crawl (`fresh`) or are this parent's own earlier
+   * admissions not yet attempted (`st` new or held, no attempts: a retried batch wakes their hosts
+   * again; the item is left as it is). Any error other than a failed condition is thrown once the
+   * writes in flight have settled.
    */
   async admit(
     crawlId: string,
@@ -76,44 +129,40 @@ export class FrontierUrls {
     const toPut: number[] = [];
     for (const [index, candidate] of unique.entries()) {
       const item = existing.get(candidate.key);
-      if (item === undefined) toPut.push(index);
-      else if (
-        str(item, ATTR.st) === URL_ST.new &&
+      if (item === undefined) {
+        toPut.push(index);
+        continue;
+      }
+      // This parent's own earlier admission, not attempted yet: admitted again, unchanged (a `new`
+      // item, promoted by the page budget, stays `new` even when the candidate comes `held` again).
+      const st = str(item, ATTR.st);
+      if (
+        (st === URL_ST.new || st === URL_ST.held) &&
         str(item, ATTR.parent) === parentKey &&
         num(item, ATTR.attempts) === undefined
       )
         admitted[index] = 'again';
     }
-    let next = 0;
-    let failure: { error: unknown } | undefined;
-    const worker = async () => {
-      while (failure === undefined && next < toPut.length) {
-        const index = toPut[next++]!;
-        const candidate = unique[index];
-        if (candidate === undefined) continue;
-        try {
-          // Repeating a put is safe: if the first took effect, the repeat is this parent's re-admission.
-          admitted[index] = await retryStep(() => this.put(crawlId, parentKey, candidate));
-        } catch (error) {
-          failure ??= { error };
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.admitConcurrency, toPut.length) }, worker));
-    if (failure !== undefined) throw failure.error;
+    await this.inParallel(toPut, async (index) => {
+      const candidate = unique[index];
+      if (candidate === undefined) return;
+      // Repeating a write is safe: if the first took effect, the repeat is this parent's re-admission.
+      admitted[index] = await retryStep(() => this.put(crawlId, parentKey, candidate));
+    });
     return unique.flatMap((candidate, index) => {
       const state = admitted[index];
       return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
     });
   }
 
-  /** The URL items that exist among `urls` (eventually consistent BatchGetItem, 100 keys a call). */
+  /** The URL items that exist among `urls`, by key (eventually consistent BatchGetItem, 100 keys a call). */
   private async readExisting(crawlId: string, urls: readonly FrontierUrl[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
+    const projected = [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts];
     for (let start = 0; start < urls.length; start += BATCH_GET_KEYS) {
       let keys: Item[] | undefined = urls
         .slice(start, start + BATCH_GET_KEYS)
-        .map((url) => urlKey(crawlId, url.key));
+        .map((url) => urlKey(crawlId, frontierHost(url.url), url.key));
       // Keys DynamoDB leaves unprocessed (throttling) are read once more, then simply put.
       for (let round = 0; round < 2 && keys && keys.length > 0; round++) {
         const request: Item[] = keys;
@@ -123,18 +172,17 @@ export class FrontierUrls {
               RequestItems: {
                 [this.table]: {
                   Keys: request,
-                  ProjectionExpression: [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts]
-                    .map((a) => `#${a}`)
-                    .join(', '),
-                  ExpressionAttributeNames: names(ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts),
+                  ProjectionExpression: projected.map((a) => `#${a}`).join(', '),
+                  ExpressionAttributeNames: names(...projected),
                 },
               },
             }),
           ),
         );
+        // A key names one URL, and a URL one host: the sort key alone identifies the item.
         for (const item of out.Responses?.[this.table] ?? []) {
           const sk = str(item, ATTR.sk);
-          if (sk !== undefined) found.set(sk.slice(URL_SK_PREFIX.length), item);
+          if (sk !== undefined) found.set(sk, item);
         }
         keys = out.UnprocessedKeys?.[this.table]?.Keys;
       }
@@ -142,28 +190,41 @@ export class FrontierUrls {
     return found;
   }
 
-  /** 'fresh' when the item did not exist (count it as queued), 'again' for this parent's own re-admission. */
+  /**
+   * 'fresh' when the item did not exist (count it as queued), 'again' for this parent's own
+   * re-admission, which changes nothing: an update rather than a put, so `st` is set only on creation.
+   */
   private async put(
     crawlId: string,
     parentKey: string,
     candidate: FrontierUrl,
   ): Promise<'fresh' | 'again' | false> {
+    const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.expiresAt];
+    const values: Item = {
+      ':url': S(candidate.url),
+      ':depth': N(candidate.depth),
+      ':parent': S(parentKey),
+      ':expiresAt': expiresAt(this.options),
+    };
+    if (candidate.redirects !== undefined) {
+      attrs.push(ATTR.redirects);
+      values[':redirects'] = N(candidate.redirects);
+    }
     try {
       const previous = await this.dynamodb.send(
-        new PutItemCommand({
+        new UpdateItemCommand({
           TableName: this.table,
-          Item: {
-            ...urlKey(crawlId, candidate.key),
-            [ATTR.url]: S(candidate.url),
-            [ATTR.depth]: N(candidate.depth),
-            [ATTR.st]: S(URL_ST.new),
-            [ATTR.parent]: S(parentKey),
-            [ATTR.expiresAt]: expiresAt(this.options),
+          Key: urlKey(crawlId, frontierHost(candidate.url), candidate.key),
+          UpdateExpression: `SET ${attrs.map((attr) => `#${attr} = :${attr}`).join(', ')}, #${ATTR.st} = if_not_exists(#${ATTR.st}, :st)`,
+          // A re-admission never touches an item that has had a fetch attempt (its attempts count).
+          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR ((#${ATTR.st} = :new OR #${ATTR.st} = :held) AND #${ATTR.parent} = :parent AND attribute_not_exists(#${ATTR.attempts}))`,
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.st, ATTR.attempts, ...attrs),
+          ExpressionAttributeValues: {
+            ...values,
+            ':st': S(stOf(candidate)),
+            ':new': S(URL_ST.new),
+            ':held': S(URL_ST.held),
           },
-          // A re-admission never replaces an item that has had a fetch attempt (its attempts count).
-          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR (#${ATTR.st} = :new AND #${ATTR.parent} = :me AND attribute_not_exists(#${ATTR.attempts}))`,
-          ExpressionAttributeNames: names(ATTR.pk, ATTR.st, ATTR.parent, ATTR.attempts),
-          ExpressionAttributeValues: { ':new': S(URL_ST.new), ':me': S(parentKey) },
           ReturnValues: 'ALL_OLD',
         }),
       );
@@ -175,122 +236,32 @@ export class FrontierUrls {
   }
 
   /**
-   * Fetch-once: `st = fetching` with a lease, if the URL is unknown (the item is created, and
-   * counted as queued) or not done and without a live lease (new, released, its holder's lease run
-   * out, or a postponed retry whose time has come). Otherwise says why not: `done`, or `held` until
-   * the live lease (or retry time) runs out. `attempts`: fetch attempts made before this claim.
+   * Makes `held` URLs fetchable (`st = new`): the ones a page budget granted. One conditional update
+   * each, at most `admitConcurrency` in flight; an item that is not `held` (promoted already, done, or
+   * gone) is left as it is.
    */
-  async claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult> {
-    const lease = now + leaseMs;
-    for (let attempt = 0; attempt < this.options.maxConflictAttempts; attempt++) {
-      let current: Item | undefined;
-      try {
-        const out = await this.dynamodb.send(
-          new UpdateItemCommand({
-            TableName: this.table,
-            Key: urlKey(crawlId, url.key),
-            UpdateExpression: [
-              `SET #${ATTR.st} = :fetching, #${ATTR.lease} = :lease`,
-              `#${ATTR.url} = if_not_exists(#${ATTR.url}, :url)`,
-              `#${ATTR.depth} = if_not_exists(#${ATTR.depth}, :depth)`,
-              `#${ATTR.expiresAt} = :expiresAt`,
-            ].join(', '),
-            ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR (#${ATTR.st} <> :done AND (attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now))`,
-            ExpressionAttributeNames: names(
-              ATTR.pk,
-              ATTR.st,
-              ATTR.lease,
-              ATTR.url,
-              ATTR.depth,
-              ATTR.expiresAt,
-            ),
-            ExpressionAttributeValues: {
-              ':fetching': S(URL_ST.fetching),
-              ':done': S(URL_ST.done),
-              ':lease': N(lease),
-              ':now': N(now),
-              ':url': S(url.url),
-              ':depth': N(url.depth),
-              ':expiresAt': expiresAt(this.options),
-            },
-            ReturnValues: 'ALL_OLD',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        );
-        this.remember(crawlId, url.key, lease);
-        // A bare URL sent to the queue was never admitted, so nobody counted it. If this ADD is lost
-        // (crash), queued runs low, which only makes the completion check run early; it is then exact.
-        if (out.Attributes === undefined) await this.counters.addQueued(crawlId, 1);
-        const before = out.Attributes;
-        return {
-          status: 'claimed',
-          attempts: num(before, ATTR.attempts) ?? 0,
-          // Taken over from a holder whose lease ran out, or given back by a failed batch.
-          relink: str(before, ATTR.st) === URL_ST.fetching || before?.[ATTR.relink] !== undefined,
-        };
-      } catch (err) {
-        if (!isConditionFailed(err)) throw err;
-        // AWS returns the item that failed the condition; emulators may not, then read it.
-        current = err.Item ?? (await this.readUrl(crawlId, url.key));
-      }
-      const st = str(current, ATTR.st);
-      if (st === URL_ST.done) return { status: 'done' };
-      const held = num(current, ATTR.lease);
-      if (held !== undefined && held >= now) return { status: 'held', leaseUntil: held };
-      // Released, expired or gone between the write and the read: try again.
-    }
-    throw new ConflictError(`claim(${crawlId}, ${url.key})`, this.options.maxConflictAttempts);
-  }
-
-  private async readUrl(crawlId: string, key: string): Promise<Item | undefined> {
-    const out = await this.dynamodb.send(
-      new GetItemCommand({
-        TableName: this.table,
-        Key: urlKey(crawlId, key),
-        ConsistentRead: true,
-        ProjectionExpression: `#${ATTR.st}, #${ATTR.lease}, #${ATTR.attempts}`,
-        ExpressionAttributeNames: names(ATTR.st, ATTR.lease, ATTR.attempts),
-      }),
+  async promote(crawlId: string, urls: readonly FrontierUrl[]): Promise<void> {
+    const unique = [...new Map(urls.map((url) => [url.key, url])).values()];
+    await this.inParallel(
+      unique.map((_, index) => index),
+      async (index) => {
+        const url = unique[index];
+        if (url === undefined) return;
+        await retryStep(() => this.promoteOne(crawlId, url));
+      },
     );
-    return out.Item;
   }
 
-  private remember(crawlId: string, key: string, lease: number): void {
-    const id = `${crawlId}\n${key}`;
-    this.leases.delete(id);
-    this.leases.set(id, lease);
-    if (this.leases.size > MAX_REMEMBERED_LEASES) {
-      const oldest = this.leases.keys().next().value;
-      if (oldest !== undefined) this.leases.delete(oldest);
-    }
-  }
-
-  /**
-   * Gives this instance's claim back (`st = new`, no lease) so the task can be claimed again at
-   * once (a politeness deferral, a failed batch). Only while its own lease is the one on the item:
-   * after a lease ran out and another fetcher took over, that one keeps it.
-   */
-  async release(crawlId: string, key: string, unsentLinks = false): Promise<void> {
-    const id = `${crawlId}\n${key}`;
-    const lease = this.leases.get(id);
-    if (lease === undefined) return;
-    this.leases.delete(id);
+  private async promoteOne(crawlId: string, url: FrontierUrl): Promise<void> {
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: urlKey(crawlId, key),
-          UpdateExpression: unsentLinks
-            ? `SET #${ATTR.st} = :new, #${ATTR.relink} = :true REMOVE #${ATTR.lease}`
-            : `SET #${ATTR.st} = :new REMOVE #${ATTR.lease}`,
-          ConditionExpression: `#${ATTR.st} = :fetching AND #${ATTR.lease} = :lease`,
-          ExpressionAttributeNames: names(ATTR.st, ATTR.lease, ...(unsentLinks ? [ATTR.relink] : [])),
-          ExpressionAttributeValues: {
-            ':new': S(URL_ST.new),
-            ':fetching': S(URL_ST.fetching),
-            ':lease': N(lease),
-            ...(unsentLinks ? { ':true': { BOOL: true } } : {}),
-          },
+          Key: urlKey(crawlId, frontierHost(url.url), url.key),
+          UpdateExpression: `SET #${ATTR.st} = :new`,
+          ConditionExpression: `#${ATTR.st} = :held`,
+          ExpressionAttributeNames: names(ATTR.st),
+          ExpressionAttributeValues: { ':new': S(URL_ST.new), ':held': S(URL_ST.held) },
         }),
       );
     } catch (err) {
@@ -299,30 +270,80 @@ export class FrontierUrls {
   }
 
   /**
-   * A fetch that will be retried: the claim is given back with the attempts made so far and a lease
-   * until `retryAt`, so no other copy of the task (a duplicate delivery) starts an attempt of its
-   * own during the backoff, and whoever fetches next counts on from `attempts`. Only this
-   * instance's own live claim is postponed.
+   * Runs `step` for each of `indexes`, at most `admitConcurrency` at once. The first error stops new
+   * steps and is thrown once the steps in flight have settled.
    */
-  async postpone(crawlId: string, key: string, attempts: number, retryAt: number): Promise<void> {
-    const id = `${crawlId}\n${key}`;
-    const lease = this.leases.get(id);
-    if (lease === undefined) return;
-    this.leases.delete(id);
+  private async inParallel(
+    indexes: readonly number[],
+    step: (index: number) => Promise<void>,
+  ): Promise<void> {
+    let next = 0;
+    let failure: { error: unknown } | undefined;
+    const worker = async () => {
+      while (failure === undefined && next < indexes.length) {
+        const index = indexes[next++]!;
+        try {
+          await step(index);
+        } catch (error) {
+          failure ??= { error };
+        }
+      }
+    };
+    await Promise.all(
+      Array.from({ length: Math.min(this.options.admitConcurrency, indexes.length) }, worker),
+    );
+    if (failure !== undefined) throw failure.error;
+  }
+
+  /**
+   * Every URL item of the host: one consistent Query of its partition, paginated. Done items come
+   * too (a fraction of a read unit each): they clear a visit's `inflight` and make the host's tally.
+   */
+  async urls(crawlId: string, host: string): Promise<HostUrl[]> {
+    const urls: HostUrl[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page: QueryCommandOutput = await this.dynamodb.send(
+        new QueryCommand({
+          TableName: this.table,
+          ConsistentRead: true,
+          KeyConditionExpression: `#${ATTR.pk} = :pk`,
+          ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+          ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
+          ExpressionAttributeValues: { ':pk': S(urlsPk(crawlId, host)) },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) urls.push(hostUrl(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return urls;
+  }
+
+  /**
+   * A fetch that will be retried: the attempts made so far and when the next may start. Only on an
+   * existing item that is not done; otherwise (finalized meanwhile, or never admitted) nothing.
+   */
+  async postpone(
+    crawlId: string,
+    host: string,
+    key: string,
+    attempts: number,
+    retryAt: number,
+  ): Promise<void> {
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: urlKey(crawlId, key),
-          UpdateExpression: `SET #${ATTR.st} = :new, #${ATTR.lease} = :retryAt, #${ATTR.attempts} = :attempts`,
-          ConditionExpression: `#${ATTR.st} = :fetching AND #${ATTR.lease} = :lease`,
-          ExpressionAttributeNames: names(ATTR.st, ATTR.lease, ATTR.attempts),
+          Key: urlKey(crawlId, host, key),
+          UpdateExpression: `SET #${ATTR.attempts} = :attempts, #${ATTR.retryAt} = :retryAt, #${ATTR.expiresAt} = :expiresAt`,
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND #${ATTR.st} <> :done`,
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.st, ATTR.attempts, ATTR.retryAt, ATTR.expiresAt),
           ExpressionAttributeValues: {
-            ':new': S(URL_ST.new),
-            ':fetching': S(URL_ST.fetching),
-            ':lease': N(lease),
-            ':retryAt': N(retryAt),
+            ':done': S(URL_ST.done),
             ':attempts': N(attempts),
+            ':retryAt': N(retryAt),
+            ':expiresAt': expiresAt(this.options),
           },
         }),
       );
@@ -334,28 +355,30 @@ export class FrontierUrls {
   /**
    * `st = done` with the outcome, unless the URL already is done by another result. The item keeps
    * the winning result's id (`rid`), the index part its line goes to (`part`), and its bytes and
-   * request count, so completion can tally everything from the URL items alone.
+   * request count, so the host's tally comes from its URL items alone.
    *
    * `won`: this result is the one that counts. `repeat`: it had already won (the same result again:
    * an SDK retry whose first attempt took effect, or a redelivery after a crash or a failed step); the
    * item keeps the part its first win named (`part`), where its line may or may not have been written.
-   * `created`: no URL item existed (it was never counted as queued).
+   * `created`: no URL item existed (it was never counted as queued, and its host may have no visit);
+   * the item is created at depth 0 in the partition of `frontierHost(entry.url)`.
    */
   async finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
     try {
       const out = await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: urlKey(crawlId, entry.key),
+          Key: urlKey(crawlId, frontierHost(entry.url), entry.key),
           UpdateExpression: [
             `SET #${ATTR.st} = :done, #${ATTR.outcome} = :outcome, #${ATTR.rid} = :rid`,
             `#${ATTR.part} = if_not_exists(#${ATTR.part}, :part)`,
             `#${ATTR.bytes} = :bytes, #${ATTR.requests} = :requests`,
             `#${ATTR.url} = if_not_exists(#${ATTR.url}, :url)`,
+            `#${ATTR.depth} = if_not_exists(#${ATTR.depth}, :zero)`,
             `#${ATTR.expiresAt} = :expiresAt`,
           ]
             .join(', ')
-            .concat(` REMOVE #${ATTR.lease}`),
+            .concat(` REMOVE #${ATTR.retryAt}`),
           ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR #${ATTR.st} <> :done OR #${ATTR.rid} = :rid`,
           ExpressionAttributeNames: names(
             ATTR.pk,
@@ -366,8 +389,9 @@ export class FrontierUrls {
             ATTR.bytes,
             ATTR.requests,
             ATTR.url,
+            ATTR.depth,
             ATTR.expiresAt,
-            ATTR.lease,
+            ATTR.retryAt,
           ),
           ExpressionAttributeValues: {
             ':done': S(URL_ST.done),
@@ -377,6 +401,7 @@ export class FrontierUrls {
             ':bytes': N(entry.bytes),
             ':requests': N(entry.requests),
             ':url': S(entry.url),
+            ':zero': N(0),
             ':expiresAt': expiresAt(this.options),
           },
           ReturnValues: 'ALL_OLD',
@@ -396,11 +421,12 @@ export class FrontierUrls {
     }
   }
 
-  async repoint(crawlId: string, key: string, rid: string, part: string): Promise<void> {
+  /** Points the done URL at `part`, if result `rid` won it (throws ConditionalCheckFailed otherwise). */
+  async repoint(crawlId: string, url: string, key: string, rid: string, part: string): Promise<void> {
     await this.dynamodb.send(
       new UpdateItemCommand({
         TableName: this.table,
-        Key: urlKey(crawlId, key),
+        Key: urlKey(crawlId, frontierHost(url), key),
         UpdateExpression: `SET #${ATTR.part} = :part`,
         ConditionExpression: `#${ATTR.rid} = :rid`,
         ExpressionAttributeNames: names(ATTR.part, ATTR.rid),

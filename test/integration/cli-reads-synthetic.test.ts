@@ -13,7 +13,6 @@ import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { getCommand } from '../../cli/get-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import type { CliIo } from '../../cli/results-reader.ts';
-import { urlKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import { awsCallCounter, diffSnapshots, type OperationCount } from '../../lambdas/shared/aws-call-counter.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
@@ -21,7 +20,7 @@ import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
 import { Capture } from '../fixtures/capture.ts';
 import {
-  frontierKey,
+  frontierItemKey,
   plainPages,
   rewritePart,
   type SyntheticPage,
@@ -95,7 +94,7 @@ describe('get reads a bounded amount', () => {
 
   it('falls back to scanning the index, saying why, when the frontier cannot say where the line is', async () => {
     const url = (i: number) => pages[i]!.url;
-    const item = (i: number) => urlKey(crawlId, frontierKey(pages[i]!.url));
+    const item = (i: number) => frontierItemKey(crawlId, pages[i]!.url);
     // An item without `part` (a crawl from before it, or not finalized)...
     await target.dynamodb.send(
       new UpdateItemCommand({

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
+import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
@@ -191,17 +191,17 @@ interface UrlItem {
   parent?: string;
 }
 
-/** Every URL item of the crawl in the FrontierTable (for diagnosing a lost URL). */
+/** Every URL item of the crawl in the FrontierTable, in every host's partition (for diagnosing a lost URL). */
 async function urlItems(clients: AwsClients, table: string, crawlId: string): Promise<Map<string, UrlItem>> {
   const byUrl = new Map<string, UrlItem>();
-  let start: QueryCommandOutput['LastEvaluatedKey'];
+  let start: ScanCommandOutput['LastEvaluatedKey'];
   do {
-    const page: QueryCommandOutput = await clients.dynamodb.send(
-      new QueryCommand({
+    const page: ScanCommandOutput = await clients.dynamodb.send(
+      new ScanCommand({
         TableName: table,
         ConsistentRead: true,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :url)',
-        ExpressionAttributeValues: { ':pk': { S: `CRAWL#${crawlId}` }, ':url': { S: 'URL#' } },
+        FilterExpression: 'begins_with(pk, :prefix)',
+        ExpressionAttributeValues: { ':prefix': { S: `URLS#${crawlId}#` } },
         ...(start ? { ExclusiveStartKey: start } : {}),
       }),
     );
@@ -209,7 +209,7 @@ async function urlItems(clients: AwsClients, table: string, crawlId: string): Pr
       const url = item.url?.S ?? '';
       byUrl.set(url, {
         url,
-        key: (item.sk?.S ?? '').slice('URL#'.length),
+        key: item.sk?.S ?? '',
         st: item.st?.S ?? '?',
         ...(item.outcome?.S ? { outcome: item.outcome.S } : {}),
         ...(item.parent?.S ? { parent: item.parent.S } : {}),

@@ -1,8 +1,8 @@
-// Host slots and the robots.txt cache in the FrontierTable (docs/frontier.md) against dynalite.
+// The robots.txt cache in the FrontierTable (docs/frontier.md) against dynalite. (A host's pace is
+// kept by its visit: lambdas/core/visit-pacer.ts, test/integration/frontier-hosts.test.ts.)
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   createFrontierStore,
   type FrontierStore,
@@ -13,7 +13,6 @@ import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '.
 
 const TABLE = FRONTIER_TABLE;
 let table: FrontierTableFixture;
-let dynamodb: DynamoDBClient;
 let store: FrontierStore;
 let crawlSeq = 0;
 const newCrawl = () => `crawl-${++crawlSeq}`;
@@ -21,106 +20,10 @@ const rawItem = (crawlId: string, sk: string) => table.rawItem(crawlId, sk);
 
 before(async () => {
   table = await startFrontierTable();
-  dynamodb = table.dynamodb;
-  store = createFrontierStore(dynamodb, TABLE);
+  store = createFrontierStore(table.dynamodb, TABLE);
 });
 
 after(() => table.stop());
-
-describe('host slots', () => {
-  it('gives 50 concurrent fetchers of one host 50 distinct slots, one delay apart', async () => {
-    const crawlId = newCrawl();
-    const now = Date.now();
-    const slots = await Promise.all(
-      Array.from({ length: 50 }, () => store.reserve(crawlId, 'example.com:443', 100, now)),
-    );
-    assert.deepEqual(
-      slots.toSorted((a, b) => a - b),
-      Array.from({ length: 50 }, (_, i) => now + 100 * i),
-    );
-    const item = await rawItem(crawlId, 'HOST#example.com:443');
-    assert.equal(item?.next?.N, String(now + 5000));
-    assert.equal(item?.delayMs?.N, '100');
-    assert.ok(item?.expiresAt?.N);
-
-    // Other hosts are independent; an idle host's slot is "now", not a past one.
-    assert.equal(await store.reserve(crawlId, 'other.example:443', 100, now), now);
-    assert.equal(await store.reserve(crawlId, 'example.com:443', 100, now + 60_000), now + 60_000);
-  });
-
-  it('costs one write per slot once a container knows the host is busy', async () => {
-    const crawlId = newCrawl();
-    const client = table.newClient();
-    const calls: string[] = [];
-    client.middlewareStack.add(
-      (next, context) => (args) => {
-        calls.push(String(context.commandName));
-        return next(args);
-      },
-      { step: 'initialize' },
-    );
-    const warm = createFrontierStore(client, TABLE);
-    const now = Date.now();
-    assert.equal(await warm.reserve(crawlId, 'busy:443', 1_000, now), now);
-    calls.length = 0;
-    for (let i = 1; i <= 5; i++)
-      assert.equal(await warm.reserve(crawlId, 'busy:443', 1_000, now + i), now + 1_000 * i);
-    assert.deepEqual(calls, Array(5).fill('UpdateItemCommand'));
-    client.destroy();
-  });
-
-  it('with no delay answers now at once and writes nothing', async () => {
-    const crawlId = newCrawl();
-    const now = Date.now();
-    const slots = await Promise.all(Array.from({ length: 5 }, () => store.reserve(crawlId, 'h:80', 0, now)));
-    assert.deepEqual(slots, [now, now, now, now, now]);
-    assert.equal(await rawItem(crawlId, 'HOST#h:80'), undefined);
-  });
-
-  it('pushBack moves the next slot later (Retry-After), never earlier', async () => {
-    const crawlId = newCrawl();
-    const now = Date.now();
-    assert.equal(await store.reserve(crawlId, 'h:443', 1_000, now), now);
-    await store.pushBack(crawlId, 'h:443', now + 30_000);
-    assert.equal(await store.reserve(crawlId, 'h:443', 1_000, now), now + 30_000);
-    await store.pushBack(crawlId, 'h:443', now + 5_000); // earlier than next: ignored
-    assert.equal(await store.reserve(crawlId, 'h:443', 1_000, now), now + 31_000);
-
-    // Also on a host nobody reserved yet, and honoured by a crawl with no delay.
-    await store.pushBack(crawlId, 'fresh:443', now + 7_000);
-    assert.equal(await store.reserve(crawlId, 'fresh:443', 0, now), now + 7_000);
-  });
-
-  it('with no delay, concurrent reserves of one host share one read of its slot item', async () => {
-    let reads = 0;
-    const counting = Object.create(dynamodb) as DynamoDBClient;
-    counting.send = ((command: Parameters<DynamoDBClient['send']>[0]) => {
-      if (command instanceof GetItemCommand) reads++;
-      return dynamodb.send(command as GetItemCommand);
-    }) as DynamoDBClient['send'];
-    const container = createFrontierStore(counting, TABLE);
-    const crawlId = newCrawl();
-    const now = Date.now();
-    await Promise.all(Array.from({ length: 25 }, () => container.reserve(crawlId, 'busy:80', 0, now)));
-    assert.equal(reads, 1);
-    await container.reserve(crawlId, 'busy:80', 0, now + 1_000);
-    assert.equal(reads, 2, 'read again once the answer is a second old');
-  });
-
-  it("with no delay sees its own pause at once and another container's within a second", async () => {
-    const crawlId = newCrawl();
-    const other = createFrontierStore(dynamodb, TABLE);
-    const now = Date.now();
-    assert.equal(await store.reserve(crawlId, 'u:80', 0, now), now);
-    await other.pushBack(crawlId, 'u:80', now + 9_000);
-    // Read at `now`: reused for a second, so the other container's pause is not seen yet...
-    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 500), now + 500);
-    // ...and is after it.
-    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 1_000), now + 9_000);
-    await store.pushBack(crawlId, 'u:80', now + 20_000);
-    assert.equal(await store.reserve(crawlId, 'u:80', 0, now + 1_100), now + 20_000);
-  });
-});
 
 describe('robots.txt cache', () => {
   const origin = 'https://example.com';

@@ -1,16 +1,20 @@
-// The FrontierTable's URL items and counters (docs/frontier.md) against dynalite, over the DynamoDB wire protocol.
+// The FrontierTable's URL items (in their hosts' partitions) and counters, and completion by drained
+// hosts (docs/frontier.md, docs/design/host-visits.md) against dynalite, over the DynamoDB wire protocol.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import {
+  type AttributeValue,
   type DynamoDBClient,
+  GetItemCommand,
   QueryCommand,
   ThrottlingException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
-import type { FinalizeEntry, FrontierUrl } from '../../lambdas/core/ports.ts';
+import { frontierHost, NO_HOST } from '../../lambdas/core/politeness.ts';
+import type { FinalizeEntry, FrontierUrl, HostTally, HostUrl } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;
@@ -19,13 +23,30 @@ let dynamodb: DynamoDBClient;
 let store: FrontierStore;
 let crawlSeq = 0;
 const newCrawl = () => `crawl-${++crawlSeq}`;
-const rawItem = (crawlId: string, sk: string) => table.rawItem(crawlId, sk);
+const LEASE_MS = 60_000;
 
-const frontierUrl = (url: string, depth = 1): FrontierUrl => ({
+const frontierUrl = (url: string, depth = 1, more: Partial<FrontierUrl> = {}): FrontierUrl => ({
   key: createHash('sha256').update(url).digest('hex'),
   url,
   depth,
+  ...more,
 });
+
+/** A URL item as stored, read consistently from its host's partition. */
+async function urlItem(
+  crawlId: string,
+  url: FrontierUrl,
+  host = frontierHost(url.url),
+): Promise<Record<string, AttributeValue> | undefined> {
+  const out = await dynamodb.send(
+    new GetItemCommand({
+      TableName: TABLE,
+      Key: { pk: { S: `URLS#${crawlId}#${host}` }, sk: { S: url.key } },
+      ConsistentRead: true,
+    }),
+  );
+  return out.Item;
+}
 
 let resultSeq = 0;
 const PART = 'results/c/2024-05-01T12-00-00-000Z-inv.jsonl.gz';
@@ -43,6 +64,38 @@ const entry = (url: FrontierUrl, outcome: Outcome, more: Partial<FinalizeEntry> 
 /** The index parts exist (the aggregate function's S3 listing, stood in for). */
 const partsWritten = async () => true;
 
+/** What a visit that finds its host drained records: the tally of the host's done URL items. */
+function tallyOf(urls: readonly HostUrl[]): HostTally {
+  const tally: HostTally = { total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
+  const parts = new Set<string>();
+  for (const url of urls) {
+    assert.equal(url.st, 'done', `${url.url} is not done: the host is not drained`);
+    tally.total++;
+    if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
+    tally.bytes += url.bytes ?? 0;
+    tally.requests += url.requests ?? 0;
+    if (url.part) parts.add(url.part);
+  }
+  tally.parts = [...parts];
+  return tally;
+}
+
+/** A visit of `host` that finds every URL done and drains the host (true: no host item left). */
+async function drainHost(crawlId: string, host: string): Promise<boolean> {
+  const now = Date.now();
+  const lease = await store.acquire(crawlId, host, `visit-${host}-${now}`, now + LEASE_MS, now);
+  assert.ok(typeof lease === 'object', `${host}: ${lease}`);
+  const tally = tallyOf(await store.urls(crawlId, host));
+  return store.drain(crawlId, host, lease.holder, lease.wake, tally, { nextAt: now });
+}
+
+/** Admits `urls` as seeds and wakes their hosts (what admission and its caller do). */
+async function admitAndWake(crawlId: string, urls: readonly FrontierUrl[]): Promise<void> {
+  await store.admit(crawlId, 'seed', urls);
+  for (const host of new Set(urls.map((url) => frontierHost(url.url))))
+    await store.wake(crawlId, host, Date.now());
+}
+
 before(async () => {
   table = await startFrontierTable();
   dynamodb = table.dynamodb;
@@ -52,9 +105,10 @@ before(async () => {
 after(() => table.stop());
 
 describe('admission', () => {
-  it('admits each URL exactly once across 100 concurrent pages with overlapping links', async () => {
+  it('admits each URL exactly once across 100 concurrent pages with overlapping links on 3 hosts', async () => {
     const crawlId = newCrawl();
-    const universe = Array.from({ length: 300 }, (_, i) => frontierUrl(`https://example.com/p/${i}`));
+    const hosts = ['https://a.example', 'https://b.example', 'http://c.example:8080'];
+    const universe = Array.from({ length: 300 }, (_, i) => frontierUrl(`${hosts[i % 3]}/p/${i}`));
     // Page i links to 24 URLs starting at 3i (wrapping): every URL is linked from 8 pages.
     const pages = Array.from({ length: 100 }, (_, i) => ({
       parent: `page-${i}`,
@@ -69,18 +123,27 @@ describe('admission', () => {
     assert.equal(winners.size, universe.length, 'every linked URL was admitted');
     for (const [key, parents] of winners) assert.equal(parents.length, 1, `${key} admitted by ${parents}`);
 
-    // The item records its admitting page, st new, and an expiry about 30 days out.
-    const first = universe[0]!;
-    const item = await rawItem(crawlId, `URL#${first.key}`);
-    assert.equal(item?.st?.S, 'new');
-    assert.equal(item?.url?.S, first.url);
-    assert.equal(item?.depth?.N, '1');
-    assert.deepEqual([item?.parent?.S], winners.get(first.key));
-    const expiresIn = Number(item?.expiresAt?.N) - Date.now() / 1000;
-    assert.ok(Math.abs(expiresIn - 30 * 24 * 3600) < 120, `expiresAt ${expiresIn}s from now`);
+    // The item is in its host's partition, records its admitting page, st new, and an expiry about
+    // 30 days out; nothing is written to the crawl's own partition.
+    for (const url of universe.slice(0, 3)) {
+      const item = await urlItem(crawlId, url);
+      assert.equal(item?.pk?.S, `URLS#${crawlId}#${new URL(url.url).host}`);
+      assert.equal(item?.sk?.S, url.key);
+      assert.equal(item?.st?.S, 'new');
+      assert.equal(item?.url?.S, url.url);
+      assert.equal(item?.depth?.N, '1');
+      assert.equal(item?.redirects, undefined);
+      assert.deepEqual([item?.parent?.S], winners.get(url.key));
+      const expiresIn = Number(item?.expiresAt?.N) - Date.now() / 1000;
+      assert.ok(Math.abs(expiresIn - 30 * 24 * 3600) < 120, `expiresAt ${expiresIn}s from now`);
+    }
+    assert.equal(frontierHost(universe[2]!.url), 'c.example:8080', 'the port is part of the host');
+    assert.equal(await table.rawItem(crawlId, `URL#${universe[0]!.key}`), undefined);
+    for (const host of ['a.example', 'b.example', 'c.example:8080'])
+      assert.equal((await store.urls(crawlId, host)).length, 100, host);
   });
 
-  it("lets a page re-admit its own unsent links (a retried batch) but not another page's", async () => {
+  it("lets a page re-admit its own unattempted links (a retried batch) but not another page's", async () => {
     const crawlId = newCrawl();
     const [a, b, c] = ['a', 'b', 'c'].map((p) => frontierUrl(`https://example.com/${p}`)) as [
       FrontierUrl,
@@ -99,63 +162,111 @@ describe('admission', () => {
     assert.deepEqual(await admit('page-2', [a, c]), [fresh(c)], "page-1's link is not page-2's");
     assert.deepEqual(await admit('page-1', [c, c, a]), [again(a)], 'duplicates in one call: once');
 
-    // Once a link is being fetched its own page cannot send it again either.
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, Date.now()), {
-      status: 'claimed',
-      attempts: 0,
-      relink: false,
-    });
+    // Once a link has had a fetch attempt its own page cannot admit it again either.
+    await store.postpone(crawlId, 'example.com', a.key, 1, Date.now() + 1_000);
     assert.deepEqual(await admit('page-1', [a, b]), [again(b)]);
+    // Nor once it is done.
+    await store.finalize(crawlId, entry(b, 'fetched'));
+    assert.deepEqual(await admit('page-1', [a, b]), []);
   });
 
-  it('tells the next claimer to relink when a claim was given back with unsent links or its holder died', async () => {
+  it('re-admits through the conditional write too when the read misses an item (eventual consistency)', async () => {
+    // A store whose BatchGetItem finds nothing: every candidate goes to the conditional write.
+    const blind = Object.create(dynamodb) as DynamoDBClient;
+    blind.send = ((command: Parameters<DynamoDBClient['send']>[0]) => {
+      if (command.constructor.name === 'BatchGetItemCommand') return Promise.resolve({ Responses: {} });
+      return dynamodb.send(command as GetItemCommand);
+    }) as DynamoDBClient['send'];
+    const missing = createFrontierStore(blind, TABLE);
     const crawlId = newCrawl();
-    const [a, b, c] = ['a', 'b', 'c'].map((p) => frontierUrl(`https://example.com/${p}`)) as [
-      FrontierUrl,
-      FrontierUrl,
-      FrontierUrl,
-    ];
-    await store.admit(crawlId, 'seed', [a, b, c]);
-    const now = Date.now();
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
-      status: 'claimed',
-      attempts: 0,
-      relink: false,
-    });
-    await store.release(crawlId, a.key); // a politeness deferral: nothing was admitted
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
-      status: 'claimed',
-      attempts: 0,
-      relink: false,
-    });
-    await store.release(crawlId, a.key, true); // a failed batch: links admitted, maybe not sent
-    assert.deepEqual(await store.claim(crawlId, a, 60_000, now), {
-      status: 'claimed',
-      attempts: 0,
-      relink: true,
-    });
+    const a = frontierUrl('https://example.com/a', 2, { redirects: 1 });
+    const b = frontierUrl('https://example.com/b', 1, { held: true });
+    assert.deepEqual(
+      (await missing.admit(crawlId, 'page-1', [a, b])).map((url) => url.fresh),
+      [true, true],
+    );
+    assert.deepEqual(
+      (await missing.admit(crawlId, 'page-1', [a, b])).map((url) => url.fresh),
+      [false, false],
+    );
+    assert.deepEqual(await missing.admit(crawlId, 'page-2', [a, b]), []);
+    const item = await urlItem(crawlId, a);
+    assert.deepEqual(
+      { st: item?.st?.S, depth: item?.depth?.N, redirects: item?.redirects?.N, parent: item?.parent?.S },
+      { st: 'new', depth: '2', redirects: '1', parent: 'page-1' },
+    );
+    // A held URL promoted by the page budget stays new when its page admits it again held.
+    await store.promote(crawlId, [b]);
+    assert.deepEqual(
+      (await missing.admit(crawlId, 'page-1', [b])).map((url) => url.fresh),
+      [false],
+    );
+    assert.equal((await urlItem(crawlId, b))?.st?.S, 'new');
+  });
 
-    // A holder that crashed: its lease runs out and the next claimer takes over.
-    await store.claim(crawlId, b, 1_000, now);
-    assert.deepEqual(await store.claim(crawlId, b, 60_000, now + 2_000), {
-      status: 'claimed',
-      attempts: 0,
-      relink: true,
-    });
-    // A postponed retry is not a relink (a retried fetch admitted nothing).
-    await store.claim(crawlId, c, 60_000, now);
-    await store.postpone(crawlId, c.key, 1, now + 1_000);
-    assert.deepEqual(await store.claim(crawlId, c, 60_000, now + 2_000), {
-      status: 'claimed',
-      attempts: 1,
-      relink: false,
-    });
+  it('admits a held candidate (skipped, or awaiting the page budget) as st = held; promote makes it new', async () => {
+    const crawlId = newCrawl();
+    const skipped = frontierUrl('https://out.example/x', 3, { held: true });
+    const budgeted = frontierUrl('https://in.example/y', 1, { held: true });
+    const moved = frontierUrl('https://in.example/z', 1, { redirects: 2 });
+    assert.deepEqual(await store.admit(crawlId, 'page-1', [skipped, budgeted, moved]), [
+      { ...skipped, fresh: true },
+      { ...budgeted, fresh: true },
+      { ...moved, fresh: true },
+    ]);
+    assert.equal((await urlItem(crawlId, skipped))?.st?.S, 'held');
+    assert.equal((await urlItem(crawlId, budgeted))?.st?.S, 'held');
+    const stored = await urlItem(crawlId, moved);
+    assert.equal(stored?.st?.S, 'new');
+    assert.equal(stored?.redirects?.N, '2');
+
+    // Its page's retry admits it again, held or not, and leaves the item as it is.
+    assert.deepEqual(await store.admit(crawlId, 'page-1', [skipped, { ...budgeted, held: false }]), [
+      { ...skipped, fresh: false },
+      { ...budgeted, held: false, fresh: false },
+    ]);
+    assert.equal((await urlItem(crawlId, budgeted))?.st?.S, 'held');
+    assert.deepEqual(await store.admit(crawlId, 'page-2', [skipped, budgeted]), [], "another page's");
+
+    // Promotion: held → new, once; a new, done or unknown URL is left alone (never created).
+    const done = frontierUrl('https://in.example/done', 1, { held: true });
+    const unknown = frontierUrl('https://in.example/unknown');
+    await store.admit(crawlId, 'page-1', [done]);
+    await store.finalize(crawlId, entry(done, 'skipped'));
+    await store.promote(crawlId, [budgeted, budgeted, moved, done, unknown]);
+    assert.equal((await urlItem(crawlId, budgeted))?.st?.S, 'new');
+    assert.equal((await urlItem(crawlId, moved))?.st?.S, 'new');
+    assert.equal((await urlItem(crawlId, done))?.st?.S, 'done');
+    assert.equal(await urlItem(crawlId, unknown), undefined);
+    assert.equal((await urlItem(crawlId, skipped))?.st?.S, 'held');
+    await store.promote(crawlId, []);
+  });
+
+  it('keeps one URL item per URL: the same path on two hosts is two URLs, each in its partition', async () => {
+    const crawlId = newCrawl();
+    const onA = frontierUrl('https://a.example/same');
+    const onB = frontierUrl('https://b.example/same');
+    assert.equal((await store.admit(crawlId, 'p1', [onA, onB])).length, 2);
+    assert.equal((await store.admit(crawlId, 'p2', [onB, onA])).length, 0, 'both known');
+    assert.deepEqual(
+      (await store.urls(crawlId, 'a.example')).map((url) => url.key),
+      [onA.key],
+    );
+    assert.deepEqual(
+      (await store.urls(crawlId, 'b.example')).map((url) => url.key),
+      [onB.key],
+    );
+    assert.equal(await urlItem(crawlId, onA, 'b.example'), undefined);
   });
 
   it('propagates errors other than a failed condition', async () => {
     const broken = createFrontierStore(dynamodb, 'NoSuchTable');
     await assert.rejects(
       broken.admit(newCrawl(), 'p', [frontierUrl('https://example.com/x')]),
+      (err: Error) => err.name === 'ResourceNotFoundException',
+    );
+    await assert.rejects(
+      broken.promote(newCrawl(), [frontierUrl('https://example.com/x')]),
       (err: Error) => err.name === 'ResourceNotFoundException',
     );
   });
@@ -191,84 +302,107 @@ describe('page budget', () => {
   });
 });
 
-describe('claims', () => {
-  it('lets exactly one of 10 concurrent claimers fetch; the others see the live lease', async () => {
+describe("a host's URLs", () => {
+  it('urls() reads every item of the host, and only its, with all their fields', async () => {
     const crawlId = newCrawl();
-    const url = frontierUrl('https://example.com/once');
-    await store.admit(crawlId, 'seed', [url]);
-    const now = Date.now();
-    const claims = await Promise.all(
-      Array.from({ length: 10 }, () => store.claim(crawlId, url, 30_000, now)),
+    const fresh = frontierUrl('https://h.example/new', 2, { redirects: 1 });
+    const held = frontierUrl('https://h.example/held', 4, { held: true });
+    const retry = frontierUrl('https://h.example/retry', 1);
+    const done = frontierUrl('https://h.example/done', 1);
+    await store.admit(crawlId, 'page-1', [fresh, held, retry, done]);
+    await store.admit(crawlId, 'page-1', [frontierUrl('https://other.example/new')]);
+    await store.admit(newCrawl(), 'page-1', [frontierUrl('https://h.example/other-crawl')]);
+    await store.postpone(crawlId, 'h.example', retry.key, 2, 1_700_000_000_000);
+    await store.finalize(
+      crawlId,
+      entry(done, 'fetched', { bytes: 1234, requests: 1, part: 'results/c/p1.jsonl.gz' }),
     );
-    assert.equal(claims.filter((c) => c.status === 'claimed').length, 1);
-    for (const claim of claims.filter((c) => c.status !== 'claimed')) {
-      assert.deepEqual(claim, { status: 'held', leaseUntil: now + 30_000 });
-    }
+
+    const urls = await store.urls(crawlId, 'h.example');
+    const byKey = new Map(urls.map((url) => [url.key, url]));
+    assert.equal(urls.length, 4);
+    assert.deepEqual(byKey.get(fresh.key), {
+      key: fresh.key,
+      url: fresh.url,
+      depth: 2,
+      st: 'new',
+      parent: 'page-1',
+      redirects: 1,
+    });
+    assert.deepEqual(byKey.get(held.key), {
+      key: held.key,
+      url: held.url,
+      depth: 4,
+      st: 'held',
+      parent: 'page-1',
+    });
+    assert.deepEqual(byKey.get(retry.key), {
+      key: retry.key,
+      url: retry.url,
+      depth: 1,
+      st: 'new',
+      parent: 'page-1',
+      attempts: 2,
+      retryAt: 1_700_000_000_000,
+    });
+    assert.deepEqual(byKey.get(done.key), {
+      key: done.key,
+      url: done.url,
+      depth: 1,
+      st: 'done',
+      parent: 'page-1',
+      outcome: 'fetched',
+      bytes: 1234,
+      requests: 1,
+      part: 'results/c/p1.jsonl.gz',
+    });
+    assert.deepEqual(await store.urls(crawlId, 'nobody.example'), []);
   });
 
-  it('takes over a claim whose lease has run out, and reports a finished URL as done', async () => {
+  it('urls() reads every item across Query pages', async () => {
     const crawlId = newCrawl();
-    const url = frontierUrl('https://example.com/crashed');
+    // Long URLs make the items big enough that the Query needs several 1 MB pages.
+    const urls = Array.from({ length: 700 }, (_, i) =>
+      frontierUrl(`https://example.com/${'x'.repeat(2000)}/${i}`),
+    );
+    await store.admit(crawlId, 'seed', urls);
+    const firstPage = await dynamodb.send(
+      new QueryCommand({
+        TableName: TABLE,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: `URLS#${crawlId}#example.com` } },
+      }),
+    );
+    assert.ok(firstPage.LastEvaluatedKey, 'the items do not fit one Query page');
+    const read = await store.urls(crawlId, 'example.com');
+    assert.equal(read.length, 700);
+    assert.deepEqual(new Set(read.map((url) => url.key)), new Set(urls.map((url) => url.key)));
+  });
+
+  it('postpone records attempts and retryAt on an item not done; finalize clears retryAt', async () => {
+    const crawlId = newCrawl();
+    const url = frontierUrl('https://example.com/flaky');
     await store.admit(crawlId, 'seed', [url]);
     const t0 = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0), {
-      status: 'claimed',
-      attempts: 0,
-      relink: false,
-    });
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 999), {
-      status: 'held',
-      leaseUntil: t0 + 1_000,
-    });
+    await store.postpone(crawlId, 'example.com', url.key, 1, t0 + 1_000);
+    await store.postpone(crawlId, 'example.com', url.key, 2, t0 + 3_000);
+    let item = await urlItem(crawlId, url);
     assert.deepEqual(
-      await store.claim(crawlId, url, 1_000, t0 + 1_001),
-      { status: 'claimed', attempts: 0, relink: true },
-      'stale lease: the crashed holder may have admitted links it never sent',
+      { st: item?.st?.S, att: item?.att?.N, retryAt: item?.retryAt?.N },
+      { st: 'new', att: '2', retryAt: String(t0 + 3_000) },
     );
-    await store.finalize(crawlId, entry(url, 'fetched'));
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 10_000), { status: 'done' });
-  });
-
-  it('creates and counts as queued a URL nobody admitted (a bare URL task), once', async () => {
-    const crawlId = newCrawl();
-    const url = frontierUrl('https://example.com/bare', 0);
-    const now = Date.now();
-    assert.deepEqual(await store.claim(crawlId, url, 30_000, now), {
-      status: 'claimed',
-      attempts: 0,
-      relink: false,
-    });
-    assert.equal((await store.claim(crawlId, url, 30_000, now)).status, 'held');
-    const counters = await store.readCounters(crawlId);
-    assert.equal(counters?.queued, 1);
-    const item = await rawItem(crawlId, `URL#${url.key}`);
-    assert.equal(item?.st?.S, 'fetching');
-    assert.equal(item?.url?.S, url.url);
-    assert.equal(item?.depth?.N, '0');
-    assert.ok(item?.expiresAt?.N);
-  });
-
-  it("release gives a claim back at once, but never a newer holder's", async () => {
-    const crawlId = newCrawl();
-    const url = frontierUrl('https://example.com/retry');
-    await store.admit(crawlId, 'seed', [url]);
-    const t0 = Date.now();
-    assert.equal((await store.claim(crawlId, url, 60_000, t0)).status, 'claimed');
-    await store.release(crawlId, url.key);
-    const other = createFrontierStore(dynamodb, TABLE); // another container
-    assert.equal((await other.claim(crawlId, url, 1_000, t0)).status, 'claimed', 'released claim is free');
-
-    // `other` stalls past its lease; `store` takes over; the stale holder's release is a no-op.
-    assert.equal((await store.claim(crawlId, url, 60_000, t0 + 2_000)).status, 'claimed');
-    await other.release(crawlId, url.key);
-    assert.deepEqual(await other.claim(crawlId, url, 1_000, t0 + 3_000), {
-      status: 'held',
-      leaseUntil: t0 + 62_000,
-    });
-    await store.release(crawlId, url.key);
-    await store.finalize(crawlId, entry(url, 'failed'));
-    await store.release(crawlId, url.key); // nothing to give back once done
-    assert.deepEqual(await store.claim(crawlId, url, 1_000, t0 + 4_000), { status: 'done' });
+    await store.finalize(crawlId, entry(url, 'failed', { requests: 1 }));
+    item = await urlItem(crawlId, url);
+    assert.deepEqual(
+      { st: item?.st?.S, att: item?.att?.N, retryAt: item?.retryAt },
+      { st: 'done', att: '2', retryAt: undefined },
+    );
+    // A done URL is not postponed, and an unknown one is not created.
+    await store.postpone(crawlId, 'example.com', url.key, 3, t0 + 9_000);
+    assert.deepEqual(await urlItem(crawlId, url), item);
+    const unknown = frontierUrl('https://example.com/unknown');
+    await store.postpone(crawlId, 'example.com', unknown.key, 1, t0);
+    assert.equal(await urlItem(crawlId, unknown), undefined);
   });
 });
 
@@ -277,7 +411,7 @@ describe('finalize and counters', () => {
     const crawlId = newCrawl();
     const url = frontierUrl('https://example.com/dup');
     await store.admit(crawlId, 'seed', [url]);
-    await store.claim(crawlId, url, 30_000, Date.now());
+    await store.postpone(crawlId, 'example.com', url.key, 1, Date.now());
     const entries = Array.from({ length: 10 }, () => entry(url, 'fetched'));
     const outcomes = await Promise.all(entries.map((e) => store.finalize(crawlId, e)));
     assert.equal(outcomes.filter((o) => o.won).length, 1);
@@ -288,11 +422,11 @@ describe('finalize and counters', () => {
     );
     for (const lost of outcomes.filter((o) => !o.won))
       assert.deepEqual(lost, { won: false, repeat: false, created: false });
-    const item = await rawItem(crawlId, `URL#${url.key}`);
+    const item = await urlItem(crawlId, url);
     assert.equal(item?.st?.S, 'done');
     assert.equal(item?.outcome?.S, 'fetched');
     assert.equal(item?.rid?.S, winner.rid, 'the winner is the result recorded');
-    assert.equal(item?.lease, undefined);
+    assert.equal(item?.retryAt, undefined);
   });
 
   it('records the winning result on the URL item: id, index part, bytes and requests', async () => {
@@ -306,7 +440,7 @@ describe('finalize and counters', () => {
       created: false,
       part: won.part,
     });
-    const item = await rawItem(crawlId, `URL#${url.key}`);
+    const item = await urlItem(crawlId, url);
     assert.deepEqual(
       {
         st: item?.st?.S,
@@ -317,6 +451,7 @@ describe('finalize and counters', () => {
         requests: item?.requests?.N,
         url: item?.url?.S,
         depth: item?.depth?.N,
+        parent: item?.parent?.S,
       },
       {
         st: 'done',
@@ -327,7 +462,26 @@ describe('finalize and counters', () => {
         requests: '1',
         url: url.url,
         depth: '1',
+        parent: 'seed',
       },
+    );
+  });
+
+  it('finalizes a held URL (its skipped result)', async () => {
+    const crawlId = newCrawl();
+    const url = frontierUrl('https://out.example/skipped', 5, { held: true });
+    await store.admit(crawlId, 'page-1', [url]);
+    const skipped = entry(url, 'skipped');
+    assert.deepEqual(await store.finalize(crawlId, skipped), {
+      won: true,
+      repeat: false,
+      created: false,
+      part: skipped.part,
+    });
+    const [done] = await store.urls(crawlId, 'out.example');
+    assert.deepEqual(
+      { st: done?.st, outcome: done?.outcome, depth: done?.depth },
+      { st: 'done', outcome: 'skipped', depth: 5 },
     );
   });
 
@@ -347,15 +501,20 @@ describe('finalize and counters', () => {
     const repeat = { won: true, repeat: true, created: false, part: first.part };
     assert.deepEqual(await store.finalize(crawlId, again), repeat);
     assert.deepEqual(await store.finalize(crawlId, again), repeat);
-    assert.equal((await rawItem(crawlId, `URL#${url.key}`))?.part?.S, first.part, 'kept');
+    assert.equal((await urlItem(crawlId, url))?.part?.S, first.part, 'kept');
     // Its first part was never written: the aggregate function points the URL at its own.
-    await store.repoint(crawlId, url.key, first.rid, again.part);
-    const item = await rawItem(crawlId, `URL#${url.key}`);
+    await store.repoint(crawlId, url.url, url.key, first.rid, again.part);
+    const item = await urlItem(crawlId, url);
     assert.equal(item?.part?.S, 'results/c/redelivery.jsonl.gz');
     assert.equal(item?.rid?.S, first.rid);
     assert.equal(item?.bytes?.N, '10');
     const other = entry(url, 'fetched', { part: 'results/c/other.jsonl.gz' });
-    await assert.rejects(store.repoint(crawlId, url.key, other.rid, other.part), 'only the winner repoints');
+    await assert.rejects(
+      store.repoint(crawlId, url.url, url.key, other.rid, other.part),
+      (err: Error) => err.name === 'ConditionalCheckFailedException',
+      'only the winner repoints',
+    );
+    assert.equal((await urlItem(crawlId, url))?.part?.S, 'results/c/redelivery.jsonl.gz');
   });
 
   it('a different result for a done URL loses and changes nothing on the item', async () => {
@@ -364,7 +523,7 @@ describe('finalize and counters', () => {
     await store.admit(crawlId, 'seed', [url]);
     const first = entry(url, 'fetched', { bytes: 10, requests: 1, part: 'results/c/first.jsonl.gz' });
     await store.finalize(crawlId, first);
-    const before = await rawItem(crawlId, `URL#${url.key}`);
+    const before = await urlItem(crawlId, url);
     // A second fetch of the URL (another result id), even with the same outcome and part.
     const other = entry(url, 'failed', { bytes: 99, requests: 1, part: 'results/c/second.jsonl.gz' });
     assert.deepEqual(await store.finalize(crawlId, other), { won: false, repeat: false, created: false });
@@ -373,13 +532,15 @@ describe('finalize and counters', () => {
       repeat: false,
       created: false,
     });
-    assert.deepEqual(await rawItem(crawlId, `URL#${url.key}`), before);
+    assert.deepEqual(await urlItem(crawlId, url), before);
   });
 
-  it('reports a result for a URL with no item as created (never counted as queued)', async () => {
+  it('reports a result for a URL with no item as created (never counted as queued), at depth 0', async () => {
     const crawlId = newCrawl();
-    const url = frontierUrl('not a url at all');
-    const result = entry(url, 'invalid');
+    // Not a URL at all (an invalid task): kept under the pseudo-host.
+    const invalid = frontierUrl('not a url at all');
+    assert.equal(frontierHost(invalid.url), NO_HOST);
+    const result = entry(invalid, 'invalid');
     assert.deepEqual(await store.finalize(crawlId, result), {
       won: true,
       repeat: false,
@@ -391,14 +552,29 @@ describe('finalize and counters', () => {
       { won: true, repeat: true, created: false, part: result.part },
       'its repeat: the item exists now',
     );
-    assert.deepEqual(await store.finalize(crawlId, entry(url, 'invalid')), {
+    assert.deepEqual(await store.finalize(crawlId, entry(invalid, 'invalid')), {
       won: false,
       repeat: false,
       created: false,
     });
-    const item = await rawItem(crawlId, `URL#${url.key}`);
-    assert.equal(item?.url?.S, url.url);
+    const item = await urlItem(crawlId, invalid, NO_HOST);
+    assert.equal(item?.pk?.S, `URLS#${crawlId}#-`);
+    assert.equal(item?.url?.S, invalid.url);
+    assert.equal(item?.depth?.N, '0');
     assert.ok(item?.expiresAt?.N);
+
+    // A URL never admitted (a bare URL task's result): in its host's partition.
+    const bare = frontierUrl('https://bare.example/x');
+    assert.equal((await store.finalize(crawlId, entry(bare, 'blocked'))).created, true);
+    assert.deepEqual(
+      (await store.urls(crawlId, 'bare.example')).map(({ url, depth, st, outcome }) => ({
+        url,
+        depth,
+        st,
+        outcome,
+      })),
+      [{ url: bare.url, depth: 0, st: 'done', outcome: 'blocked' }],
+    );
   });
 
   it('adds all deltas of a batch at once and returns the totals', async () => {
@@ -428,6 +604,7 @@ describe('finalize and counters', () => {
     const unchanged = await store.addCounters(crawlId, {});
     assert.deepEqual(unchanged, second);
   });
+
   it('makes every counter ADD on the single-attempt client: a throttle is retried, nothing else is', async () => {
     // An ADD repeated after its first attempt took effect counts twice (a queued counted twice keeps
     // the crawl from completing); only a throttled ADD, which never took effect, may be repeated.
@@ -475,51 +652,70 @@ describe('finalize and counters', () => {
 });
 
 describe('completion', () => {
-  it('is confirmed only when no URL is pending, exactly once, with the counters made exact', async () => {
+  it('is not confirmed while a host is active, and is, exactly once, with the DONE sums once all drained', async () => {
     const crawlId = newCrawl();
-    const urls = Array.from({ length: 5 }, (_, i) => frontierUrl(`https://example.com/c/${i}`));
-    await store.admit(crawlId, 'seed', urls);
+    const urls = [
+      frontierUrl('https://a.example/0'),
+      frontierUrl('https://a.example/1'),
+      frontierUrl('https://b.example/0'),
+      frontierUrl('https://b.example/1', 1, { held: true }),
+      frontierUrl('https://c.example/0'),
+    ];
+    await admitAndWake(crawlId, urls);
     await store.addQueued(crawlId, urls.length);
     const results = [
       entry(urls[0]!, 'fetched', { bytes: 100, requests: 1, part: 'results/c/p1.jsonl.gz' }),
       entry(urls[1]!, 'fetched', { bytes: 250, requests: 1, part: 'results/c/p1.jsonl.gz' }),
-      entry(urls[2]!, 'skipped', { part: 'results/c/p2.jsonl.gz' }),
-      entry(urls[3]!, 'failed', { bytes: 7, requests: 1, part: 'results/c/p2.jsonl.gz' }),
+      entry(urls[2]!, 'failed', { bytes: 7, requests: 1, part: 'results/c/p2.jsonl.gz' }),
+      entry(urls[3]!, 'skipped', { part: 'results/c/p2.jsonl.gz' }),
+      entry(urls[4]!, 'disallowed', { part: 'results/c/p3.jsonl.gz' }),
     ];
     for (const result of results) await store.finalize(crawlId, result);
-    // The ADDs drift from the URL items: an SDK retry counted bytes and requests twice.
+    // The ADDs drift from the URL items: a lost ADD, and an SDK retry that counted a batch twice.
     await store.addCounters(crawlId, {
+      queued: 2,
       done: 4,
       bytes: 714,
       requests: 6,
-      byOutcome: { fetched: 2, skipped: 1, failed: 1 },
+      byOutcome: { fetched: 3, skipped: 1 },
     });
+    const drifted = await store.readCounters(crawlId);
 
-    const pending = await store.confirmCompletion(crawlId, new Date(), partsWritten);
-    assert.equal(pending.completedNow, false);
-    assert.equal(pending.counters.state, 'running');
-    assert.equal(pending.counters.endedAt, undefined);
+    // Every URL is done, but no host is drained yet; then two of three.
+    let asked = 0;
+    const counting = async () => {
+      asked++;
+      return true;
+    };
+    assert.deepEqual(await store.confirmCompletion(crawlId, new Date(), counting), {
+      completedNow: false,
+      counters: drifted,
+    });
+    assert.equal(await drainHost(crawlId, 'a.example'), true);
+    assert.equal(await drainHost(crawlId, 'b.example'), true);
+    assert.deepEqual(await store.confirmCompletion(crawlId, new Date(), counting), {
+      completedNow: false,
+      counters: drifted,
+    });
+    assert.equal(asked, 0, 'the parts are not listed while a host is active');
+    assert.deepEqual(await store.readCounters(crawlId), drifted, 'nothing written');
 
-    // The last result is finalized, but its counters drift: the ADD for it was lost (crash) and an
-    // earlier batch was counted twice.
-    await store.finalize(crawlId, entry(urls[4]!, 'disallowed', { part: 'results/c/p3.jsonl.gz' }));
-    await store.addCounters(crawlId, { queued: 2, done: 1, bytes: 3, byOutcome: { fetched: 1 } });
-
+    assert.equal(await drainHost(crawlId, 'c.example'), true);
     const endedAt = new Date('2030-01-02T03:04:05.000Z');
-    const asked: string[][] = [];
+    const parts: string[][] = [];
     const confirmations = await Promise.all(
       Array.from({ length: 10 }, () =>
-        store.confirmCompletion(crawlId, endedAt, async (parts) => {
-          asked.push([...parts].sort());
+        store.confirmCompletion(crawlId, endedAt, async (written) => {
+          parts.push([...written].sort());
           return true;
         }),
       ),
     );
     assert.equal(confirmations.filter((c) => c.completedNow).length, 1);
     assert.deepEqual(
-      asked[0],
+      parts[0],
       ['results/c/p1.jsonl.gz', 'results/c/p2.jsonl.gz', 'results/c/p3.jsonl.gz'],
-      'the parts every done URL points at',
+      'the parts every drained host names',
     );
     const counters = await store.readCounters(crawlId);
     assert.deepEqual(
@@ -530,14 +726,17 @@ describe('completion', () => {
         admitted: 0,
         bytes: 357,
         requests: 3,
-        byOutcome: { fetched: 2, skipped: 1, failed: 1, disallowed: 1 },
+        byOutcome: { fetched: 2, failed: 1, skipped: 1, disallowed: 1 },
         state: 'complete',
         startedAt: undefined,
         endedAt: endedAt.toISOString(),
       },
-      "every number is the URL items' tally, whatever the ADDs said",
+      "every number is the drained hosts' tally, whatever the ADDs said",
     );
+    assert.equal(counters?.startedAt, drifted?.startedAt, 'startedAt kept');
     assert.deepEqual(confirmations.find((c) => c.completedNow)?.counters, counters);
+    for (const lost of confirmations.filter((c) => !c.completedNow))
+      assert.deepEqual(lost.counters, counters);
     assert.equal(
       (await store.confirmCompletion(crawlId, new Date(), partsWritten)).completedNow,
       false,
@@ -546,31 +745,51 @@ describe('completion', () => {
     assert.deepEqual(await store.readCounters(crawlId), counters, 'a complete crawl is not touched again');
   });
 
-  it('is not confirmed while an index part a done URL points at is missing', async () => {
+  it('lets exactly one of two concurrent confirmers complete the crawl', async () => {
+    for (let round = 0; round < 5; round++) {
+      const crawlId = newCrawl();
+      const url = frontierUrl(`https://race.example/${round}`);
+      await admitAndWake(crawlId, [url]);
+      await store.finalize(crawlId, entry(url, 'fetched', { bytes: 3, requests: 1 }));
+      assert.equal(await drainHost(crawlId, 'race.example'), true);
+      const [one, two] = await Promise.all([
+        store.confirmCompletion(crawlId, new Date(), partsWritten),
+        store.confirmCompletion(crawlId, new Date(), partsWritten),
+      ]);
+      assert.deepEqual([one.completedNow, two.completedNow].filter(Boolean), [true], `round ${round}`);
+      assert.deepEqual(one.counters, two.counters);
+      assert.deepEqual(
+        { state: one.counters.state, queued: one.counters.queued, done: one.counters.done },
+        { state: 'complete', queued: 1, done: 1 },
+      );
+    }
+  });
+
+  it('is not confirmed while an index part a drained host names is missing', async () => {
     const crawlId = newCrawl();
-    const urls = Array.from({ length: 2 }, (_, i) => frontierUrl(`https://example.com/m/${i}`));
-    await store.admit(crawlId, 'seed', urls);
-    await store.addQueued(crawlId, urls.length);
-    const a = entry(urls[0]!, 'fetched', { bytes: 5, requests: 1, part: 'results/c/written.jsonl.gz' });
-    // The invocation that finalized b crashed before writing its part.
-    const b = entry(urls[1]!, 'fetched', { bytes: 6, requests: 1, part: 'results/c/lost.jsonl.gz' });
-    await store.finalize(crawlId, a);
-    await store.finalize(crawlId, b);
+    const urls = [frontierUrl('https://m.example/0'), frontierUrl('https://n.example/0')];
+    await admitAndWake(crawlId, urls);
+    await store.finalize(
+      crawlId,
+      entry(urls[0]!, 'fetched', { bytes: 5, requests: 1, part: 'results/c/written.jsonl.gz' }),
+    );
+    await store.finalize(
+      crawlId,
+      entry(urls[1]!, 'fetched', { bytes: 6, requests: 1, part: 'results/c/late.jsonl.gz' }),
+    );
+    await drainHost(crawlId, 'm.example');
+    await drainHost(crawlId, 'n.example');
     await store.addCounters(crawlId, { done: 1, bytes: 5, requests: 1, byOutcome: { fetched: 1 } });
+    const before = await store.readCounters(crawlId);
     const written = new Set(['results/c/written.jsonl.gz']);
     const onlyWritten = async (parts: ReadonlySet<string>) => [...parts].every((part) => written.has(part));
 
     const missing = await store.confirmCompletion(crawlId, new Date(), onlyWritten);
-    assert.equal(missing.completedNow, false);
-    assert.equal(missing.counters.state, 'running');
-    assert.equal(missing.counters.endedAt, undefined);
-    assert.equal((await store.readCounters(crawlId))?.state, 'running');
+    assert.deepEqual(missing, { completedNow: false, counters: before });
+    assert.deepEqual(await store.readCounters(crawlId), before, 'nothing written');
 
-    // b's redelivery wins as a repeat, finds its part missing, points the URL at its own and writes it.
-    const again = await store.finalize(crawlId, { ...b, part: 'results/c/redelivered.jsonl.gz' });
-    assert.deepEqual(again, { won: true, repeat: true, created: false, part: b.part });
-    await store.repoint(crawlId, urls[1]!.key, b.rid, 'results/c/redelivered.jsonl.gz');
-    written.add('results/c/redelivered.jsonl.gz');
+    // The aggregate invocation still writing that part finishes it.
+    written.add('results/c/late.jsonl.gz');
     const done = await store.confirmCompletion(crawlId, new Date(), onlyWritten);
     assert.equal(done.completedNow, true);
     assert.deepEqual(
@@ -580,61 +799,39 @@ describe('completion', () => {
         done: done.counters.done,
         bytes: done.counters.bytes,
         requests: done.counters.requests,
+        byOutcome: done.counters.byOutcome,
       },
-      { state: 'complete', queued: 2, done: 2, bytes: 11, requests: 2 },
+      { state: 'complete', queued: 2, done: 2, bytes: 11, requests: 2, byOutcome: { fetched: 2 } },
     );
   });
 
-  it('does not ask for the parts while a URL is pending', async () => {
+  it('is not confirmed while a drained host is woken again by a new admission', async () => {
     const crawlId = newCrawl();
-    const urls = Array.from({ length: 2 }, (_, i) => frontierUrl(`https://example.com/p/${i}`));
-    await store.admit(crawlId, 'seed', urls);
-    await store.addQueued(crawlId, urls.length);
-    await store.finalize(crawlId, entry(urls[0]!, 'fetched'));
-    let asked = 0;
-    const result = await store.confirmCompletion(crawlId, new Date(), async () => {
-      asked++;
-      return true;
-    });
-    assert.equal(result.completedNow, false);
-    assert.equal(asked, 0, 'listing the parts is wasted while something is pending');
+    const first = frontierUrl('https://w.example/first');
+    await admitAndWake(crawlId, [first]);
+    await store.finalize(crawlId, entry(first, 'fetched'));
+    assert.equal(await drainHost(crawlId, 'w.example'), true);
+    // A cross-link admitted right after the drain: the host is active again.
+    const late = frontierUrl('https://w.example/late');
+    await admitAndWake(crawlId, [late]);
+    assert.equal((await store.confirmCompletion(crawlId, new Date(), partsWritten)).completedNow, false);
+    await store.finalize(crawlId, entry(late, 'fetched'));
+    assert.equal(await drainHost(crawlId, 'w.example'), true);
+    const done = await store.confirmCompletion(crawlId, new Date(), partsWritten);
+    assert.equal(done.completedNow, true);
+    assert.equal(done.counters.done, 2, 'the second drain tallies both URLs');
   });
 
-  it('while URLs are pending, corrects only drift the Query proves (queued too high, done too low)', async () => {
-    const crawlId = newCrawl();
-    const urls = Array.from({ length: 3 }, (_, i) => frontierUrl(`https://example.com/d/${i}`));
-    await store.admit(crawlId, 'seed', urls);
-    await store.addQueued(crawlId, 3);
-    await store.addQueued(crawlId, 2); // a retried batch re-admitted its own links and counted them again
-    await store.finalize(crawlId, entry(urls[0]!, 'fetched'));
-    await store.finalize(crawlId, entry(urls[1]!, 'redirected'));
-    await store.addCounters(crawlId, { done: 1, bytes: 10, byOutcome: { fetched: 1 } }); // one ADD lost
-
-    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date(), partsWritten);
-    assert.equal(completedNow, false);
-    assert.deepEqual(
-      { queued: counters.queued, done: counters.done, byOutcome: counters.byOutcome, bytes: counters.bytes },
-      { queued: 3, done: 2, byOutcome: { fetched: 1, redirected: 1 }, bytes: 10 },
-    );
-    assert.deepEqual(await store.readCounters(crawlId), counters);
-
-    // queued below the URL items may be an ADD still in flight: raising it could count that twice,
-    // and queued > done at the end would keep completion from ever being checked. It is left as is.
-    const low = newCrawl();
-    await store.admit(low, 'seed', urls);
-    await store.addQueued(low, 1);
-    assert.equal((await store.confirmCompletion(low, new Date(), partsWritten)).counters.queued, 1);
-  });
-
-  it('does not complete a crawl with no URL items, or a cancelled one', async () => {
+  it('does not complete a crawl with no drained host, or a cancelled one', async () => {
     const empty = newCrawl();
     const nothing = await store.confirmCompletion(empty, new Date(), partsWritten);
     assert.equal(nothing.completedNow, false);
+    assert.equal(nothing.counters.state, 'running');
     assert.equal(await store.readCounters(empty), undefined, 'nothing written');
 
     const cancelled = newCrawl();
-    const url = frontierUrl('https://example.com/cancelled');
-    await store.admit(cancelled, 'seed', [url]);
+    const url = frontierUrl('https://cancelled.example/');
+    await admitAndWake(cancelled, [url]);
     await store.addQueued(cancelled, 1);
     await dynamodb.send(
       new UpdateItemCommand({
@@ -645,32 +842,11 @@ describe('completion', () => {
         ExpressionAttributeValues: { ':cancelled': { S: 'cancelled' } },
       }),
     );
-    await store.finalize(cancelled, entry(url, 'skipped'));
+    await store.finalize(cancelled, entry(url, 'cancelled'));
+    await drainHost(cancelled, 'cancelled.example');
     const result = await store.confirmCompletion(cancelled, new Date(), partsWritten);
     assert.equal(result.completedNow, false);
     assert.equal(result.counters.state, 'cancelled');
-  });
-
-  it('counts every URL item across Query pages', async () => {
-    const crawlId = newCrawl();
-    // Long URLs make the items big enough that the Query needs several 1 MB pages.
-    const urls = Array.from({ length: 700 }, (_, i) =>
-      frontierUrl(`https://example.com/${'x'.repeat(2000)}/${i}`),
-    );
-    await store.admit(crawlId, 'seed', urls);
-    await Promise.all(urls.map((url) => store.finalize(crawlId, entry(url, 'fetched'))));
-    const firstPage = await dynamodb.send(
-      new QueryCommand({
-        TableName: TABLE,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: `CRAWL#${crawlId}` } },
-      }),
-    );
-    assert.ok(firstPage.LastEvaluatedKey, 'the items do not fit one Query page');
-    const { completedNow, counters } = await store.confirmCompletion(crawlId, new Date(), partsWritten);
-    assert.equal(completedNow, true);
-    assert.equal(counters.queued, 700);
-    assert.equal(counters.done, 700);
-    assert.deepEqual(counters.byOutcome, { fetched: 700 });
+    assert.equal(result.counters.queued, 1, 'a cancelled crawl keeps its counters');
   });
 });

@@ -1,10 +1,11 @@
 // Host items of visits and the DONE tallies of drained hosts (docs/design/host-visits.md) against dynalite.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { FrontierHosts, LeaseLostError, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
 import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
-import type { HostLease, HostTally } from '../../lambdas/core/ports.ts';
+import type { HostBusy, HostLease, HostTally } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;
@@ -25,10 +26,20 @@ before(async () => {
 
 after(() => table.stop());
 
-function leased(result: HostLease | 'held' | 'idle'): HostLease {
-  assert.ok(typeof result === 'object', `expected a lease, got ${result}`);
+function leased(result: HostLease | HostBusy): HostLease {
+  assert.ok(!('busy' in result), `expected a lease, got ${JSON.stringify(result)}`);
   return result;
 }
+
+/** The ticket a wake was given: the one that had to send the visit message. */
+function sent(ticket: string | undefined): string {
+  assert.ok(typeof ticket === 'string' && ticket.length > 0, `expected a ticket, got ${ticket}`);
+  return ticket;
+}
+
+const STALE: HostBusy = { busy: 'stale' };
+const IDLE: HostBusy = { busy: 'idle' };
+const held = (until: number): HostBusy => ({ busy: 'held', until });
 
 const tally = (total: number, more: Partial<HostTally> = {}): HostTally => ({
   total,
@@ -44,10 +55,12 @@ describe('wake', () => {
     const crawlId = newCrawl();
     const now = Date.now();
     const sends = await Promise.all(Array.from({ length: 20 }, () => hosts.wake(crawlId, HOST, now)));
-    assert.equal(sends.filter(Boolean).length, 1);
+    const tickets = sends.filter((ticket) => ticket !== undefined);
+    assert.equal(tickets.length, 1);
     const item = await rawItem(crawlId, `HOST#${HOST}`);
     assert.equal(item?.wake?.N, '20');
     assert.equal(item?.visitAt?.N, String(now));
+    assert.equal(item?.visitBy?.S, sent(tickets[0]), 'the host expects the sender’s message');
     assert.ok(item?.expiresAt?.N);
     assert.equal(item?.lease, undefined);
   });
@@ -55,35 +68,40 @@ describe('wake', () => {
   it('sends nothing while a visit is due or live; sends once when the last visit is overdue', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    assert.equal(await hosts.wake(crawlId, HOST, now), true);
+    sent(await hosts.wake(crawlId, HOST, now));
     // The visit message is on its way (visitAt fresh): no second send, however many admissions.
-    assert.equal(await hosts.wake(crawlId, HOST, now + 1000), false);
-    assert.equal(await hosts.wake(crawlId, HOST, now + VISIT_GRACE_MS), false);
+    assert.equal(await hosts.wake(crawlId, HOST, now + 1000), undefined);
+    assert.equal(await hosts.wake(crawlId, HOST, now + VISIT_GRACE_MS), undefined);
     // Past the grace with no lease taken, the message is presumed lost: one waker sends again.
     const late = now + VISIT_GRACE_MS + 1;
-    assert.equal(await hosts.wake(crawlId, HOST, late), true);
-    assert.equal(await hosts.wake(crawlId, HOST, late), false);
+    const ticket = sent(await hosts.wake(crawlId, HOST, late));
+    assert.equal(await hosts.wake(crawlId, HOST, late), undefined);
     assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.wake?.N, '5');
 
     // A live lease: the visit will see the URL (or fail to drain), so nothing is sent.
-    const lease = leased(await hosts.acquire(crawlId, HOST, 'visit-1', late + LEASE_MS, late));
+    const lease = leased(await hosts.acquire(crawlId, HOST, 'visit-1', late + LEASE_MS, late, ticket));
     assert.equal(lease.wake, 5);
-    assert.equal(await hosts.wake(crawlId, HOST, late + LEASE_MS - 1), false);
-    assert.equal(await hosts.wake(crawlId, HOST, late + LEASE_MS), false, 'the lease runs to its end');
+    assert.equal(await hosts.wake(crawlId, HOST, late + LEASE_MS - 1), undefined);
+    assert.equal(await hosts.wake(crawlId, HOST, late + LEASE_MS), undefined, 'the lease runs to its end');
     // The lease ran out (its visit crashed) and acquire cleared visitAt: the next wake sends.
-    assert.equal(await hosts.wake(crawlId, HOST, late + LEASE_MS + 1), true);
+    sent(await hosts.wake(crawlId, HOST, late + LEASE_MS + 1));
   });
 
   it('sends nothing before a handed-back visit is due', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
     const visitAt = now + 600_000; // sent back with a delay
-    await hosts.release(crawlId, HOST, 'visit-1', { nextAt: now + 1000, inflight: [], visitAt });
-    assert.equal(await hosts.wake(crawlId, HOST, now + 1000), false);
-    assert.equal(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS), false);
-    assert.equal(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS + 1), true);
+    await hosts.release(crawlId, HOST, 'visit-1', {
+      nextAt: now + 1000,
+      inflight: [],
+      visitAt,
+      ticket: randomUUID(),
+    });
+    assert.equal(await hosts.wake(crawlId, HOST, now + 1000), undefined);
+    assert.equal(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS), undefined);
+    sent(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS + 1));
   });
 });
 
@@ -91,14 +109,18 @@ describe('acquire', () => {
   it('gives one of two concurrent visits the lease, the other finds it held', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
+    // Two copies of the visit message (SQS delivers at least once), both carrying the wake's ticket.
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
     const [a, b] = await Promise.all([
-      hosts.acquire(crawlId, HOST, 'visit-a', now + LEASE_MS, now),
-      hosts.acquire(crawlId, HOST, 'visit-b', now + LEASE_MS, now),
+      hosts.acquire(crawlId, HOST, 'visit-a', now + LEASE_MS, now, ticket),
+      hosts.acquire(crawlId, HOST, 'visit-b', now + LEASE_MS, now, ticket),
     ]);
     const results = [a, b];
-    assert.equal(results.filter((result) => result === 'held').length, 1);
-    const lease = leased(results.find((result) => result !== 'held') ?? 'held');
+    assert.deepEqual(
+      results.filter((result) => 'busy' in result),
+      [held(now + LEASE_MS)],
+    );
+    const lease = leased(results.find((result) => !('busy' in result)) ?? IDLE);
     assert.deepEqual(lease, {
       holder: lease.holder,
       leaseUntil: now + LEASE_MS,
@@ -110,22 +132,27 @@ describe('acquire', () => {
     assert.equal(item?.holder?.S, lease.holder);
     assert.equal(item?.lease?.N, String(now + LEASE_MS));
     assert.equal(item?.visitAt, undefined, 'the visit message has arrived');
+    assert.equal(item?.visitBy, undefined, 'no message is expected while the visit runs');
   });
 
   it('takes over an expired lease, with the pace and inflight the last visit saved', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
     await hosts.checkpoint(crawlId, HOST, 'visit-1', {
       leaseUntil: now + LEASE_MS,
       nextAt: now + 5000,
       pausedUntil: now + 4000,
       inflight: ['k1', 'k2', 'k1'],
     });
-    assert.equal(await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS), 'held');
+    // The crashed visit's message, redelivered: it waits for the lease to run out, then takes over.
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS, ticket),
+      held(now + LEASE_MS),
+    );
     const lease = leased(
-      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS + 1),
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS + 1, ticket),
     );
     assert.deepEqual(
       { ...lease, inflight: lease.inflight.toSorted() },
@@ -142,8 +169,176 @@ describe('acquire', () => {
 
   it('finds a host with no item idle', async () => {
     const crawlId = newCrawl();
-    assert.equal(await hosts.acquire(crawlId, HOST, 'visit-1', Date.now() + LEASE_MS, Date.now()), 'idle');
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-1', Date.now() + LEASE_MS, Date.now()), IDLE);
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-1', Date.now() + LEASE_MS, Date.now(), randomUUID()),
+      IDLE,
+      'whatever its ticket',
+    );
     assert.equal(await rawItem(crawlId, `HOST#${HOST}`), undefined, 'not created');
+  });
+});
+
+describe('tickets: only the visit message the host expects takes it', () => {
+  it('a wake’s ticket takes the host; another ticket, or none, finds it stale', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, ticket);
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-x', now + LEASE_MS, now, randomUUID()),
+      STALE,
+      'another message (a duplicate send, a late copy)',
+    );
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-y', now + LEASE_MS, now),
+      STALE,
+      'a message with no ticket while one is expected',
+    );
+    const before = await rawItem(crawlId, `HOST#${HOST}`);
+    assert.deepEqual(
+      {
+        lease: before?.lease,
+        holder: before?.holder,
+        visitAt: before?.visitAt?.N,
+        visitBy: before?.visitBy?.S,
+      },
+      { lease: undefined, holder: undefined, visitAt: String(now), visitBy: ticket },
+      'stale messages change nothing',
+    );
+
+    const lease = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now + 1, ticket));
+    assert.equal(lease.holder, 'visit-1');
+    const item = await rawItem(crawlId, `HOST#${HOST}`);
+    assert.equal(item?.visitBy, undefined);
+    assert.equal(item?.visitAt, undefined);
+    // A copy of the same message, delivered while its visit runs: it waits for the lease.
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 2, ticket),
+      held(now + LEASE_MS),
+    );
+  });
+
+  it('after a hand-back, the old ticket is stale and the hand-back’s ticket takes the host', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const t1 = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, t1));
+    const t2 = randomUUID();
+    await hosts.release(crawlId, HOST, 'visit-1', {
+      nextAt: now + 1000,
+      inflight: ['k1'],
+      visitAt: now + 2000,
+      ticket: t2,
+    });
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, t2);
+
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-x', now + LEASE_MS, now + 2000, t1), STALE);
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-y', now + LEASE_MS, now + 2000), STALE);
+    const lease = leased(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2000 + LEASE_MS, now + 2000, t2),
+    );
+    assert.deepEqual(
+      { holder: lease.holder, nextAt: lease.nextAt, inflight: lease.inflight },
+      { holder: 'visit-2', nextAt: now + 1000, inflight: ['k1'] },
+    );
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy, undefined);
+
+    // Handed back again: now t2 is the old ticket.
+    const t3 = randomUUID();
+    await hosts.release(crawlId, HOST, 'visit-2', {
+      nextAt: now + 3000,
+      inflight: [],
+      visitAt: now + 4000,
+      ticket: t3,
+    });
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-x', now + LEASE_MS, now + 4000, t2), STALE);
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-x', now + LEASE_MS, now + 4000, t1), STALE);
+    leased(await hosts.acquire(crawlId, HOST, 'visit-3', now + 4000 + LEASE_MS, now + 4000, t3));
+  });
+
+  it('held reports when the live lease ends, as checkpoints extend it', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now, ticket));
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 10, ticket),
+      held(now + 1000),
+    );
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 10),
+      held(now + 1000),
+    );
+    await hosts.checkpoint(crawlId, HOST, 'visit-1', {
+      leaseUntil: now + LEASE_MS,
+      nextAt: now,
+      inflight: [],
+    });
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + 1001, ticket),
+      held(now + LEASE_MS),
+      'the lease as extended, not as first taken',
+    );
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS, ticket),
+      held(now + LEASE_MS),
+      'the lease runs to its end',
+    );
+    // Past it (the visit crashed), a copy of the message takes over: no other message is expected.
+    const lease = leased(
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS + 1, ticket),
+    );
+    assert.equal(lease.holder, 'visit-2');
+  });
+
+  it('rescues a lost visit message: a wake past the grace issues a new ticket, the old one is stale', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const lost = sent(await hosts.wake(crawlId, HOST, now));
+    assert.equal(await hosts.wake(crawlId, HOST, now + VISIT_GRACE_MS), undefined);
+    const rescue = sent(await hosts.wake(crawlId, HOST, now + VISIT_GRACE_MS + 1));
+    assert.notEqual(rescue, lost);
+    const item = await rawItem(crawlId, `HOST#${HOST}`);
+    assert.equal(item?.visitBy?.S, rescue);
+    assert.equal(item?.visitAt?.N, String(now + VISIT_GRACE_MS + 1));
+    // The message presumed lost turns up after all: it dies, so only one visit runs.
+    assert.deepEqual(
+      await hosts.acquire(crawlId, HOST, 'visit-lost', now + LEASE_MS, now + VISIT_GRACE_MS + 2, lost),
+      STALE,
+    );
+    leased(
+      await hosts.acquire(crawlId, HOST, 'visit-rescue', now + LEASE_MS, now + VISIT_GRACE_MS + 2, rescue),
+    );
+  });
+
+  it('rescues a lost hand-back the same way', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
+    const handBack = randomUUID();
+    const visitAt = now + 1000;
+    await hosts.release(crawlId, HOST, 'visit-1', { nextAt: now, inflight: [], visitAt, ticket: handBack });
+    assert.equal(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS), undefined);
+    const rescue = sent(await hosts.wake(crawlId, HOST, visitAt + VISIT_GRACE_MS + 1));
+    assert.notEqual(rescue, handBack);
+    const late = visitAt + VISIT_GRACE_MS + 2;
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-2', late + LEASE_MS, late, handBack), STALE);
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-2', late + LEASE_MS, late, ticket), STALE);
+    leased(await hosts.acquire(crawlId, HOST, 'visit-3', late + LEASE_MS, late, rescue));
+  });
+
+  it('rescues a crashed visit: a wake after its lease issues a new ticket, its redelivered message is stale', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
+    const rescue = sent(await hosts.wake(crawlId, HOST, now + LEASE_MS + 1));
+    assert.notEqual(rescue, ticket);
+    const late = now + LEASE_MS + 2;
+    assert.deepEqual(await hosts.acquire(crawlId, HOST, 'visit-2', late + LEASE_MS, late, ticket), STALE);
+    leased(await hosts.acquire(crawlId, HOST, 'visit-3', late + LEASE_MS, late, rescue));
   });
 });
 
@@ -151,8 +346,8 @@ describe('checkpoint and release', () => {
   it('checkpoint extends the lease and saves the pace; a lost lease throws LeaseLostError', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now, ticket));
     await hosts.checkpoint(crawlId, HOST, 'visit-1', {
       leaseUntil: now + LEASE_MS,
       nextAt: now + 2000,
@@ -175,7 +370,7 @@ describe('checkpoint and release', () => {
     assert.equal(item?.pausedUntil, undefined);
     assert.equal(item?.next?.N, String(now + 3000));
 
-    leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001, ticket));
     await assert.rejects(
       hosts.checkpoint(crawlId, HOST, 'visit-1', { leaseUntil: now + LEASE_MS, nextAt: 0, inflight: [] }),
       (err: unknown) => err instanceof LeaseLostError && err.name === 'LeaseLostError',
@@ -183,30 +378,39 @@ describe('checkpoint and release', () => {
     assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.holder?.S, 'visit-2', 'unchanged');
   });
 
-  it('release saves the pace and visitAt and frees the host; a lost lease is ignored', async () => {
+  it('release saves the pace, visitAt and ticket and frees the host; a lost lease is ignored', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
+    const handBack = randomUUID();
     await hosts.release(crawlId, HOST, 'visit-1', {
       nextAt: now + 2000,
       inflight: ['k1', 'k2'],
       visitAt: now + 3000,
+      ticket: handBack,
     });
     const item = await rawItem(crawlId, `HOST#${HOST}`);
     assert.equal(item?.lease, undefined);
     assert.equal(item?.holder, undefined);
     assert.equal(item?.next?.N, String(now + 2000));
     assert.equal(item?.visitAt?.N, String(now + 3000));
+    assert.equal(item?.visitBy?.S, handBack);
     assert.deepEqual(item?.inflight?.SS?.toSorted(), ['k1', 'k2']);
 
     // The handed-back visit arrives and takes the host at once (no lease left to wait for).
-    leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 3000));
-    await hosts.release(crawlId, HOST, 'visit-1', { nextAt: 0, inflight: [], visitAt: 0 });
+    leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 3000, handBack));
+    await hosts.release(crawlId, HOST, 'visit-1', {
+      nextAt: 0,
+      inflight: [],
+      visitAt: 0,
+      ticket: randomUUID(),
+    });
     const later = await rawItem(crawlId, `HOST#${HOST}`);
     assert.equal(later?.holder?.S, 'visit-2');
     assert.equal(later?.next?.N, String(now + 2000));
     assert.equal(later?.visitAt, undefined);
+    assert.equal(later?.visitBy, undefined, 'the lost visit’s hand-back ticket is not recorded');
   });
 });
 
@@ -214,10 +418,10 @@ describe('drain', () => {
   it('loses to an admission made during the visit (the lost wakeup), then drains on the next visit', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    const first = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    const first = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
     // Another host's page admits a URL here while the visit is finishing: a live lease, no send.
-    assert.equal(await hosts.wake(crawlId, HOST, now + 10), false);
+    assert.equal(await hosts.wake(crawlId, HOST, now + 10), undefined);
     assert.equal(
       await hosts.drain(crawlId, HOST, 'visit-1', first.wake, tally(3), { nextAt: now + 900 }),
       false,
@@ -229,8 +433,14 @@ describe('drain', () => {
       'to be overwritten by the next drain',
     );
 
-    await hosts.release(crawlId, HOST, 'visit-1', { nextAt: now + 1000, inflight: [], visitAt: now + 20 });
-    const second = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 20));
+    const handBack = randomUUID();
+    await hosts.release(crawlId, HOST, 'visit-1', {
+      nextAt: now + 1000,
+      inflight: [],
+      visitAt: now + 20,
+      ticket: handBack,
+    });
+    const second = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 20, handBack));
     assert.equal(second.wake, first.wake + 1);
     assert.equal(
       await hosts.drain(crawlId, HOST, 'visit-2', first.wake, tally(4), { nextAt: now + 2000 }),
@@ -277,8 +487,8 @@ describe('drain', () => {
   it('keeps the pace of a drained host for when it is woken again', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    const first = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    const first = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
     assert.equal(
       await hosts.drain(crawlId, HOST, 'visit-1', first.wake, tally(1, { parts: [] }), {
         nextAt: now + 1000,
@@ -288,8 +498,16 @@ describe('drain', () => {
     );
     assert.equal((await rawItem(crawlId, `DONE#${HOST}`))?.parts, undefined, 'no empty set');
     // A link to the host found right after: a new host item, one visit sent, paced from the last request.
-    assert.equal(await hosts.wake(crawlId, HOST, now + 100), true);
-    const again = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 100));
+    const again = leased(
+      await hosts.acquire(
+        crawlId,
+        HOST,
+        'visit-2',
+        now + LEASE_MS,
+        now + 100,
+        sent(await hosts.wake(crawlId, HOST, now + 100)),
+      ),
+    );
     assert.deepEqual(
       { wake: again.wake, nextAt: again.nextAt, pausedUntil: again.pausedUntil },
       { wake: 1, nextAt: now + 1000, pausedUntil: now + 800 },
@@ -299,9 +517,9 @@ describe('drain', () => {
   it('does not let a visit whose lease ran out overwrite the tally of the visit that took over', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    await hosts.wake(crawlId, HOST, now);
-    const stale = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now));
-    const fresh = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001));
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    const stale = leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now, ticket));
+    const fresh = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001, ticket));
     assert.equal(
       await hosts.drain(crawlId, HOST, 'visit-2', fresh.wake, tally(5), { nextAt: now + 2000 }),
       true,
@@ -321,11 +539,14 @@ describe('completion reads', () => {
     assert.equal(await hosts.anyActive(crawlId), false);
     await hosts.wake(other, HOST, now);
     assert.equal(await hosts.anyActive(crawlId), false, 'another crawl’s host');
-    await hosts.wake(crawlId, 'a.example:443', now);
-    await hosts.wake(crawlId, 'b.example:443', now);
+    const tickets = new Map<string, string>();
+    for (const host of ['a.example:443', 'b.example:443'])
+      tickets.set(host, sent(await hosts.wake(crawlId, host, now)));
     assert.equal(await hosts.anyActive(crawlId), true);
     for (const host of ['a.example:443', 'b.example:443']) {
-      const lease = leased(await hosts.acquire(crawlId, host, `visit-${host}`, now + LEASE_MS, now));
+      const lease = leased(
+        await hosts.acquire(crawlId, host, `visit-${host}`, now + LEASE_MS, now, tickets.get(host)),
+      );
       assert.equal(await hosts.anyActive(crawlId), true);
       assert.equal(
         await hosts.drain(crawlId, host, lease.holder, lease.wake, tally(1), { nextAt: now }),
@@ -356,8 +577,8 @@ describe('completion reads', () => {
       );
     for (let i = 0; i < HOSTS; i++) {
       const host = `h${i}.example:443`;
-      await hosts.wake(crawlId, host, now);
-      const lease = leased(await hosts.acquire(crawlId, host, `visit-${i}`, now + LEASE_MS, now));
+      const ticket = sent(await hosts.wake(crawlId, host, now));
+      const lease = leased(await hosts.acquire(crawlId, host, `visit-${i}`, now + LEASE_MS, now, ticket));
       const done: HostTally = {
         total: 3,
         byOutcome: i % 2 === 0 ? { fetched: 2, skipped: 1 } : { fetched: 1, failed: 2 },
@@ -389,7 +610,7 @@ describe('completion reads', () => {
 });
 
 describe('writes repeated by the SDK after a lost answer', () => {
-  it('still send the visit, keep the lease and report the drain', async () => {
+  it('still send the visit, keep the lease, hand the host back and report the drain', async () => {
     // The SDK repeats a write whose answer was lost (a timeout after the write took effect). A repeat
     // that failed its own condition would strand the host: no visit sent, a lease dropped, or a
     // drained host that nobody checks completion for.
@@ -401,11 +622,13 @@ describe('writes repeated by the SDK after a lost answer', () => {
         const input = args.input as { UpdateExpression?: string };
         const what =
           context.commandName === 'UpdateItemCommand'
-            ? input.UpdateExpression?.includes('visitBy = ')
+            ? input.UpdateExpression?.includes('= :token')
               ? 'claim'
               : input.UpdateExpression?.includes('holder = ')
                 ? 'acquire'
-                : 'other'
+                : input.UpdateExpression?.includes('REMOVE')
+                  ? 'release'
+                  : 'other'
             : String(context.commandName);
         const out = await next(args);
         if (lose.delete(what)) {
@@ -421,12 +644,27 @@ describe('writes repeated by the SDK after a lost answer', () => {
     const now = Date.now();
 
     lose.add('claim');
-    assert.equal(await flaky.wake(crawlId, HOST, now), true);
+    const ticket = sent(await flaky.wake(crawlId, HOST, now));
+    assert.equal(
+      (await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S,
+      ticket,
+      'the ticket returned is the one recorded',
+    );
     lose.add('acquire');
-    const lease = leased(await flaky.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now));
+    leased(await flaky.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
+    const handBack = randomUUID();
+    lose.add('release');
+    await flaky.release(crawlId, HOST, 'visit-1', {
+      nextAt: now,
+      inflight: [],
+      visitAt: now + 10,
+      ticket: handBack,
+    });
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, handBack);
+    const lease = leased(await flaky.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 10, handBack));
     lose.add('DeleteItemCommand');
-    assert.equal(await flaky.drain(crawlId, HOST, 'visit-1', lease.wake, tally(1), { nextAt: now }), true);
-    assert.deepEqual(repeated, ['claim', 'acquire', 'DeleteItemCommand']);
+    assert.equal(await flaky.drain(crawlId, HOST, 'visit-2', lease.wake, tally(1), { nextAt: now }), true);
+    assert.deepEqual(repeated, ['claim', 'acquire', 'release', 'DeleteItemCommand']);
     assert.equal(await rawItem(crawlId, `HOST#${HOST}`), undefined);
     client.destroy();
   });

@@ -57,7 +57,7 @@ export interface SubmitOptions {
 }
 
 export interface SubmitSummary {
-  /** Task messages sent: admitted seeds plus invalid seeds (which end as `invalid` results). */
+  /** Seeds to fetch (admitted, their hosts woken) plus invalid seeds (which end as `invalid` results). */
   tasks: number;
   /** Seeds admitted straight into a `skipped` result (out of scope, beyond --max-pages...). */
   skipped: number;
@@ -116,7 +116,7 @@ export async function submitCrawl(
     const invalid = chunk.filter((entry) => !entry.valid).map((entry) => entry.url);
     const admitted =
       valid.length === 0
-        ? { tasks: [], results: [] }
+        ? { visits: [], results: [] }
         : await admitLinks(
             [
               {
@@ -126,14 +126,13 @@ export async function submitCrawl(
                 links: valid.map((url) => ({ url, nofollow: false })),
               },
             ],
-            { frontier, seen: new LruSet(1), now: new Date() },
+            { frontier, hosts: frontier, seen: new LruSet(1), now: new Date() },
           );
-    await tasks.sendTasks([
-      ...admitted.tasks,
-      ...invalid.map((url) => ({ task: { v: 1 as const, crawlId: config.crawlId, url, depth: 0 } })),
-    ]);
+    // An invalid seed goes to the queue as a task, to end there as an `invalid` result with its reason.
+    await tasks.sendVisits(admitted.visits);
+    await tasks.sendTasks(invalid.map((url) => ({ v: 1 as const, crawlId: config.crawlId, url, depth: 0 })));
     await results.sendResults(admitted.results);
-    summary.tasks += admitted.tasks.length + invalid.length;
+    summary.tasks += valid.length - admitted.results.length + invalid.length;
     summary.skipped += admitted.results.length;
     summary.invalid += invalid.length;
     options.onProgress?.({

@@ -19,7 +19,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import type { HostLease, HostPace, HostTally, HostVisits } from '../core/ports.ts';
+import type { HostBusy, HostLease, HostPace, HostTally, HostVisits } from '../core/ports.ts';
 import {
   ATTR,
   crawlPk,
@@ -36,6 +36,7 @@ import {
   outcomeAttr,
   type ResolvedOptions,
   S,
+  str,
 } from './frontier-schema.ts';
 
 /**
@@ -131,7 +132,7 @@ export class FrontierHosts implements HostVisits {
    * stops a stale drain; it is never counted). A repeated claim would fail its own condition and
    * leave the host claimed with nobody sending, so it carries a token that lets its repeat succeed.
    */
-  async wake(crawlId: string, host: string, now: number): Promise<boolean> {
+  async wake(crawlId: string, host: string, now: number): Promise<string | undefined> {
     const out = await this.dynamodb.send(
       new UpdateItemCommand({
         TableName: this.table,
@@ -142,7 +143,8 @@ export class FrontierHosts implements HostVisits {
         ReturnValues: 'ALL_NEW',
       }),
     );
-    if (!needsVisit(out.Attributes, now)) return false;
+    if (!needsVisit(out.Attributes, now)) return undefined;
+    const ticket = randomUUID();
     try {
       await this.dynamodb.send(
         new UpdateItemCommand({
@@ -155,15 +157,15 @@ export class FrontierHosts implements HostVisits {
           ExpressionAttributeValues: {
             ':now': N(now),
             ':stale': N(now - VISIT_GRACE_MS),
-            ':token': S(randomUUID()),
+            ':token': S(ticket),
             ':expiresAt': expiresAt(this.options),
           },
         }),
       );
-      return true;
+      return ticket;
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
-      return false;
+      return undefined;
     }
   }
 
@@ -179,7 +181,8 @@ export class FrontierHosts implements HostVisits {
     holder: string,
     leaseUntil: number,
     now: number,
-  ): Promise<HostLease | 'held' | 'idle'> {
+    ticket?: string,
+  ): Promise<HostLease | HostBusy> {
     let item: Item;
     try {
       const out = await this.dynamodb.send(
@@ -188,7 +191,8 @@ export class FrontierHosts implements HostVisits {
           Key: hostKey(crawlId, host),
           UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}`,
           // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
-          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder)`,
+          // The message must be the one the host expects (its ticket), or the host expects none.
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder) AND (attribute_not_exists(#${ATTR.visitBy}) OR #${ATTR.visitBy} = :ticket)`,
           ExpressionAttributeNames: names(
             ATTR.pk,
             ATTR.lease,
@@ -201,6 +205,7 @@ export class FrontierHosts implements HostVisits {
             ':until': N(leaseUntil),
             ':holder': S(holder),
             ':now': N(now),
+            ':ticket': S(ticket ?? '-'),
             ':expiresAt': expiresAt(this.options),
           },
           ReturnValues: 'ALL_NEW',
@@ -211,8 +216,12 @@ export class FrontierHosts implements HostVisits {
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
       // AWS returns the item that failed the condition (none: there is no item); emulators may not.
-      const current = err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk]));
-      return current === undefined ? 'idle' : 'held';
+      const current =
+        err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk, ATTR.lease, ATTR.visitBy]));
+      if (current === undefined) return { busy: 'idle' };
+      const visitBy = str(current, ATTR.visitBy);
+      if (visitBy !== undefined && visitBy !== ticket) return { busy: 'stale' };
+      return { busy: 'held', until: num(current, ATTR.lease) ?? now };
     }
     const pace =
       num(item, ATTR.next) === undefined
@@ -253,15 +262,15 @@ export class FrontierHosts implements HostVisits {
     crawlId: string,
     host: string,
     holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number },
+    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
   ): Promise<void> {
     const update = new Update()
       .state(state)
       .setAttr(ATTR.visitAt, N(state.visitAt))
+      .setAttr(ATTR.visitBy, S(state.ticket))
       .setAttr(ATTR.expiresAt, expiresAt(this.options))
       .removeAttr(ATTR.lease)
-      .removeAttr(ATTR.holder)
-      .removeAttr(ATTR.visitBy);
+      .removeAttr(ATTR.holder);
     try {
       await this.updateHeld(crawlId, host, holder, update);
     } catch (err) {

@@ -50,8 +50,8 @@ export function createFrontierStore(
     postpone: (crawlId, host, key, attempts, retryAt) => urls.postpone(crawlId, host, key, attempts, retryAt),
     // HostVisits
     wake: (crawlId, host, now) => hosts.wake(crawlId, host, now),
-    acquire: (crawlId, host, holder, leaseUntil, now) =>
-      hosts.acquire(crawlId, host, holder, leaseUntil, now),
+    acquire: (crawlId, host, holder, leaseUntil, now, ticket) =>
+      hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket),
     checkpoint: (crawlId, host, holder, state) => hosts.checkpoint(crawlId, host, holder, state),
     release: (crawlId, host, holder, state) => hosts.release(crawlId, host, holder, state),
     drain: (crawlId, host, holder, wakeSeen, tally, pace) =>

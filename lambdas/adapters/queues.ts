@@ -1,7 +1,9 @@
 /** The task and results queues as the core's ports. */
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { DeadLetter, DeadLetterSender, OutgoingTask, ResultSender, TaskSender } from '../core/ports.ts';
+import type { DrainedRecord } from '../core/aggregate-batch.ts';
+import type { DeadLetter, DeadLetterSender, OutgoingVisit, ResultSender, TaskSender } from '../core/ports.ts';
 import type { CrawlResult } from '../core/result.ts';
+import type { Task } from '../core/task.ts';
 import {
   MAX_MESSAGE_BYTES,
   messageBytes,
@@ -18,27 +20,37 @@ export class SqsTaskSender implements TaskSender {
     this.queueUrl = queueUrl;
   }
 
-  sendTasks(tasks: readonly OutgoingTask[]): Promise<void> {
+  sendVisits(visits: readonly OutgoingVisit[]): Promise<void> {
     return sendMessagesInBatches(
       this.sqs,
       this.queueUrl,
-      tasks.map(({ task, delaySeconds }) => ({
-        body: JSON.stringify(task),
+      visits.map(({ visit, delaySeconds }) => ({
+        body: JSON.stringify(visit),
         delaySeconds,
-        groupId: hostOf(task.url),
+        groupId: groupOf(visit.host),
       })),
+    );
+  }
+
+  /** Task messages as anyone may send them (a seed the CLI could not admit goes this way). */
+  sendTasks(tasks: readonly Task[]): Promise<void> {
+    return sendMessagesInBatches(
+      this.sqs,
+      this.queueUrl,
+      tasks.map((task) => ({ body: JSON.stringify(task) })),
     );
   }
 }
 
-/** Fair queues: the host is the message group, so one large host cannot starve the rest of a crawl. */
-function hostOf(url: string): string | undefined {
-  try {
-    return new URL(url).host || undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * Fair queues: the host is the message group, so one large host cannot starve the rest of a crawl.
+ * SQS takes at most 128 characters of MessageGroupId.
+ */
+function groupOf(host: string): string | undefined {
+  return host.slice(0, MAX_GROUP_ID_LENGTH) || undefined;
 }
+
+const MAX_GROUP_ID_LENGTH = 128;
 
 export class SqsResultSender implements ResultSender {
   private readonly sqs: SQSClient;
@@ -55,6 +67,12 @@ export class SqsResultSender implements ResultSender {
       this.queueUrl,
       results.map((result) => ({ body: JSON.stringify(result) })),
     );
+  }
+
+  /** A host of the crawl drained: the aggregate function checks completion (aggregate-batch.ts). */
+  sendDrained(crawlId: string): Promise<void> {
+    const record: DrainedRecord = { v: 1, kind: 'drained', crawlId };
+    return sendMessagesInBatches(this.sqs, this.queueUrl, [{ body: JSON.stringify(record) }]);
   }
 }
 

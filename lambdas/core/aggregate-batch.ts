@@ -175,14 +175,91 @@ export async function processResultBatch(
     summaries: [],
   };
   const valid: Item[] = [];
+  const drained = new Map<string, ResultMessage[]>();
   for (const message of messages) {
+    const record = parseDrainedRecord(message.body);
+    if (record) {
+      drained.set(record.crawlId, [...(drained.get(record.crawlId) ?? []), message]);
+      continue;
+    }
     const parsed = parseResultMessage(message.body);
     if (parsed.ok) valid.push({ message, result: parsed.result });
     else report.rejected.push({ id: message.id, reason: parsed.reason });
   }
-  for (const [crawlId, items] of Map.groupBy(valid, (item) => item.result.crawlId))
-    await processCrawl(crawlId, items, deps, report);
+  const byCrawl = Map.groupBy(valid, (item) => item.result.crawlId);
+  for (const [crawlId, items] of byCrawl) await processCrawl(crawlId, items, deps, report);
+  // A drained host with no result after it: completion is checked here (a crawl in this batch's
+  // results was checked already).
+  for (const [crawlId, records] of drained) {
+    if (byCrawl.has(crawlId)) continue;
+    try {
+      const counters = await deps.frontier.readCounters(crawlId);
+      if (counters) await complete(crawlId, counters, deps, report);
+    } catch (error) {
+      for (const message of records)
+        report.retry.push({ id: message.id, crawlId, reason: `confirm completion: ${describe(error)}` });
+    }
+  }
   return report;
+}
+
+/** Sent by a visit that drained a host (fetch-batch.ts), so completion is checked even if no result follows. */
+export interface DrainedRecord {
+  v: 1;
+  kind: 'drained';
+  crawlId: string;
+}
+
+function parseDrainedRecord(body: string): DrainedRecord | undefined {
+  if (!body.includes('"drained"')) return undefined;
+  try {
+    const json = JSON.parse(body) as Partial<DrainedRecord>;
+    return json.v === 1 && json.kind === 'drained' && typeof json.crawlId === 'string'
+      ? { v: 1, kind: 'drained', crawlId: json.crawlId }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Confirms completion (when no host is active) and writes summary.json once. Throws on a failed call. */
+async function complete(
+  crawlId: string,
+  before: CrawlCounters,
+  deps: AggregateDeps,
+  report: AggregateReport,
+): Promise<CrawlCounters> {
+  // A crash between the state flip and the summary: whoever comes next writes it (once).
+  if (before.state === 'complete') {
+    await writeSummary(crawlId, before, false, deps, report);
+    return before;
+  }
+  if (before.state !== 'running') return before;
+  const now = deps.now ?? (() => new Date());
+  const confirmed = await deps.frontier.confirmCompletion(crawlId, now(), (parts) =>
+    allWritten(deps.blobs, crawlId, parts),
+  );
+  report.counters[crawlId] = confirmed.counters;
+  if (confirmed.completedNow) await writeSummary(crawlId, confirmed.counters, true, deps, report);
+  return confirmed.counters;
+}
+
+async function writeSummary(
+  crawlId: string,
+  counters: CrawlCounters,
+  completedNow: boolean,
+  deps: AggregateDeps,
+  report: AggregateReport,
+): Promise<void> {
+  const now = deps.now ?? (() => new Date());
+  // Written once: a repeat after a crash between completion and this write writes it then.
+  const summary = summaryFromCounters(crawlId, counters, now());
+  const written = await deps.blobs.putIfAbsent(
+    summaryKey(crawlId),
+    new TextEncoder().encode(`${JSON.stringify(summary, null, 2)}\n`),
+    'application/json',
+  );
+  if (written) report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
 }
 
 export function parseResultMessage(
@@ -310,32 +387,11 @@ async function processCrawl(
   if (!counters) return;
   report.counters[crawlId] = counters;
 
-  let completedNow = false;
-  if (counters.state === 'running' && counters.done >= counters.queued) {
-    try {
-      const confirmed = await deps.frontier.confirmCompletion(crawlId, now(), (parts) =>
-        allWritten(deps.blobs, crawlId, parts),
-      );
-      completedNow = confirmed.completedNow;
-      counters = confirmed.counters;
-      report.counters[crawlId] = counters;
-    } catch (error) {
-      return fail('confirm completion', error);
-    }
-  }
-  if (completedNow || (crawlComplete && counters.state === 'complete')) {
-    // Written once: a repeat after a crash between completion and this write writes it then.
-    const summary = summaryFromCounters(crawlId, counters, now());
-    try {
-      const written = await deps.blobs.putIfAbsent(
-        summaryKey(crawlId),
-        new TextEncoder().encode(`${JSON.stringify(summary, null, 2)}\n`),
-        'application/json',
-      );
-      if (written) report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
-    } catch (error) {
-      return fail('write summary', error);
-    }
+  // Completion is confirmed from the hosts (none active) rather than guessed from the counters.
+  try {
+    if (counters.state === 'running' || crawlComplete) await complete(crawlId, counters, deps, report);
+  } catch (error) {
+    return fail('confirm completion', error);
   }
 }
 
@@ -363,7 +419,7 @@ async function unindexed<T extends Item & { rid: string } & FinalizeOutcome>(
       earlier.set(item.part, exists);
     }
     if (await exists) continue;
-    await deps.frontier.repoint(crawlId, item.result.key, item.rid, part);
+    await deps.frontier.repoint(crawlId, item.result.url, item.result.key, item.rid, part);
     fresh.push(item);
   }
   return fresh;

@@ -1,235 +1,498 @@
 /**
- * The fetch function's work for one batch of task messages, over ports only: decide each task
- * (fetch-task.ts) and write its page into the batch's WARC files at once; then admit discovered
- * links, finish the WARC files, and send new and deferred tasks and results in batches. One task's
- * failure retries that task; a batch step's failure (after in-function retries) retries them all.
+ * The fetch function's work for one batch of task-queue messages (docs/design/host-visits.md).
+ *
+ * - A **visit** message: the batch takes its host's lease and fetches the host's ready URLs at the
+ *   host's pace (host-visit.ts), side by side with the batch's other hosts, until the deadline.
+ *   Then it hands the host back (a delayed visit message) or, when nothing is left, drains it.
+ * - A **task** message (a bare URL, a JSON task, a redriven task): its URL is admitted to the
+ *   frontier like a discovered link, which wakes its host (task-admission.ts).
+ *
+ * What the visits produce goes out in flushes, each safe to repeat: links admitted (waking their
+ * hosts), WARC files written, leaf results, then page results. A flush that fails fails every visit
+ * of the batch: their messages come back and the next visits fetch again what was not reported.
  */
-
 import { backoffSeconds } from './backoff.ts';
 import type { BodyBudget } from './body-budget.ts';
+import type { CrawlConfig } from './crawl-config.ts';
 import { isCrawlError } from './errors.ts';
-import {
-  type ClaimedUrl,
-  decideTask,
-  type FetchTaskDeps,
-  type TaskDecision,
-  type TaskMessage,
-} from './fetch-task.ts';
-import { admitLinks, type DiscoveringPage } from './link-admission.ts';
+import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
+import { type VisitDecision, type VisitEnd, visitHost } from './host-visit.ts';
+import { admitEnded, admitLinks, type DiscoveringPage, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
-  BlobWriter,
   CrawlBudget,
   DeadLetter,
   DeadLetterSender,
-  OutgoingTask,
+  FrontierAdmission,
+  FrontierUrl,
+  HostLease,
+  HostTally,
+  HostUrl,
+  HostUrlStore,
+  HostVisits,
+  OutgoingVisit,
   ResultSender,
   TaskSender,
 } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
-import { parseTaskMessage } from './task.ts';
+import { parseVisitMessage, type VisitMessage } from './task.ts';
+import { admitTaskMessage, type TaskAdmission } from './task-admission.ts';
 import { WarcBatchWriter } from './warc-batch.ts';
 
 export interface RetryRequest {
   id: string;
-  /** The task's URL, when the message is a task (for the logs). */
-  url?: string;
   /** Seconds until the message should be visible again. */
   delaySeconds: number;
   code: string;
 }
 
-export interface FetchBatchDeps extends FetchTaskDeps {
+export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'> {
+  frontier: FrontierAdmission & HostUrlStore;
+  hosts: HostVisits;
   deadLetters: DeadLetterSender;
   budget?: CrawlBudget;
-  blobs: BlobWriter;
-  results: ResultSender;
+  blobs: WarcBlobs;
+  results: ResultSender & DrainedSender;
   tasks: TaskSender;
   seen: LruSet;
   invocationId: string;
-  /** The fetcher's body budget: a task's bodies stay charged to it until the page is in the WARC writer. */
+  /** The fetcher's body budget: a page's bodies stay charged to it until the page is in the WARC writer. */
   bodyBudget?: BodyBudget;
+  /** Epoch ms: no request starts that could not end before it; the batch's last flush follows it. */
+  deadline: number;
+  /** How often the visits' output is sent while they run (ms). Default 5 s. */
+  flushEveryMs?: number;
 }
 
-/** A captured page once in the WARC writer: the body is gone, the result waits for its WARC pointer. */
-type Written = Omit<Extract<TaskDecision, { kind: 'captured' }>, 'kind' | 'page'> & {
-  kind: 'written';
-  result: CrawlResult;
-};
+type WarcBlobs = ConstructorParameters<typeof WarcBatchWriter>[0];
+
+/** Tells the aggregate function that a host drained, so completion is checked even if no result follows. */
+export interface DrainedSender {
+  sendDrained(crawlId: string): Promise<void>;
+}
+
+export interface VisitOutcome {
+  crawlId: string;
+  host: string;
+  /** `dropped`: the host was held by another visit, or had no work (a stale or duplicate message). */
+  end: VisitEnd['kind'] | 'dropped';
+  fetched: number;
+}
 
 export interface FetchBatchReport {
+  /** Messages to make visible again (a failed visit or task), with their delay. */
   retries: RetryRequest[];
   results: CrawlResult[];
   warcKeys: string[];
-  newTasks: OutgoingTask[];
-  /** Tasks re-sent with DelaySeconds: politeness, robots waits, and (`retry`) fetch retries. */
-  deferred: Array<OutgoingTask & { code: string; retry?: true }>;
-  /** Tasks dropped: duplicates of a URL that has its result, tasks of a complete crawl. */
+  /** Visit messages sent: hosts woken, and hosts handed back. */
+  visits: OutgoingVisit[];
+  outcomes: VisitOutcome[];
+  /** Tasks dropped: tasks of a complete crawl. */
   dropped: Array<{ url: string; why: 'duplicate' | 'crawl-complete' }>;
   /** Crawls whose budget this batch spent (now stopped). */
   budgetStopped: string[];
 }
 
+/** Lease beyond the deadline: the batch's last flush and the visits' release happen inside it. */
+const LEASE_MARGIN_MS = 30_000;
+const DEFAULT_FLUSH_EVERY_MS = 5_000;
+/** SQS caps DelaySeconds at 15 minutes. */
+const MAX_DELAY_SECONDS = 900;
+
 export async function processFetchBatch(
   messages: readonly TaskMessage[],
   deps: FetchBatchDeps,
 ): Promise<FetchBatchReport> {
-  // Each page goes into the WARC writer as soon as its task is decided, and its body is dropped: the
-  // batch never holds more bodies than the fetcher's budget (the task's hold keeps them charged until then).
-  const writer = new WarcBatchWriter(deps.blobs, deps.invocationId, new Date(deps.now()));
-  type Decided = Exclude<TaskDecision, { kind: 'captured' }> | Written;
-  const decisions = await Promise.all(
-    messages.map(async (message): Promise<{ message: TaskMessage; decision: Decided }> => {
-      const hold = deps.bodyBudget?.hold();
-      let claimed: ClaimedUrl | undefined;
+  const report: FetchBatchReport = {
+    retries: [],
+    results: [],
+    warcKeys: [],
+    visits: [],
+    outcomes: [],
+    dropped: [],
+    budgetStopped: [],
+  };
+  const output = new BatchOutput(deps);
+  const visitMessages: Array<{ message: TaskMessage; visit: VisitMessage }> = [];
+
+  // Task messages: admitted like discovered links (their hosts are woken at the next flush).
+  await Promise.all(
+    messages.map(async (message) => {
+      const visit = parseVisitMessage(message.body);
+      if (visit) {
+        visitMessages.push({ message, visit });
+        return;
+      }
       try {
-        const decision = await (hold ? hold.run(() => decideTask(message, deps)) : decideTask(message, deps));
-        if (decision.kind !== 'captured') return { message, decision };
-        claimed = decision.claimed;
-        await writer.ready();
-        writer.add(decision.page);
-        const { page, ...rest } = decision;
-        return { message, decision: { ...rest, kind: 'written', result: page.result } };
+        output.addTask(message, await admitTaskMessage(message, deps));
       } catch (error) {
-        // This task alone is retried soon (its claim given back); its neighbours go on.
-        if (claimed) await deps.frontier.release(claimed.crawlId, claimed.key).catch(() => {});
-        return { message, decision: failedTask(message, error) };
-      } finally {
-        hold?.release();
+        report.retries.push(failedRetry(message, error));
       }
     }),
   );
 
-  const results: CrawlResult[] = [];
-  const retries: RetryRequest[] = [];
-  const invalid: DeadLetter[] = [];
-  const budgetStopped: string[] = [];
-  const deferred: FetchBatchReport['deferred'] = [];
-  const written: CrawlResult[] = [];
-  const discovering: DiscoveringPage[] = [];
-  const claims: ClaimedUrl[] = [];
-  const dropped: FetchBatchReport['dropped'] = [];
-  for (const { message, decision } of decisions) {
-    if ((decision.kind === 'result' || decision.kind === 'written') && decision.claimed)
-      claims.push(decision.claimed);
-    switch (decision.kind) {
-      case 'result':
-        results.push(decision.result);
-        // A malformed task is kept for inspection in the DLQ at once, never retried.
-        if (decision.result.outcome === 'invalid') {
-          invalid.push({
-            body: message.body,
-            code: decision.result.code ?? 'invalid-task',
-            reason: decision.result.reason ?? '',
-          });
-        }
-        break;
-      case 'retry':
-        retries.push({ ...retryOf(message), delaySeconds: decision.delaySeconds, code: decision.code });
-        break;
-      case 'defer':
-        deferred.push({
-          task: decision.task,
-          delaySeconds: decision.delaySeconds,
-          code: decision.code,
-          ...(decision.retry ? { retry: true as const } : {}),
-        });
-        break;
-      case 'drop':
-        dropped.push({ url: taskUrlOf(message) ?? message.id, why: decision.why });
-        break;
-      case 'reject':
-        invalid.push({ body: message.body, code: decision.code, reason: decision.reason });
-        break;
-      case 'written':
-        written.push(decision.result);
-        if (decision.links.length > 0) {
-          discovering.push({
-            config: decision.config,
-            parentKey: decision.result.key,
-            parentUrl: decision.result.url,
-            depth: decision.result.depth,
-            links: decision.links,
-            relink: decision.claimed?.relink === true,
-          });
-        }
-        break;
-    }
-  }
+  // Visits: each takes its host, then all run side by side until the deadline.
+  const running = await Promise.all(
+    visitMessages.map(async ({ message, visit }) => {
+      try {
+        return await startVisit(message, visit, deps, output, report);
+      } catch (error) {
+        report.retries.push(failedRetry(message, error));
+        return undefined;
+      }
+    }),
+  );
+  const flusher = output.flushPeriodically(deps.flushEveryMs ?? DEFAULT_FLUSH_EVERY_MS);
+  const ended = await Promise.all(running.map((run) => run?.done));
+  await flusher.stop();
 
   try {
-    if (deps.budget) {
-      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
-        if (await deps.budget.charge(crawlId, pages.length)) budgetStopped.push(crawlId);
-      }
-    }
-    const now = new Date(deps.now());
-    // New URLs are admitted (and counted as queued) before their parent's result is sent, so the
-    // aggregator can never see a crawl as finished while a page's links are still on their way.
-    // Each step is safe to repeat (admission re-admits its own URLs uncounted; a task or result
-    // sent twice is deduplicated by the claim and by finalize), so a failed call is tried again here.
-    const admitted = await retryStep(() =>
-      admitLinks(discovering, { frontier: deps.frontier, seen: deps.seen, now }),
-    );
-    // finish() uploads again only the files whose upload failed.
-    const stored = await retryStep(() => writer.finish());
-    const newTasks = admitted.tasks;
-    await retryStep(() => deps.tasks.sendTasks([...newTasks, ...deferred]));
-    // A page's own result goes out only once its links' results are accepted: a done page's redelivered
-    // task is dropped, so a link result still unsent when the process dies would be lost for good.
-    const leaves = [...results, ...admitted.results];
-    await retryStep(() => deps.results.sendResults(leaves));
-    await retryStep(() => deps.results.sendResults(stored.results));
-    const allResults = [...leaves, ...stored.results];
-    if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
-    for (const key of admitted.seenKeys) deps.seen.add(key);
-    return {
-      retries,
-      results: allResults,
-      warcKeys: stored.keys,
-      newTasks,
-      deferred,
-      dropped,
-      budgetStopped,
-    };
+    await output.flush();
   } catch (error) {
-    // The batch's output is (partly) lost: give back its claims and retry every task of the batch.
-    // What did go out is deduplicated when the retries send it again; links admitted but maybe not
-    // sent are admitted again by each page's next claim (`relink`). WARC files already written are
-    // left unreferenced.
-    await Promise.all(claims.map((c) => deps.frontier.release(c.crawlId, c.key, true).catch(() => {})));
-    const retried = new Set(retries.map((retry) => retry.id));
-    for (const message of messages) {
-      if (!retried.has(message.id)) retries.push(failedTaskRetry(message, error));
+    // Not all of the visits' output is out: every message of the batch is tried again, a visit once
+    // its lease has run out (so the host is free for it), with what it had not reported.
+    const leaseOver = Math.ceil((deps.deadline + LEASE_MARGIN_MS - deps.now()) / 1000) + 1;
+    for (const run of running) {
+      if (!run) continue;
+      const retry = failedRetry(run.message, error);
+      report.retries.push({
+        ...retry,
+        delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(retry.delaySeconds, leaseOver)),
+      });
     }
-    return { retries, results: [], warcKeys: [], newTasks: [], deferred: [], dropped, budgetStopped };
+    for (const message of output.taskMessages) report.retries.push(failedRetry(message, error));
+    return finish(report, output);
+  }
+
+  // The output is out: hand each host back, or drain it.
+  await Promise.all(
+    running.map(async (run, index) => {
+      if (!run) return;
+      const visitEnd = ended[index];
+      try {
+        await endVisit(run, visitEnd, deps, report);
+      } catch (error) {
+        report.retries.push(failedRetry(run.message, error));
+      }
+    }),
+  );
+  return finish(report, output);
+}
+
+function finish(report: FetchBatchReport, output: BatchOutput): FetchBatchReport {
+  report.results.push(...output.sentResults);
+  report.warcKeys.push(...output.sentWarcKeys);
+  report.visits.push(...output.sentVisits);
+  report.budgetStopped.push(...output.budgetStopped);
+  report.dropped.push(...output.dropped);
+  return report;
+}
+
+interface RunningVisit {
+  message: TaskMessage;
+  visit: VisitMessage;
+  lease: HostLease;
+  done: Promise<VisitResult | { failed: unknown }>;
+  fetched: number;
+}
+
+type VisitResult = Awaited<ReturnType<typeof visitHost>>;
+
+async function startVisit(
+  message: TaskMessage,
+  visit: VisitMessage,
+  deps: FetchBatchDeps,
+  output: BatchOutput,
+  report: FetchBatchReport,
+): Promise<RunningVisit | undefined> {
+  const { crawlId, host } = visit;
+  const leaseUntil = deps.deadline + LEASE_MARGIN_MS;
+  const now = deps.now();
+  const lease = await deps.hosts.acquire(crawlId, host, deps.invocationId, leaseUntil, now, visit.ticket);
+  if ('busy' in lease) {
+    // A live visit has the host: this message is tried again when that lease ends (its holder may
+    // have died). A stale copy (the host expects another message) or an idle host: nothing to do.
+    if (lease.busy === 'held') {
+      const delaySeconds = Math.min(
+        MAX_DELAY_SECONDS,
+        Math.max(1, Math.ceil((lease.until - now) / 1000) + 1),
+      );
+      report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
+    }
+    report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0 });
+    return undefined;
+  }
+  let config: CrawlConfig;
+  try {
+    config = await deps.configs.get(crawlId);
+  } catch (error) {
+    // A visit of a crawl nobody started: nothing to do for it, ever.
+    if (isCrawlError(error) && error.code === 'unknown-crawl') {
+      report.outcomes.push({ crawlId, host, end: 'stop', fetched: 0 });
+      return undefined;
+    }
+    throw error;
+  }
+  const run: RunningVisit = {
+    message,
+    visit,
+    lease,
+    fetched: 0,
+    done: Promise.resolve({ failed: undefined }),
+  };
+  run.done = visitHost(
+    { crawlId, host, pace: lease, inflight: lease.inflight },
+    config,
+    { ...deps, hostUrls: deps.frontier },
+    (decision) => {
+      run.fetched++;
+      output.addVisit(decision);
+    },
+  ).catch((failed: unknown) => ({ failed }));
+  return run;
+}
+
+async function endVisit(
+  run: RunningVisit,
+  ended: VisitResult | { failed: unknown } | undefined,
+  deps: FetchBatchDeps,
+  report: FetchBatchReport,
+): Promise<void> {
+  const { crawlId, host } = run.visit;
+  const holder = deps.invocationId;
+  if (ended === undefined || 'failed' in ended) {
+    // The visit failed (an AWS call that kept failing): its output so far is out; the host is
+    // handed back so its message, tried again soon, finds it free.
+    const error = ended && 'failed' in ended ? ended.failed : new Error('visit did not run');
+    const ticket = run.visit.ticket ?? crypto.randomUUID();
+    await deps.hosts.release(crawlId, host, holder, { ...run.lease, visitAt: deps.now(), ticket });
+    report.retries.push(failedRetry(run.message, error));
+    return;
+  }
+  const { end, pace, inflight } = ended;
+  report.outcomes.push({ crawlId, host, end: end.kind, fetched: run.fetched });
+  if (end.kind === 'drained') {
+    const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, tallyOf(end.urls), pace);
+    // Woken meanwhile: a new URL came in; visit again at once.
+    if (!drained) await handBack(run, deps.now(), pace, inflight, deps, report);
+    else await deps.results.sendDrained(crawlId);
+    return;
+  }
+  if (end.kind === 'stop') {
+    // Nobody will visit a host of an unknown or finished crawl again: the item just expires.
+    await deps.hosts.release(crawlId, host, holder, { ...pace, inflight, visitAt: deps.now(), ticket: '-' });
+    return;
+  }
+  await handBack(run, end.visitAt, pace, inflight, deps, report);
+}
+
+async function handBack(
+  run: RunningVisit,
+  visitAt: number,
+  pace: { nextAt: number; pausedUntil?: number },
+  inflight: readonly string[],
+  deps: FetchBatchDeps,
+  report: FetchBatchReport,
+): Promise<void> {
+  const { crawlId, host } = run.visit;
+  const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.ceil((visitAt - deps.now()) / 1000)));
+  // Sent before the lease is given up: a crash between the two leaves a visit due, never none
+  // (the host expects no ticket while leased, so the new message takes it once the lease ends).
+  const ticket = crypto.randomUUID();
+  const next: OutgoingVisit = { visit: visitOf(crawlId, host, ticket), delaySeconds };
+  await retryStep(() => deps.tasks.sendVisits([next]));
+  report.visits.push(next);
+  await deps.hosts.release(crawlId, host, deps.invocationId, {
+    ...pace,
+    inflight,
+    visitAt: deps.now() + delaySeconds * 1000,
+    ticket,
+  });
+}
+
+/** The exact counts of a drained host, from its URL items (all done). */
+export function tallyOf(urls: readonly HostUrl[]): HostTally {
+  const tally: HostTally = { total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
+  const parts = new Set<string>();
+  for (const url of urls) {
+    tally.total++;
+    if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
+    tally.bytes += url.bytes ?? 0;
+    tally.requests += url.requests ?? 0;
+    if (url.part) parts.add(url.part);
+  }
+  tally.parts = [...parts];
+  return tally;
+}
+
+/**
+ * What the batch has produced and not yet sent: pages (already in the WARC writer), results, links
+ * to admit, dead letters. `flush()` sends it all, each step safe to repeat.
+ */
+class BatchOutput {
+  readonly sentResults: CrawlResult[] = [];
+  readonly sentWarcKeys: string[] = [];
+  readonly sentVisits: OutgoingVisit[] = [];
+  readonly budgetStopped: string[] = [];
+  readonly dropped: FetchBatchReport['dropped'] = [];
+  readonly taskMessages: TaskMessage[] = [];
+  private readonly deps: FetchBatchDeps;
+  private flushes = 0;
+  private writer: WarcBatchWriter;
+  private results: CrawlResult[] = [];
+  private written: CrawlResult[] = [];
+  private discovering: DiscoveringPage[] = [];
+  private invalid: DeadLetter[] = [];
+  /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
+  private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
+  /** Serializes flushes (the periodic one and the last). */
+  private flushing: Promise<void> = Promise.resolve();
+  private broken: { error: unknown } | undefined;
+
+  constructor(deps: FetchBatchDeps) {
+    this.deps = deps;
+    this.writer = this.newWriter();
+  }
+
+  private newWriter(): WarcBatchWriter {
+    // One writer per flush: its files are finished by the flush, so each needs keys of its own.
+    const id = this.flushes === 0 ? this.deps.invocationId : `${this.deps.invocationId}-${this.flushes}`;
+    return new WarcBatchWriter(this.deps.blobs, id, new Date(this.deps.now()));
+  }
+
+  addTask(message: TaskMessage, admission: TaskAdmission): void {
+    this.taskMessages.push(message);
+    switch (admission.kind) {
+      case 'result':
+        this.results.push(admission.result);
+        this.ended.push({
+          crawlId: admission.result.crawlId,
+          url: { key: admission.result.key, url: admission.result.url, depth: admission.result.depth },
+        });
+        if (admission.result.outcome === 'invalid')
+          this.invalid.push({
+            body: message.body,
+            code: admission.result.code ?? 'invalid-task',
+            reason: admission.result.reason ?? '',
+          });
+        break;
+      case 'admit':
+        this.discovering.push(admission.page);
+        break;
+      case 'drop':
+        this.dropped.push({ url: admission.url, why: admission.why });
+        break;
+      case 'reject':
+        this.invalid.push({ body: message.body, code: admission.code, reason: admission.reason });
+        break;
+    }
+  }
+
+  addVisit(decision: VisitDecision): void {
+    if (decision.kind === 'result') {
+      this.results.push(decision.result);
+      return;
+    }
+    this.writer.add(decision.page);
+    this.written.push(decision.page.result);
+    if (decision.links.length > 0) {
+      this.discovering.push({
+        config: decision.config,
+        parentKey: decision.page.result.key,
+        parentUrl: decision.page.result.url,
+        depth: decision.page.result.depth,
+        links: decision.links,
+      });
+    }
+  }
+
+  flushPeriodically(everyMs: number): { stop: () => Promise<void> } {
+    let stopped = false;
+    const timer = setInterval(() => {
+      if (!stopped) this.flush().catch(() => {});
+    }, everyMs);
+    return {
+      stop: async () => {
+        stopped = true;
+        clearInterval(timer);
+        await this.flushing.catch(() => {});
+      },
+    };
+  }
+
+  flush(): Promise<void> {
+    const run = this.flushing
+      .catch(() => {})
+      .then(() => {
+        if (this.broken) throw this.broken.error;
+        return this.flushOnce();
+      });
+    this.flushing = run;
+    return run;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const deps = this.deps;
+    const writer = this.writer;
+    const written = this.written;
+    const discovering = this.discovering;
+    const leaves = this.results;
+    const invalid = this.invalid;
+    const ended = this.ended;
+    this.flushes++;
+    this.ended = [];
+    this.writer = this.newWriter();
+    this.written = [];
+    this.discovering = [];
+    this.results = [];
+    this.invalid = [];
+    try {
+      if (deps.budget) {
+        for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
+          if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
+        }
+      }
+      // Links are admitted (and their hosts woken) before their page's result is sent, so the crawl
+      // cannot look finished while a page's links are on their way.
+      const admitted = await retryStep(() =>
+        admitLinks(discovering, {
+          frontier: deps.frontier,
+          hosts: deps.hosts,
+          seen: deps.seen,
+          now: new Date(deps.now()),
+        }),
+      );
+      const endedVisits = await retryStep(() =>
+        admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now: new Date(deps.now()) }),
+      );
+      const visits = [...admitted.visits, ...endedVisits];
+      const stored = await retryStep(() => writer.finish());
+      await retryStep(() => deps.tasks.sendVisits(visits));
+      const allLeaves = [...leaves, ...admitted.results];
+      await retryStep(() => deps.results.sendResults(allLeaves));
+      await retryStep(() => deps.results.sendResults(stored.results));
+      if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
+      for (const key of admitted.seenKeys) deps.seen.add(key);
+      this.sentResults.push(...allLeaves, ...stored.results);
+      this.sentWarcKeys.push(...stored.keys);
+      this.sentVisits.push(...visits);
+    } catch (error) {
+      // The batch's output is (partly) lost: no later flush may pretend otherwise. Every visit of
+      // the batch comes back once its lease has run out, and fetches again what was not reported.
+      this.broken = { error };
+      throw error;
+    }
   }
 }
 
-/** A task whose processing failed (not its fetch: an AWS call that kept failing): retried soon. */
-function failedTask(message: TaskMessage, error: unknown): Extract<TaskDecision, { kind: 'retry' }> {
-  const { delaySeconds, code } = failedTaskRetry(message, error);
-  return { kind: 'retry', delaySeconds, code };
-}
-
-function failedTaskRetry(message: TaskMessage, error: unknown): RetryRequest {
+function failedRetry(message: TaskMessage, error: unknown): RetryRequest {
   return {
-    ...retryOf(message),
+    id: message.id,
     delaySeconds: backoffSeconds(message.receiveCount, FAILURE_BACKOFF),
     code: isCrawlError(error) ? error.code : 'batch-step-failed',
   };
 }
 
-function retryOf(message: TaskMessage): { id: string; url?: string } {
-  const url = taskUrlOf(message);
-  return url === undefined ? { id: message.id } : { id: message.id, url };
-}
-
-function taskUrlOf(message: TaskMessage): string | undefined {
-  const parsed = parseTaskMessage(message.body);
-  return parsed.ok ? parsed.task.url : undefined;
-}
-
-/** Retries of a task after an infrastructure failure: seconds, not the queue's visibility timeout. */
+/** Retries of a message after an infrastructure failure: seconds, not the queue's visibility timeout. */
 const FAILURE_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };

@@ -13,10 +13,10 @@ import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness
 import type {
   CrawlConfigReader,
   CrawlStateCheck,
-  FrontierWriter,
   HostSlots,
   PageFetcher,
   RobotsStore,
+  UrlClaims,
 } from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -36,7 +36,7 @@ export interface TaskMessage {
 export interface FetchTaskDeps {
   fetcher: PageFetcher;
   configs: CrawlConfigReader;
-  frontier: FrontierWriter;
+  frontier: UrlClaims;
   slots: HostSlots;
   robots: RobotsStore;
   robotsCache: RobotsCache;

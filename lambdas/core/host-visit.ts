@@ -11,35 +11,9 @@
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
-import type { Outcome } from './outcome.ts';
-import type { FrontierWriter } from './ports.ts';
+import type { HostUrl, HostUrlStore, UrlClaims } from './ports.ts';
 import type { Task } from './task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
-
-/** A URL item of the host's partition, as the visit reads it. */
-export interface HostUrl {
-  key: string;
-  url: string;
-  depth: number;
-  /** `new`: to fetch; `held`: admitted as skipped, its result on its way; `done`: finalized. */
-  st: 'new' | 'held' | 'done';
-  parent?: string;
-  redirects?: number;
-  /** Fetch attempts made so far, and when the next may start (a postponed retry). */
-  attempts?: number;
-  retryAt?: number;
-  outcome?: Outcome;
-  bytes?: number;
-  requests?: number;
-  part?: string;
-}
-
-export interface HostUrlStore {
-  /** Every URL item of the host, consistently read (done ones too: they clear `inflight` and make the tally). */
-  urls(crawlId: string, host: string): Promise<HostUrl[]>;
-  /** Records a fetch that will be retried: its attempts so far and when the next may start. */
-  postpone(crawlId: string, host: string, key: string, attempts: number, retryAt: number): Promise<void>;
-}
 
 export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
   hostUrls: HostUrlStore;
@@ -99,14 +73,11 @@ export async function visitHost(
 
   // The visit owns the host: the URL needs no claim; a retry is recorded on its item.
   let attemptsOf = 0;
-  const frontier: FrontierWriter = {
-    admit: async () => [],
-    reservePages: async (_crawlId, wanted) => wanted,
+  const frontier: UrlClaims = {
     claim: async () => ({ status: 'claimed', attempts: attemptsOf, relink: false }),
     release: async () => {},
     postpone: (_crawlId, key, attempts, retryAt) =>
       deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
-    addQueued: async () => {},
   };
 
   for (;;) {

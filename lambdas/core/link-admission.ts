@@ -1,11 +1,14 @@
 /**
  * From discovered links to frontier decisions: normalize, skip what this container has seen, classify
- * (scope, depth, nofollow), admit with conditional puts, spend the page budget, and turn every newly
- * admitted URL into either a task or a `skipped` result — so each discovered URL ends with one result.
+ * (scope, depth, nofollow), admit with conditional puts into their hosts' partitions, spend the page
+ * budget, give every admitted URL that will not be fetched its `skipped` result (so each discovered
+ * URL ends with one result), and wake each host that got URLs: a host with no live or due visit gets
+ * a visit message (docs/design/host-visits.md).
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import type { LruSet } from './lru.ts';
-import type { FrontierUrl, FrontierWriter, OutgoingTask } from './ports.ts';
+import { frontierHost } from './politeness.ts';
+import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
 import { type CompiledScope, compileScope } from './scope.ts';
@@ -32,7 +35,7 @@ export interface DiscoveringPage {
   links: readonly DiscoveredLink[];
 }
 
-type Classified = FrontierUrl & { skip?: { code: string; reason: string }; redirects?: number };
+type Classified = FrontierUrl & { skip?: { code: string; reason: string } };
 
 const scopes = new WeakMap<CrawlConfig, CompiledScope>();
 
@@ -66,19 +69,24 @@ export function crawlScope(config: CrawlConfig): CompiledScope {
 
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
-  deps: { frontier: FrontierWriter; seen: LruSet; now: Date },
-): Promise<{ tasks: OutgoingTask[]; results: CrawlResult[]; seenKeys: string[] }> {
-  const tasks: OutgoingTask[] = [];
-  // Marked seen by the caller only once their tasks and results are sent: a batch that fails after
-  // admission is redelivered and must re-send its own admissions, not skip them as seen.
+  deps: { frontier: FrontierAdmission; hosts: HostVisits; seen: LruSet; now: Date },
+): Promise<{ visits: OutgoingVisit[]; results: CrawlResult[]; seenKeys: string[] }> {
+  // Marked seen by the caller only once its results are sent and hosts woken: a batch that fails after
+  // admission is redelivered and must admit (and wake) again, not skip its links as seen.
   const seenKeys: string[] = [];
   const results: CrawlResult[] = [];
   const queuedByCrawl = new Map<string, number>();
+  const woken = new Map<string, { crawlId: string; host: string }>();
 
   await Promise.all(
     pages.map(async (page) => {
       const { config } = page;
-      const candidates = classify(page);
+      const budgeted = config.maxPages !== undefined;
+      // With a page budget every URL is admitted held and only those the budget grants are made
+      // fetchable: a visit never sees a URL beyond the budget as one to fetch.
+      const candidates = classify(page).map((candidate) =>
+        candidate.skip || budgeted ? { ...candidate, held: true } : candidate,
+      );
       if (candidates.length === 0) return;
       const admitted = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
       for (const candidate of candidates) seenKeys.push(`${config.crawlId}:${candidate.key}`);
@@ -90,41 +98,29 @@ export async function admitLinks(
       const fetchable: Classified[] = [];
       for (const url of admitted) {
         const candidate = byKey.get(url.key)!;
+        const host = frontierHost(candidate.url);
+        woken.set(`${config.crawlId}\n${host}`, { crawlId: config.crawlId, host });
         if (candidate.skip) {
           results.push(
             bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, candidate.skip),
           );
         } else fetchable.push(candidate);
       }
-      const granted =
-        config.maxPages === undefined
-          ? fetchable.length
-          : await deps.frontier.reservePages(config.crawlId, fetchable.length, config.maxPages);
-      fetchable.forEach((candidate, index) => {
-        if (index < granted) {
-          tasks.push({
-            task: {
-              v: 1,
-              crawlId: config.crawlId,
-              url: candidate.url,
-              depth: candidate.depth,
-              ...(page.parentUrl ? { parent: page.parentUrl } : {}),
-              ...(candidate.redirects ? { redirects: candidate.redirects } : {}),
-            },
-          });
-        } else {
-          results.push(
-            bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, {
-              code: 'limit',
-              reason: `the crawl reached --max-pages ${config.maxPages}`,
-            }),
-          );
-        }
-      });
+      if (!budgeted || config.maxPages === undefined) return;
+      const granted = await deps.frontier.reservePages(config.crawlId, fetchable.length, config.maxPages);
+      await deps.frontier.promote(config.crawlId, fetchable.slice(0, granted));
+      for (const candidate of fetchable.slice(granted)) {
+        results.push(
+          bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, {
+            code: 'limit',
+            reason: `the crawl reached --max-pages ${config.maxPages}`,
+          }),
+        );
+      }
     }),
   );
   for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
-  return { tasks, results, seenKeys };
+  return { visits: await wakeHosts(woken.values(), deps), results, seenKeys };
 
   function classify(page: DiscoveringPage): Classified[] {
     const { config } = page;
@@ -153,4 +149,49 @@ export async function admitLinks(
     }
     return [...out.values()];
   }
+}
+
+export function visitOf(crawlId: string, host: string, ticket: string): OutgoingVisit['visit'] {
+  return { v: 1, kind: 'visit', crawlId, host, ticket };
+}
+
+/** Wakes each host after its URLs are put: a visit that reads the partition after the wake sees them. */
+async function wakeHosts(
+  hosts: Iterable<{ crawlId: string; host: string }>,
+  deps: { hosts: HostVisits; now: Date },
+): Promise<OutgoingVisit[]> {
+  const now = deps.now.getTime();
+  const visits: OutgoingVisit[] = [];
+  await Promise.all(
+    [...hosts].map(async ({ crawlId, host }) => {
+      const ticket = await deps.hosts.wake(crawlId, host, now);
+      if (ticket !== undefined) visits.push({ visit: visitOf(crawlId, host, ticket) });
+    }),
+  );
+  return visits;
+}
+
+/**
+ * URLs that end at once with a result of their own (an invalid task, a task of a cancelled crawl):
+ * admitted `held`, so their result is indexed and counted like any other, in their host's tally.
+ */
+export async function admitEnded(
+  ended: ReadonlyArray<{ crawlId: string; url: FrontierUrl }>,
+  deps: { frontier: FrontierAdmission; hosts: HostVisits; now: Date },
+): Promise<OutgoingVisit[]> {
+  const woken = new Map<string, { crawlId: string; host: string }>();
+  for (const [crawlId, entries] of Map.groupBy(ended, (entry) => entry.crawlId)) {
+    const admitted = await deps.frontier.admit(
+      crawlId,
+      'task',
+      entries.map((entry) => ({ ...entry.url, held: true })),
+    );
+    const fresh = admitted.filter((url) => url.fresh).length;
+    if (fresh > 0) await deps.frontier.addQueued(crawlId, fresh);
+    for (const url of admitted) {
+      const host = frontierHost(url.url);
+      woken.set(`${crawlId}\n${host}`, { crawlId, host });
+    }
+  }
+  return wakeHosts(woken.values(), deps);
 }

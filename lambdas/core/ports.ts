@@ -5,7 +5,7 @@
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
 import type { Outcome } from './outcome.ts';
 import type { CrawlResult } from './result.ts';
-import type { Task } from './task.ts';
+import type { VisitMessage } from './task.ts';
 
 export interface PageRequest {
   url: URL;
@@ -41,13 +41,14 @@ export interface PageFetcher {
   fetch(request: PageRequest): Promise<PageResponse>;
 }
 
-export interface OutgoingTask {
-  task: Task;
+/** A host visit to send to the task queue, due after `delaySeconds`. */
+export interface OutgoingVisit {
+  visit: VisitMessage;
   delaySeconds?: number;
 }
 
 export interface TaskSender {
-  sendTasks(tasks: readonly OutgoingTask[]): Promise<void>;
+  sendVisits(visits: readonly OutgoingVisit[]): Promise<void>;
 }
 
 export interface ResultSender {
@@ -128,6 +129,11 @@ export interface FrontierAdmission {
   admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
+  /**
+   * Makes `held` URLs fetchable (`st = new`). A crawl with a page budget admits its URLs held and
+   * promotes those its budget grants, so no visit ever sees a URL beyond the budget as fetchable.
+   */
+  promote(crawlId: string, urls: readonly FrontierUrl[]): Promise<void>;
   /** Counts newly admitted URLs (one ADD per crawl per batch). */
   addQueued(crawlId: string, count: number): Promise<void>;
 }
@@ -294,21 +300,30 @@ export interface HostTally {
   parts: string[];
 }
 
+/** Why a visit could not take its host (HostVisits.acquire). */
+export type HostBusy = { busy: 'held'; until: number } | { busy: 'stale' } | { busy: 'idle' };
+
 /** Host items and visits of the frontier (docs/design/host-visits.md). */
 export interface HostVisits {
   /**
    * Records an admission to the host (making it active). True when the caller must send a visit
    * message: no live lease and no visit message due recently; only one concurrent caller gets true.
    */
-  wake(crawlId: string, host: string, now: number): Promise<boolean>;
-  /** Takes the host for a visit. `held`: another live visit has it; `idle`: the host has no work. */
+  wake(crawlId: string, host: string, now: number): Promise<string | undefined>;
+  /**
+   * Takes the host for a visit. A visit message carries the ticket its sender was given (`wake`, or
+   * the hand-back): only the message the host expects may take it, so duplicates and late copies
+   * die out instead of multiplying. `held`: a live visit has it until `until` (try again then);
+   * `stale`: the host expects another message; `idle`: the host has no work.
+   */
   acquire(
     crawlId: string,
     host: string,
     holder: string,
     leaseUntil: number,
     now: number,
-  ): Promise<HostLease | 'held' | 'idle'>;
+    ticket?: string,
+  ): Promise<HostLease | HostBusy>;
   /** Extends the lease and saves pace and inflight; throws LeaseLostError if another visit took the host. */
   checkpoint(
     crawlId: string,
@@ -316,12 +331,12 @@ export interface HostVisits {
     holder: string,
     state: HostPace & { leaseUntil: number; inflight: readonly string[] },
   ): Promise<void>;
-  /** Hands the host back (its next visit message due at `visitAt`); a lost lease is ignored. */
+  /** Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease is ignored. */
   release(
     crawlId: string,
     host: string,
     holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number },
+    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
   ): Promise<void>;
   /**
    * Records the drained host's tally and pace (kept for when it is woken again), then deletes its host

@@ -22,6 +22,33 @@ export const TaskSchema = z.object({
 
 export type Task = z.infer<typeof TaskSchema>;
 
+/**
+ * A host visit (docs/design/host-visits.md): the task queue's own message. Whoever holds it owns the
+ * host for the visit. Task messages (bare URLs, JSON tasks) are still accepted: they are admitted
+ * to the frontier and wake their host.
+ */
+export const VisitMessageSchema = z.object({
+  v: z.literal(1),
+  kind: z.literal('visit'),
+  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  host: z.string().min(1).max(300),
+  /** Given by whoever sent it (a wake, a hand-back): the host accepts only the message it expects. */
+  ticket: z.string().max(64).optional(),
+});
+
+export type VisitMessage = z.infer<typeof VisitMessageSchema>;
+
+/** A visit message, or undefined when the body is something else (a task, or not valid at all). */
+export function parseVisitMessage(body: string): VisitMessage | undefined {
+  if (!body.includes('"visit"')) return undefined;
+  try {
+    const parsed = VisitMessageSchema.safeParse(JSON.parse(body));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export type TaskParse =
   | { ok: true; task: Task }
   | { ok: false; code: 'invalid-task'; reason: string; crawlId: string; url: string | undefined };

@@ -49,7 +49,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     ...(fetcher instanceof HttpFetcher ? { bodyBudget: fetcher.bodyBudget } : {}),
     configs,
     frontier,
-    slots: frontier,
+    hosts: frontier,
     robots: frontier.robots,
     // One cached read per crawl per few seconds; a failed read counts as not cancelled (fail open).
     crawlStates: new CrawlCancellation(clients.dynamodb, env.FRONTIER_TABLE, {
@@ -66,15 +66,24 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };
 
-  return async (event: SQSEvent, context?: Pick<Context, 'awsRequestId'>): Promise<SQSBatchResponse> => {
+  return async (
+    event: SQSEvent,
+    context?: Pick<Context, 'awsRequestId'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>,
+  ): Promise<SQSBatchResponse> => {
     const receiptHandles = new Map(event.Records.map((record) => [record.messageId, record.receiptHandle]));
+    // Visits stop starting requests this long before the function's timeout: the sends follow.
+    const remaining = context?.getRemainingTimeInMillis?.() ?? DEFAULT_BUDGET_MS;
     const report = await processFetchBatch(
       event.Records.map((record) => ({
         id: record.messageId,
         body: record.body,
         receiveCount: Number(record.attributes.ApproximateReceiveCount) || 1,
       })),
-      { ...deps, invocationId: context?.awsRequestId ?? crypto.randomUUID() },
+      {
+        ...deps,
+        invocationId: context?.awsRequestId ?? crypto.randomUUID(),
+        deadline: Date.now() + Math.max(0, remaining - SEND_RESERVE_MS),
+      },
     );
     for (const result of report.results) {
       log.info('result', {
@@ -90,26 +99,12 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
       if (result.bytes > 0) metrics.count(CRAWLER_METRICS.bytes, result.bytes, undefined, 'Bytes');
       if (result.status !== undefined) metrics.timing(CRAWLER_METRICS.fetchLatency, result.ms);
     }
-    const deferrals = report.deferred.filter((defer) => defer.code === 'politeness').length;
-    if (deferrals > 0) metrics.count(CRAWLER_METRICS.politenessDeferrals, deferrals);
-    const retries = report.retries.length + report.deferred.filter((defer) => defer.retry).length;
-    if (retries > 0) metrics.count(CRAWLER_METRICS.retries, retries);
+    if (report.retries.length > 0) metrics.count(CRAWLER_METRICS.retries, report.retries.length);
     metrics.flush();
     for (const retry of report.retries)
-      log.info('retry', {
-        messageId: retry.id,
-        url: retry.url,
-        code: retry.code,
-        inSeconds: retry.delaySeconds,
-      });
-    for (const { url, why } of report.dropped) {
-      // A duplicate is routine; a task for a crawl already complete is someone's mistake (or worse).
-      if (why === 'duplicate') log.debug('duplicate task dropped', { url });
-      else log.warn('task of a complete crawl dropped', { url });
-    }
-    for (const { task } of report.newTasks) log.debug('task queued', { url: task.url });
-    for (const defer of report.deferred)
-      log.info('deferred', { url: defer.task.url, code: defer.code, inSeconds: defer.delaySeconds });
+      log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });
+    for (const { url, why } of report.dropped) log.warn('task of a complete crawl dropped', { url, why });
+    for (const outcome of report.outcomes) log.debug('visit', { ...outcome });
     // If this fails the retries come back after the queue's visibility timeout instead: later, not lost.
     await delayRedelivery(
       clients.sqs,
@@ -124,6 +119,11 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     return { batchItemFailures: report.retries.map((retry) => ({ itemIdentifier: retry.id })) };
   };
 }
+
+/** Time kept for the batch's last sends after the visits stop starting requests. */
+const SEND_RESERVE_MS = 10_000;
+/** Without a Lambda context (tests), the batch's time budget. */
+const DEFAULT_BUDGET_MS = 60_000;
 
 let lambdaHandler: ReturnType<typeof createHandler> | undefined;
 

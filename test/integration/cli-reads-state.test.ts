@@ -51,7 +51,7 @@ before(async () => {
     parseCrawlConfig({ crawlId, seeds: [`${site.origin}/`], allowPrivate: true, delayMs: 0 }),
   );
   await new SqsTaskSender(aws.clients.sqs, aws.outputs.TaskQueueUrl!).sendTasks([
-    { task: { v: 1, crawlId, url: `${site.origin}/`, depth: 0 } },
+    { v: 1, crawlId, url: `${site.origin}/`, depth: 0 },
   ]);
   await aws.start();
   await aws.waitForIdle({ timeoutMs: 120_000 });

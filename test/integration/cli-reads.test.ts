@@ -110,7 +110,7 @@ before(async () => {
   });
   await new CrawlConfigStore(aws.clients.dynamodb, aws.outputs.FrontierTableName!).put(config);
   await new SqsTaskSender(aws.clients.sqs, aws.outputs.TaskQueueUrl!).sendTasks([
-    { task: { v: 1, crawlId, url: `${site.origin}/`, depth: 0 } },
+    { v: 1, crawlId, url: `${site.origin}/`, depth: 0 },
   ]);
   // The handlers log JSON lines to stdout; keep them to count completions.
   const write = process.stdout.write.bind(process.stdout);

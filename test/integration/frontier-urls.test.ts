@@ -80,11 +80,15 @@ function tallyOf(urls: readonly HostUrl[]): HostTally {
   return tally;
 }
 
+/** The ticket of each host's visit message, as the waking admission got it. */
+const tickets = new Map<string, string>();
+
 /** A visit of `host` that finds every URL done and drains the host (true: no host item left). */
 async function drainHost(crawlId: string, host: string): Promise<boolean> {
   const now = Date.now();
-  const lease = await store.acquire(crawlId, host, `visit-${host}-${now}`, now + LEASE_MS, now);
-  assert.ok(typeof lease === 'object', `${host}: ${lease}`);
+  const ticket = tickets.get(`${crawlId}\n${host}`);
+  const lease = await store.acquire(crawlId, host, `visit-${host}-${now}`, now + LEASE_MS, now, ticket);
+  assert.ok(!('busy' in lease), `${host}: ${JSON.stringify(lease)}`);
   const tally = tallyOf(await store.urls(crawlId, host));
   return store.drain(crawlId, host, lease.holder, lease.wake, tally, { nextAt: now });
 }
@@ -92,8 +96,10 @@ async function drainHost(crawlId: string, host: string): Promise<boolean> {
 /** Admits `urls` as seeds and wakes their hosts (what admission and its caller do). */
 async function admitAndWake(crawlId: string, urls: readonly FrontierUrl[]): Promise<void> {
   await store.admit(crawlId, 'seed', urls);
-  for (const host of new Set(urls.map((url) => frontierHost(url.url))))
-    await store.wake(crawlId, host, Date.now());
+  for (const host of new Set(urls.map((url) => frontierHost(url.url)))) {
+    const ticket = await store.wake(crawlId, host, Date.now());
+    if (ticket !== undefined) tickets.set(`${crawlId}\n${host}`, ticket);
+  }
 }
 
 before(async () => {

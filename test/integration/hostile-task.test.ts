@@ -16,7 +16,7 @@ import {
   parseCrawlConfig,
 } from '../../lambdas/core/crawl-config.ts';
 import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
-import type { FrontierWriter, HostSlots, PageFetcher, RobotsStore } from '../../lambdas/core/ports.ts';
+import type { HostSlots, PageFetcher, RobotsStore, UrlClaims } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import type { Task } from '../../lambdas/core/task.ts';
@@ -72,13 +72,10 @@ async function decide(
     onSlots?: (call: { op: 'pushBack' | 'reserve'; at: number }) => void;
   } = {},
 ): Promise<TaskDecision> {
-  const frontier: FrontierWriter = {
-    admit: async () => [],
-    reservePages: async (_crawlId, wanted) => wanted,
+  const frontier: UrlClaims = {
     claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
     release: async () => {},
     postpone: async () => {},
-    addQueued: async () => {},
   };
   const slots: HostSlots = {
     reserve: async (_crawlId, _host, _delay, now) => {

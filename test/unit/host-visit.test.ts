@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import {
-  type HostUrl,
-  type HostUrlStore,
-  type VisitDecision,
-  visitHost,
-} from '../../lambdas/core/host-visit.ts';
-import type { PageFetcher, PageRequest, PageResponse, RobotsStore } from '../../lambdas/core/ports.ts';
+import { type VisitDecision, visitHost } from '../../lambdas/core/host-visit.ts';
+import type {
+  HostUrl,
+  HostUrlStore,
+  PageFetcher,
+  PageRequest,
+  PageResponse,
+  RobotsStore,
+} from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../../lambdas/core/link-admission.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { AdmittedUrl, FrontierUrl, FrontierWriter } from '../../lambdas/core/ports.ts';
+import type { AdmittedUrl, FrontierAdmission, FrontierUrl, HostVisits } from '../../lambdas/core/ports.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 
 const config = parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/'] });
@@ -15,17 +15,42 @@ function keyOf(url: string): string {
 }
 
 /** A frontier that admits, as this page's, the URLs in `mine`; every other URL belongs to another page. */
-function frontier(mine: readonly string[], asked: string[][] = []): FrontierWriter {
+function frontier(
+  mine: readonly string[],
+  asked: string[][] = [],
+  admittedAs: FrontierUrl[] = [],
+  promoted: string[] = [],
+): FrontierAdmission {
   return {
     admit: async (_crawlId, _parent, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]> => {
       asked.push(candidates.map((c) => c.url));
+      admittedAs.push(...candidates);
       return candidates.filter((c) => mine.includes(c.url)).map((c) => ({ ...c, fresh: true }));
     },
-    reservePages: async (_crawlId, wanted) => wanted,
-    claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
-    release: async () => {},
-    postpone: async () => {},
+    reservePages: async (_crawlId, wanted, maxPages) => Math.min(wanted, maxPages),
+    promote: async (_crawlId, urls) => {
+      promoted.push(...urls.map((url) => url.url));
+    },
     addQueued: async () => {},
+  };
+}
+
+/** Hosts that need a visit the first time they are woken (no visit live or due yet). */
+function hosts(woken: string[] = []): HostVisits {
+  const active = new Set<string>();
+  return {
+    wake: async (_crawlId, host) => {
+      woken.push(host);
+      if (active.has(host)) return undefined;
+      active.add(host);
+      return `ticket-${host}`;
+    },
+    acquire: async () => ({ busy: 'idle' }),
+    checkpoint: async () => {},
+    release: async () => {},
+    drain: async () => true,
+    anyActive: async () => false,
+    doneTotals: async () => ({ total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [], hosts: 0 }),
   };
 }
 
@@ -45,13 +70,14 @@ describe('admitLinks', () => {
     const asked: string[][] = [];
     const out = await admitLinks([page(['https://site.test/a', 'https://site.test/b'])], {
       frontier: frontier(['https://site.test/b'], asked),
+      hosts: hosts(),
       seen,
       now: new Date(),
     });
     assert.deepEqual(asked, [['https://site.test/b']]);
     assert.deepEqual(
-      out.tasks.map((t) => t.task.url),
-      ['https://site.test/b'],
+      out.visits.map((v) => v.visit),
+      [{ v: 1, kind: 'visit', crawlId: 'c1', host: 'site.test', ticket: 'ticket-site.test' }],
     );
     assert.deepEqual(out.seenKeys, [`c1:${keyOf('https://site.test/b')}`]);
   });
@@ -63,13 +89,58 @@ describe('admitLinks', () => {
     const asked: string[][] = [];
     const out = await admitLinks([page(['https://site.test/a'], true)], {
       frontier: frontier(['https://site.test/a'], asked),
+      hosts: hosts(),
       seen,
       now: new Date(),
     });
     assert.deepEqual(asked, [['https://site.test/a']]);
-    assert.deepEqual(
-      out.tasks.map((t) => t.task.url),
-      ['https://site.test/a'],
+    assert.equal(out.visits.length, 1);
+  });
+
+  it('wakes each host that got URLs once, and sends a visit only to a host that has none live or due', async () => {
+    const woken: string[] = [];
+    const wakeable = hosts(woken);
+    const links = ['https://site.test/a', 'https://site.test/b', 'https://other.test/x'];
+    const scoped = {
+      ...page(links),
+      config: parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/', 'https://other.test/'] }),
+    };
+    const first = await admitLinks([scoped], {
+      frontier: frontier(links),
+      hosts: wakeable,
+      seen: new LruSet(10),
+      now: new Date(),
+    });
+    assert.deepEqual(woken.toSorted(), ['other.test', 'site.test']);
+    assert.deepEqual(first.visits.map((v) => v.visit.host).toSorted(), ['other.test', 'site.test']);
+    const again = await admitLinks([page(['https://site.test/c'])], {
+      frontier: frontier(['https://site.test/c']),
+      hosts: wakeable,
+      seen: new LruSet(10),
+      now: new Date(),
+    });
+    assert.deepEqual(again.visits, [], 'site.test has a visit already');
+  });
+
+  it('admits what will not be fetched as held, with its skipped result; the budget promotes only what it grants', async () => {
+    const admittedAs: FrontierUrl[] = [];
+    const promoted: string[] = [];
+    const budgeted = parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/'], maxPages: 1 });
+    const links = ['https://site.test/a', 'https://site.test/b', 'https://elsewhere.test/'];
+    const out = await admitLinks([{ ...page(links), config: budgeted }], {
+      frontier: frontier(links, [], admittedAs, promoted),
+      hosts: hosts(),
+      seen: new LruSet(10),
+      now: new Date(),
+    });
+    assert.ok(
+      admittedAs.every((url) => url.held === true),
+      'a budgeted crawl admits everything held',
     );
+    assert.deepEqual(promoted, ['https://site.test/a']);
+    assert.deepEqual(out.results.map((r) => [r.url, r.code]).toSorted(), [
+      ['https://elsewhere.test/', 'scope'],
+      ['https://site.test/b', 'limit'],
+    ]);
   });
 });

@@ -1,0 +1,81 @@
+/**
+ * A task message on the task queue (a bare URL, a JSON task, a redriven task) is input, not a unit of
+ * work: its URL is admitted to the frontier like a discovered link (scope, depth, dedup, page budget),
+ * which wakes its host's visit. What cannot be admitted ends here with its result or reason.
+ */
+import { type CrawlConfig, DEFAULT_CRAWL_ID } from './crawl-config.ts';
+import { isCrawlError } from './errors.ts';
+import type { TaskMessage } from './fetch-task.ts';
+import type { DiscoveringPage } from './link-admission.ts';
+import type { CrawlConfigReader, CrawlStateCheck } from './ports.ts';
+import type { CrawlResult } from './result.ts';
+import { bareResult, invalidTaskKey } from './result-builders.ts';
+import { parseTaskMessage } from './task.ts';
+import { normalizeUrl, stripUserinfo } from './url-normalize.ts';
+
+export type TaskAdmission =
+  | { kind: 'admit'; page: DiscoveringPage }
+  /** Ends at once: an invalid task, or a task of a cancelled crawl. */
+  | { kind: 'result'; result: CrawlResult }
+  /** A task of a complete crawl: nothing may add to it. */
+  | { kind: 'drop'; url: string; why: 'crawl-complete' }
+  /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
+  | { kind: 'reject'; code: string; reason: string };
+
+export async function admitTaskMessage(
+  message: TaskMessage,
+  deps: { configs: CrawlConfigReader; crawlStates?: CrawlStateCheck; now: () => number },
+): Promise<TaskAdmission> {
+  const at = new Date(deps.now());
+  const parsed = parseTaskMessage(message.body);
+  if (!parsed.ok) {
+    const subject = {
+      crawlId: parsed.crawlId,
+      key: invalidTaskKey(message.id),
+      url: parsed.url ?? '',
+      depth: 0,
+    };
+    return { kind: 'result', result: bareResult(subject, 'invalid', at, parsed) };
+  }
+  const { task } = parsed;
+  let config: CrawlConfig;
+  try {
+    config = await deps.configs.get(task.crawlId);
+  } catch (error) {
+    if (isCrawlError(error) && error.code === 'unknown-crawl')
+      return { kind: 'reject', code: error.code, reason: error.message };
+    throw error;
+  }
+  const normalized = normalizeUrl(task.url, { maxUrlLength: config.limits.maxUrlLength });
+  if (!normalized.ok) {
+    const subject = {
+      crawlId: task.crawlId,
+      key: invalidTaskKey(message.id),
+      url: stripUserinfo(task.url).slice(0, 2048),
+      depth: task.depth,
+    };
+    return { kind: 'result', result: bareResult(subject, 'invalid', at, normalized) };
+  }
+  const state = await deps.crawlStates?.stateOf(task.crawlId);
+  if (state === 'cancelled') {
+    const subject = { crawlId: task.crawlId, key: normalized.key, url: normalized.url, depth: task.depth };
+    const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
+    return { kind: 'result', result: bareResult(subject, 'cancelled', at, why) };
+  }
+  if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
+    return { kind: 'drop', url: normalized.url, why: 'crawl-complete' };
+  // Admitted as a link of a page one level up (a redirect target keeps its depth and counts hops);
+  // a crawl without seeds (bare URLs) scopes the URL by itself.
+  const redirect = task.redirects !== undefined && task.redirects > 0;
+  return {
+    kind: 'admit',
+    page: {
+      config,
+      parentKey: 'task',
+      parentUrl: normalized.url,
+      relink: true,
+      depth: redirect ? task.depth : task.depth - 1,
+      links: [{ url: normalized.url, nofollow: false, ...(redirect ? { redirects: task.redirects } : {}) }],
+    },
+  };
+}

@@ -132,7 +132,7 @@ export class CrawlerStack extends Stack {
     fetchFunction.consumeFrom(taskQueue, { ...FETCH_EVENT_SOURCE, maxConcurrency: fetchConcurrency });
     aggregateFunction.consumeFrom(resultsQueue, AGGREGATE_EVENT_SOURCE);
 
-    taskQueue.grantSendMessages(fetchFunction); // discovered links and deferred (politeness) tasks
+    taskQueue.grantSendMessages(fetchFunction); // visit messages: woken and handed-back hosts
     resultsQueue.grantSendMessages(fetchFunction);
     // A malformed message is parked in its DLQ at once, with its reason, instead of being retried
     // until maxReceiveCount (SendMessage only: the functions never read or purge a DLQ).

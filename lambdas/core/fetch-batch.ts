@@ -63,6 +63,11 @@ export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'
   deadline: number;
   /** How often the visits' output is sent while they run (ms). Default 5 s. */
   flushEveryMs?: number;
+  /**
+   * Pages and results that make a flush at once. Default 25. A kill loses what is not flushed (it is
+   * fetched again), so this bounds a kill's refetches per invocation; fewer means more WARC files.
+   */
+  flushEveryPages?: number;
 }
 
 type WarcBlobs = ConstructorParameters<typeof WarcBatchWriter>[0];
@@ -95,8 +100,9 @@ export interface FetchBatchReport {
 }
 
 /** Lease beyond the deadline: the batch's last flush and the visits' release happen inside it. */
-const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 15_000;
 const DEFAULT_FLUSH_EVERY_MS = 5_000;
+const DEFAULT_FLUSH_EVERY_PAGES = 25;
 /** SQS caps DelaySeconds at 15 minutes. */
 const MAX_DELAY_SECONDS = 900;
 
@@ -349,6 +355,8 @@ class BatchOutput {
   /** Serializes flushes (the periodic one and the last). */
   private flushing: Promise<void> = Promise.resolve();
   private broken: { error: unknown } | undefined;
+  /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
+  private flushDue = false;
 
   constructor(deps: FetchBatchDeps) {
     this.deps = deps;
@@ -390,6 +398,20 @@ class BatchOutput {
   }
 
   addVisit(decision: VisitDecision): void {
+    this.add(decision);
+    const full =
+      this.results.length + this.written.length >= (this.deps.flushEveryPages ?? DEFAULT_FLUSH_EVERY_PAGES);
+    if (full && !this.flushDue) {
+      this.flushDue = true;
+      this.flush()
+        .catch(() => {})
+        .finally(() => {
+          this.flushDue = false;
+        });
+    }
+  }
+
+  private add(decision: VisitDecision): void {
     if (decision.kind === 'result') {
       this.results.push(decision.result);
       return;

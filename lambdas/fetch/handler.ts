@@ -82,7 +82,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
       {
         ...deps,
         invocationId: context?.awsRequestId ?? crypto.randomUUID(),
-        deadline: Date.now() + Math.max(0, remaining - SEND_RESERVE_MS),
+        deadline: Date.now() + remaining - Math.min(SEND_RESERVE_MS, remaining * SEND_RESERVE_SHARE),
       },
     );
     for (const result of report.results) {
@@ -120,8 +120,9 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   };
 }
 
-/** Time kept for the batch's last sends after the visits stop starting requests. */
+/** Time kept for the batch's last sends after the visits stop starting requests: 10 s, or a quarter of a short timeout. */
 const SEND_RESERVE_MS = 10_000;
+const SEND_RESERVE_SHARE = 0.25;
 /** Without a Lambda context (tests), the batch's time budget. */
 const DEFAULT_BUDGET_MS = 60_000;
 

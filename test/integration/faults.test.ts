@@ -687,6 +687,7 @@ const everyCall = (call: CallInfo) => call.operation !== 'GetQueueAttributes';
 const PAGES = 1000;
 const TEST_TIMEOUT_MS = 330_000;
 const IDLE_TIMEOUT_MS = 270_000;
+const LONG_IDLE_TIMEOUT_MS = 450_000;
 
 // The scenarios spend most of their time waiting (visibility timeouts, claim leases, retry backoff),
 // so they run side by side: the whole file takes about as long as its slowest scenarios.
@@ -719,8 +720,10 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
   });
 
   it('(c) 10 % of SQS, S3 and DynamoDB calls fail, reaching the crawler (AWS_MAX_ATTEMPTS=1); the DLQs are redriven after', {
-    // Two phases: the crawl under faults, then the redrive.
-    timeout: TEST_TIMEOUT_MS + 120_000,
+    // Two phases: the crawl under faults, then the redrive. The first is long: a task's chain of
+    // failed receives takes about 60 s of backoff (2 s doubling) before the DLQ, and the crawl's six
+    // levels of links wait on each other's chains (measured 224-280 s), so it has more time to end.
+    timeout: LONG_IDLE_TIMEOUT_MS + 150_000,
   }, async () => {
     // With no SDK retries a task's handful of calls fails often enough that some tasks use up their
     // five receives and are parked in the TaskDLQ, as designed; the redrive then finishes the crawl.
@@ -733,7 +736,7 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         sdkAttempts: 1,
         functionTimeoutSeconds: 5,
         rules: () => [failing(0.1, everyCall)],
-        idleTimeoutMs: IDLE_TIMEOUT_MS,
+        idleTimeoutMs: LONG_IDLE_TIMEOUT_MS,
         redriveAfterFaults: true,
       },
       { exactRequests: false, rawDuplicates: true },

@@ -1,10 +1,11 @@
 /**
  * The fetch handler's peak memory with 64 concurrent fetches at the default body cap: the real
  * handler (lambdas/fetch/handler.ts, createHandler) in this process alone, its AWS in another
- * (bench/local-aws-process.ts), one SQS event of 64 tasks, every task on its own origin or spread over
- * enough origins that the fetcher's per-origin connection limit does not serialize them. The handler
- * starts all 64 at once; how many bodies it holds together depends on the fetcher's body budget and
- * on when the batch hands each page to the WARC writer (and drops its body).
+ * (bench/local-aws-process.ts). The 64 URLs are sent to the handler as bare-URL tasks, which admits
+ * them and wakes their hosts; the measured invocation is one SQS event of the visit messages that
+ * woke, every URL on its own origin (host), so the 64 visits fetch at once. How many bodies the
+ * handler holds together depends on the fetcher's body budget and on when the batch hands each page
+ * to the WARC writer (and drops its body).
  *
  * argv[2]: JSON `{env, origins, paths, warmup}`: the function environment, the site's origins, the 64
  * request paths, and a few other paths for a warm-up invocation (modules loaded, JIT, sockets open).
@@ -14,8 +15,11 @@
  * included until a GC collects them. Samples are every 5 ms of event loop time, so peakRss also takes
  * the kernel's maximum (a long synchronous stretch hides samples).
  */
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createHandler } from '../lambdas/fetch/handler.ts';
+import { createAwsClients } from '../lambdas/shared/aws-clients.ts';
+import { FetchEnvSchema, loadEnv } from '../lambdas/shared/env.ts';
 
 interface MemoryArgs {
   env: Record<string, string>;
@@ -32,14 +36,18 @@ const handler = createHandler({
 });
 
 let sequence = 0;
-function event(paths: readonly string[]): SQSEvent {
-  const records = paths.map((path, i): SQSRecord => {
+/** A bare URL is a task of the `default` crawl, whose config comes from DEFAULT_CRAWL_CONFIG. */
+function tasks(paths: readonly string[]): string[] {
+  return paths.map((path, i) => `${args.origins[i % args.origins.length]}${path}`);
+}
+
+function event(bodies: readonly string[]): SQSEvent {
+  const records = bodies.map((body): SQSRecord => {
     const id = `m-${++sequence}`;
     return {
       messageId: id,
       receiptHandle: id,
-      // A bare URL is a task of the `default` crawl, whose config comes from DEFAULT_CRAWL_CONFIG.
-      body: `${args.origins[i % args.origins.length]}${path}`,
+      body,
       attributes: {
         ApproximateReceiveCount: '1',
         SentTimestamp: String(Date.now()),
@@ -56,7 +64,31 @@ function event(paths: readonly string[]): SQSEvent {
   return { Records: records };
 }
 
-await handler(event(args.warmup), { awsRequestId: 'warmup' });
+const sqs = createAwsClients(loadEnv(FetchEnvSchema, args.env, 'fetch-memory bench')).sqs;
+/** The visit messages the admission of `bodies` sent (one per woken host), taken off the task queue. */
+async function admitted(bodies: readonly string[], id: string): Promise<string[]> {
+  await handler(event(bodies), { awsRequestId: id });
+  const visits: string[] = [];
+  for (let round = 0; round < 20 && visits.length < bodies.length; round++) {
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: args.env.TASK_QUEUE_URL,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    for (const message of out.Messages ?? []) {
+      visits.push(message.Body ?? '');
+      await sqs.send(
+        new DeleteMessageCommand({ QueueUrl: args.env.TASK_QUEUE_URL, ReceiptHandle: message.ReceiptHandle }),
+      );
+    }
+  }
+  return visits;
+}
+
+await handler(event(await admitted(tasks(args.warmup), 'warmup-admit')), { awsRequestId: 'warmup' });
+const measuredVisits = await admitted(tasks(args.paths), 'admit');
 (globalThis as { gc?: () => void }).gc?.();
 await new Promise((resolve) => setTimeout(resolve, 200));
 const baselineRss = process.memoryUsage.rss();
@@ -73,7 +105,7 @@ const started = performance.now();
 let failures = 0;
 let error: string | undefined;
 try {
-  const response = await handler(event(args.paths), { awsRequestId: 'measured' });
+  const response = await handler(event(measuredVisits), { awsRequestId: 'measured' });
   failures = response.batchItemFailures.length;
 } catch (caught) {
   // E.g. the local S3 emulator refusing a WARC object above its request size limit: the peak so far stands.

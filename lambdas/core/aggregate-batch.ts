@@ -186,15 +186,16 @@ export async function processResultBatch(
     if (parsed.ok) valid.push({ message, result: parsed.result });
     else report.rejected.push({ id: message.id, reason: parsed.reason });
   }
-  const byCrawl = Map.groupBy(valid, (item) => item.result.crawlId);
-  for (const [crawlId, items] of byCrawl) await processCrawl(crawlId, items, deps, report);
-  // A drained host with no result after it: completion is checked here (a crawl in this batch's
-  // results was checked already).
+  const checked = new Set<string>();
+  for (const [crawlId, items] of Map.groupBy(valid, (item) => item.result.crawlId))
+    await processCrawl(crawlId, items, { ...deps, checked }, report);
+  // A drained host: completion is checked here unless this batch's results of the crawl did (they
+  // may not have: all of them lost finalize, or came late).
   for (const [crawlId, records] of drained) {
-    if (byCrawl.has(crawlId)) continue;
+    if (checked.has(crawlId)) continue;
     try {
       const counters = await deps.frontier.readCounters(crawlId);
-      if (counters) await complete(crawlId, counters, deps, report);
+      if (counters) await complete(crawlId, counters, { ...deps, checked }, report);
     } catch (error) {
       for (const message of records)
         report.retry.push({ id: message.id, crawlId, reason: `confirm completion: ${describe(error)}` });
@@ -226,9 +227,10 @@ function parseDrainedRecord(body: string): DrainedRecord | undefined {
 async function complete(
   crawlId: string,
   before: CrawlCounters,
-  deps: AggregateDeps,
+  deps: AggregateDeps & Checked,
   report: AggregateReport,
 ): Promise<CrawlCounters> {
+  deps.checked.add(crawlId);
   // A crash between the state flip and the summary: whoever comes next writes it (once).
   if (before.state === 'complete') {
     await writeSummary(crawlId, before, false, deps, report);
@@ -279,10 +281,15 @@ export function parseResultMessage(
   };
 }
 
+/** The crawls whose completion this batch has checked (once each). */
+interface Checked {
+  checked: Set<string>;
+}
+
 async function processCrawl(
   crawlId: string,
   items: readonly Item[],
-  deps: AggregateDeps,
+  deps: AggregateDeps & Checked,
   report: AggregateReport,
 ): Promise<void> {
   const now = deps.now ?? (() => new Date());

@@ -286,8 +286,9 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
       allowPrivate: true,
       delayMs: 0,
       maxDepth: MAX_DEPTH,
-      // A request deadline well under the (shortened) function timeout keeps fetch claims short (lease = deadline + 15 s).
-      limits: { totalTimeoutMs: 5_000 },
+      // A request deadline well under the (shortened) function timeout: a visit starts a request only
+      // if its deadline falls before the invocation's.
+      limits: { totalTimeoutMs: 2_000 },
       createdAt: new Date().toISOString(),
     });
     proxy.setRules(scenario.rules(outputs));
@@ -734,7 +735,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         seed: 51,
         fetchSlots: 4,
         sdkAttempts: 1,
-        functionTimeoutSeconds: 5,
+        functionTimeoutSeconds: 10,
+        visibilityTimeoutSeconds: 30,
         rules: () => [failing(0.1, everyCall)],
         idleTimeoutMs: LONG_IDLE_TIMEOUT_MS,
         redriveAfterFaults: true,
@@ -757,7 +759,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         seed: 71,
         fetchSlots: 4,
         sdkAttempts: 1,
-        functionTimeoutSeconds: 5,
+        functionTimeoutSeconds: 10,
+        visibilityTimeoutSeconds: 30,
         rules: () => [failing(0.1, sends)],
         idleTimeoutMs: IDLE_TIMEOUT_MS,
       },
@@ -775,7 +778,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         seed: 31,
         fetchSlots: 4,
         sdkAttempts: 1,
-        functionTimeoutSeconds: 5,
+        functionTimeoutSeconds: 10,
+        visibilityTimeoutSeconds: 30,
         rules: () => [],
         crash: {
           [FETCH]: { crashRate: 0.05, seed: 31, midMaxCalls: 100 },
@@ -803,7 +807,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         linksPerPage: 4,
         seed: 81,
         fetchSlots,
-        functionTimeoutSeconds: 5,
+        functionTimeoutSeconds: 10,
+        visibilityTimeoutSeconds: 30,
         // Result sends take a while (as on a busy queue), so a kill often falls between two of them.
         rules: (outputs) => [
           {
@@ -849,7 +854,8 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         seed: 21,
         fetchSlots: 4,
         sdkAttempts: 1,
-        functionTimeoutSeconds: 5,
+        functionTimeoutSeconds: 10,
+        visibilityTimeoutSeconds: 30,
         rules: (outputs) => [
           {
             name: 'duplicate-tasks',

@@ -1069,9 +1069,7 @@ describe('processResultBatch', () => {
     assert.equal(good.summaries[0]?.completedNow, true, 'a valid record then completes it');
   });
 
-  it('a `drained` record next to losing results of its crawl still checks completion', {
-    todo: 'aggregate-batch.ts skips the record because its crawl had results, and they asked nothing',
-  }, async () => {
+  it('a `drained` record next to losing results of its crawl still checks completion', async () => {
     const { frontier, blobs, run } = setup();
     const a = result('c1', '/a');
     frontier.admit('c1', a.key);

@@ -11,7 +11,7 @@
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
-import type { HostUrl, HostUrlStore, UrlClaims } from './ports.ts';
+import type { HostUrl, HostUrlStore, PageFetcher, UrlClaims } from './ports.ts';
 import type { Task } from './task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
@@ -80,6 +80,14 @@ export async function visitHost(
       deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
   };
 
+  // Every request of the visit (robots.txt and pages) leaves through the pacer's last check.
+  const fetcher: PageFetcher = {
+    fetch: async (request) => {
+      await pacer.depart(deps.now, deps.sleep);
+      return deps.fetcher.fetch(request);
+    },
+  };
+
   for (;;) {
     const urls = await deps.hostUrls.urls(crawlId, host);
     for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
@@ -105,7 +113,7 @@ export async function visitHost(
       attemptsOf = url.attempts ?? 0;
       const decision = await decideTask(
         { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
-        { ...deps, slots: pacer, frontier },
+        { ...deps, fetcher, slots: pacer, frontier },
       );
       decided++;
       if (decision.kind === 'result' || decision.kind === 'captured') {

@@ -18,6 +18,9 @@ export interface PaceState {
 export class VisitPacer implements HostSlots {
   private next: number;
   private paused: number | undefined;
+  /** The gap of the latest reservation, and when the latest request really left. */
+  private gap = 0;
+  private lastDeparture: number | undefined;
 
   constructor(state: PaceState) {
     this.next = state.nextAt;
@@ -28,7 +31,22 @@ export class VisitPacer implements HostSlots {
   async reserve(_crawlId: string, _host: string, gapMs: number, now: number): Promise<number> {
     const slot = Math.max(now, this.next);
     this.next = slot + gapMs;
+    this.gap = gapMs;
     return slot;
+  }
+
+  /**
+   * The last word before a request leaves: it waits until the gap since the previous request's real
+   * departure has passed, then records this departure. A slot handed out earlier cannot be used late
+   * enough to crowd the next request.
+   */
+  async depart(now: () => number, sleep: (ms: number) => Promise<void>): Promise<void> {
+    if (this.lastDeparture !== undefined) {
+      const wait = this.lastDeparture + this.gap - now();
+      if (wait > 0) await sleep(wait);
+    }
+    this.lastDeparture = now();
+    this.next = Math.max(this.next, this.lastDeparture + this.gap);
   }
 
   async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {
@@ -38,11 +56,6 @@ export class VisitPacer implements HostSlots {
 
   async pausedUntil(): Promise<number | undefined> {
     return this.paused;
-  }
-
-  /** A request left at `at`: the next one waits `gapMs` from then, however late this one left. */
-  sent(at: number, gapMs: number): void {
-    this.next = Math.max(this.next, at + gapMs);
   }
 
   get state(): PaceState {

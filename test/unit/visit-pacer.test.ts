@@ -12,13 +12,26 @@ describe('VisitPacer: one host, paced in memory by the visit that owns it', () =
   });
 
   it('measures the gap from when a request really left: a late request pushes the next one back', async () => {
+    let clock = 1_000;
+    const slept: number[] = [];
+    const now = () => clock;
+    const sleep = async (ms: number) => {
+      slept.push(ms);
+      clock += ms;
+    };
     const pacer = new VisitPacer({ nextAt: 0 });
-    const slot = await pacer.reserve('c', 'h', 1_000, 1_000);
-    assert.equal(slot, 1_000);
-    pacer.sent(1_400, 1_000);
-    assert.equal(await pacer.reserve('c', 'h', 1_000, 1_500), 2_400);
-    pacer.sent(2_400, 1_000);
-    assert.equal(pacer.state.nextAt, 3_400);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, clock), 1_000);
+    clock = 1_400; // this request leaves 400 ms after its slot
+    await pacer.depart(now, sleep);
+    assert.equal(
+      await pacer.reserve('c', 'h', 1_000, 1_500),
+      2_400,
+      'the next slot counts from the real departure',
+    );
+    clock = 2_000; // even a request that tries to leave early waits out the gap
+    await pacer.depart(now, sleep);
+    assert.deepEqual(slept, [400]);
+    assert.equal(clock, 2_400);
   });
 
   it('a Retry-After pause holds every later slot back and is kept for the host item', async () => {

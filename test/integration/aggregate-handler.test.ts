@@ -1,8 +1,12 @@
 // The aggregate function on the emulators, provisioned from the real stack template: result messages
 // go to the ResultsQueue, only the aggregate event source runs (the real handler, the real DynamoDB
-// frontier store, S3). Checks one index line per URL, exact counters, completion once with its
-// summary, duplicates dropped, malformed messages in the ResultsDLQ, and the crash window between
-// finalize and the index part (a redelivered message writes the line).
+// frontier store, S3). The fetch side is played by the test the way it now works (docs/frontier.md):
+// URLs are admitted into their host's partition and the host woken; once their results are finalized
+// a visit drains the host (its DONE# tally, the host item deleted) and sends a `drained` record, and
+// only then may the crawl complete. Checks one index line per URL, exact counters, completion once
+// with its summary, duplicates dropped, malformed messages in the ResultsDLQ, the crash window
+// between finalize and the index part (a redelivered message writes the line), and what becomes of a
+// result for a URL the frontier never admitted.
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -17,7 +21,15 @@ import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { resultId, resultPartKey, summaryKey } from '../../lambdas/core/aggregate-batch.ts';
+import {
+  type DrainedRecord,
+  resultId,
+  resultPartKey,
+  summaryKey,
+} from '../../lambdas/core/aggregate-batch.ts';
+import { tallyOf } from '../../lambdas/core/fetch-batch.ts';
+import { frontierHost } from '../../lambdas/core/politeness.ts';
+import type { HostTally } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { WarcFileBuilder } from '../../lambdas/core/warc.ts';
@@ -108,20 +120,31 @@ interface Page {
   body: string;
 }
 
-/** A crawl as the fetch side leaves it: URLs admitted and queued, one WARC file, one result per URL. */
+/**
+ * A crawl as the fetch side leaves it: URLs admitted into their host's partition (the skipped ones
+ * `held`, as link admission does), queued, their host woken (the ticket is the visit message's), one
+ * WARC file, one result per URL.
+ */
 async function fetchedCrawl(pages: Page[], skipped: string[] = []) {
   const crawlId = `agg-${randomUUID().slice(0, 8)}`;
   const origin = 'http://site.test';
-  const urls = [...pages.map((p) => `${origin}${p.path}`), ...skipped.map((p) => `${origin}${p}`)].map(
-    (raw) => {
-      const n = normalizeUrl(raw);
-      assert.ok(n.ok);
-      return { url: n.url, key: n.key, depth: 0 };
-    },
-  );
+  const url = (raw: string, depth: number, held: boolean) => {
+    const n = normalizeUrl(raw);
+    assert.ok(n.ok);
+    return { url: n.url, key: n.key, depth, ...(held ? { held } : {}) };
+  };
+  const urls = [
+    ...pages.map((p) => url(`${origin}${p.path}`, 0, false)),
+    ...skipped.map((p) => url(`${origin}${p}`, 1, true)),
+  ];
   const admitted = await frontier.admit(crawlId, 'seed', urls);
   assert.equal(admitted.length, urls.length);
+  assert.ok(admitted.every((a) => a.fresh));
   await frontier.addQueued(crawlId, urls.length);
+  const host = frontierHost(origin);
+  assert.ok(urls.every((u) => frontierHost(u.url) === host));
+  const ticket = await frontier.wake(crawlId, host, Date.now());
+  assert.ok(ticket, 'the first wake of a new host sends its visit');
 
   const warcKey = `warc/${crawlId}/2024-05-01/test.warc.gz`;
   const builder = new WarcFileBuilder({ filename: 'test.warc.gz' });
@@ -175,14 +198,49 @@ async function fetchedCrawl(pages: Page[], skipped: string[] = []) {
     });
   }
   await blobs.put(warcKey, builder.toBytes(), 'application/warc');
-  return { crawlId, results };
+  return { crawlId, host, ticket, results };
+}
+
+/**
+ * The visit that finds every URL of the host finalized (docs/frontier.md, "Ending a visit"): it takes
+ * the host with the ticket its wake sent, reads the partition, writes the DONE# tally and deletes the
+ * host item, then sends the `drained` record to the results queue. (It stands in for the visits that
+ * fetched the URLs and handed the host back: their releases and tickets are not under test here.)
+ */
+async function drainHost(crawlId: string, host: string, ticket: string): Promise<HostTally> {
+  const now = Date.now();
+  const holder = `visit-${randomUUID().slice(0, 8)}`;
+  const lease = await frontier.acquire(crawlId, host, holder, now + 60_000, now, ticket);
+  assert.ok(!('busy' in lease), `the visit takes the host: ${JSON.stringify(lease)}`);
+  const urls = await frontier.urls(crawlId, host);
+  assert.deepEqual(
+    urls.filter((u) => u.st !== 'done').map((u) => u.url),
+    [],
+    'every URL of the host is finalized',
+  );
+  const tally = tallyOf(urls);
+  assert.equal(
+    await frontier.drain(crawlId, host, holder, lease.wake, tally, { nextAt: lease.nextAt }),
+    true,
+    'the host is drained',
+  );
+  const record: DrainedRecord = { v: 1, kind: 'drained', crawlId };
+  await send([JSON.stringify(record)]);
+  return tally;
+}
+
+/** Results alone do not complete a crawl while its host is active: no summary yet. */
+async function assertRunning(crawlId: string): Promise<void> {
+  assert.equal(await frontier.anyActive(crawlId), true, 'the host is still active');
+  assert.equal((await frontier.readCounters(crawlId))?.state, 'running');
+  assert.equal(await blobs.exists(summaryKey(crawlId)), false);
 }
 
 describe('aggregate function on the emulators', () => {
   it('a result redelivered after a crash between finalize and the index part gets its line', async () => {
     // Runs first: the aggregate event source must not be polling yet while this test plays the crashed invocation.
     assert.equal(started, false);
-    const { crawlId, results } = await fetchedCrawl([
+    const { crawlId, host, ticket, results } = await fetchedCrawl([
       { path: '/x', status: 200, body: 'x' },
       { path: '/y', status: 200, body: 'yy' },
     ]);
@@ -217,6 +275,13 @@ describe('aggregate function on the emulators', () => {
     );
     await send([JSON.stringify(y)]);
     await runAggregate();
+    await assertRunning(crawlId);
+
+    // The visit finds both finalized: x points at the part its redelivery wrote, not the lost one.
+    const tally = await drainHost(crawlId, host, ticket);
+    assert.equal(tally.total, 2);
+    assert.equal(tally.parts.includes(lostPart), false);
+    await runAggregate();
 
     const lines = await readCrawlResults(blobs, crawlId);
     assert.deepEqual(lines.map((l) => l.url).sort(), [x.url, y.url]);
@@ -237,7 +302,7 @@ describe('aggregate function on the emulators', () => {
       { path: '/a', status: 200, body: '<html>a</html>' },
       { path: '/b', status: 500, body: 'oops' },
     ];
-    const { crawlId, results } = await fetchedCrawl(pages, ['/out']);
+    const { crawlId, host, ticket, results } = await fetchedCrawl(pages, ['/out']);
     const bodies = results.map((r) => JSON.stringify(r));
     // The same record sent twice, another result for /a (the URL fetched twice; same numbers, so
     // whichever wins the counters are the same) and a malformed message, in the same stream.
@@ -246,6 +311,9 @@ describe('aggregate function on the emulators', () => {
       fetchedAt: new Date(Date.now() + 1000).toISOString(),
     });
     await send([...bodies, bodies[1]!, refetched, '{"not":"a result"}']);
+    await runAggregate();
+    await assertRunning(crawlId);
+    assert.equal((await drainHost(crawlId, host, ticket)).total, 4);
     await runAggregate();
 
     const lines = await readCrawlResults(blobs, crawlId);
@@ -293,7 +361,10 @@ describe('aggregate function on the emulators', () => {
     assert.deepEqual(await blobs.get(summaryKey(crawlId)), summaryBefore);
   });
 
-  it('a result for a URL the frontier never saw is counted as queued and done', async () => {
+  it('a result for a URL the frontier never admitted is indexed and counted, but no visit drains its host: the crawl stays running', async () => {
+    // Not something the crawler sends (every result of its own has its URL admitted first): a record
+    // put on the ResultsQueue by hand. Finalize creates the URL item, done, in its host's partition,
+    // but nothing wakes the host, so no visit drains it and no DONE# tally counts it.
     const crawlId = `agg-${randomUUID().slice(0, 8)}`;
     const url = 'http://bare.test/';
     const result: CrawlResult = {
@@ -312,10 +383,28 @@ describe('aggregate function on the emulators', () => {
     };
     await send([JSON.stringify(result)]);
     await runAggregate();
+
+    assert.equal((await readCrawlResults(blobs, crawlId)).length, 1, 'indexed');
+    const items = await frontier.urls(crawlId, frontierHost(url));
+    assert.deepEqual(
+      items.map((item) => [item.key, item.st, item.outcome, item.depth]),
+      [[result.key, 'done', 'invalid', 0]],
+      'created done under its host',
+    );
+    assert.equal(await frontier.anyActive(crawlId), false, 'its host was never woken');
+    assert.equal((await frontier.doneTotals(crawlId)).total, 0, 'no drained host counts it');
+    // The counters (hints) count it as queued and done; completion never confirms them.
     const counters = await frontier.readCounters(crawlId);
     assert.equal(counters?.queued, 1);
     assert.equal(counters?.done, 1);
-    assert.equal(counters?.state, 'complete');
-    assert.equal((await readCrawlResults(blobs, crawlId)).length, 1);
+    assert.equal(counters?.state, 'running');
+
+    // A drained record of the crawl (as a visit of another of its hosts would send) completes nothing.
+    const record: DrainedRecord = { v: 1, kind: 'drained', crawlId };
+    await send([JSON.stringify(record)]);
+    await runAggregate();
+    assert.equal((await frontier.readCounters(crawlId))?.state, 'running');
+    assert.equal(await blobs.exists(summaryKey(crawlId)), false, 'no summary');
+    assert.equal(await depth(resultsQueue), 0);
   });
 });

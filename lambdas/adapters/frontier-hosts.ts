@@ -169,6 +169,23 @@ export class FrontierHosts implements HostVisits {
     }
   }
 
+  async unwake(crawlId: string, host: string, ticket: string): Promise<void> {
+    try {
+      await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}`,
+          ConditionExpression: `#${ATTR.visitBy} = :ticket`,
+          ExpressionAttributeNames: names(ATTR.visitAt, ATTR.visitBy),
+          ExpressionAttributeValues: { ':ticket': S(ticket) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+
   /**
    * One conditional write takes the lease (and clears `visitAt`: the visit message has arrived, so
    * the next wake after this visit ends may send again). A fresh host item (no `next`: woken after a

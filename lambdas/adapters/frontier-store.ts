@@ -50,6 +50,7 @@ export function createFrontierStore(
     postpone: (crawlId, host, key, attempts, retryAt) => urls.postpone(crawlId, host, key, attempts, retryAt),
     // HostVisits
     wake: (crawlId, host, now) => hosts.wake(crawlId, host, now),
+    unwake: (crawlId, host, ticket) => hosts.unwake(crawlId, host, ticket),
     acquire: (crawlId, host, holder, leaseUntil, now, ticket) =>
       hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket),
     checkpoint: (crawlId, host, holder, state) => hosts.checkpoint(crawlId, host, holder, state),

@@ -226,6 +226,9 @@ async function startVisit(
       );
       report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
     }
+    // An idle host was drained: perhaps by a visit that died before its drained record went out.
+    // Completion is checked again (cheap: one Query), so no crawl waits on a record that was lost.
+    if (lease.busy === 'idle') await deps.results.sendDrained(crawlId);
     report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0 });
     return undefined;
   }
@@ -490,7 +493,15 @@ class BatchOutput {
       );
       const visits = [...admitted.visits, ...endedVisits];
       const stored = await retryStep(() => writer.finish());
-      await retryStep(() => deps.tasks.sendVisits(visits));
+      await retryStep(() => deps.tasks.sendVisits(visits)).catch(async (error: unknown) => {
+        // The wakes claimed these sends: given back, so the retried batch's wakes send them again.
+        await Promise.all(
+          visits.map(({ visit }) =>
+            deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '').catch(() => {}),
+          ),
+        );
+        throw error;
+      });
       const allLeaves = [...leaves, ...admitted.results];
       await retryStep(() => deps.results.sendResults(allLeaves));
       await retryStep(() => deps.results.sendResults(stored.results));

@@ -306,10 +306,13 @@ export type HostBusy = { busy: 'held'; until: number } | { busy: 'stale' } | { b
 /** Host items and visits of the frontier (docs/design/host-visits.md). */
 export interface HostVisits {
   /**
-   * Records an admission to the host (making it active). True when the caller must send a visit
-   * message: no live lease and no visit message due recently; only one concurrent caller gets true.
+   * Records an admission to the host (making it active). Returns a ticket when the caller must send
+   * a visit message (carrying it): no live lease and no visit message due recently; only one
+   * concurrent caller gets one.
    */
   wake(crawlId: string, host: string, now: number): Promise<string | undefined>;
+  /** Gives back a wake's claim to send (its visit message could not be sent), if still this ticket's. */
+  unwake(crawlId: string, host: string, ticket: string): Promise<void>;
   /**
    * Takes the host for a visit. A visit message carries the ticket its sender was given (`wake`, or
    * the hand-back): only the message the host expects may take it, so duplicates and late copies

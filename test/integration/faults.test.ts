@@ -782,14 +782,15 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         visibilityTimeoutSeconds: 30,
         rules: () => [],
         crash: {
-          [FETCH]: { crashRate: 0.05, seed: 31, midMaxCalls: 100 },
+          // Visits make few fetch invocations (one host: one at a time, many pages each): a high rate.
+          [FETCH]: { crashRate: 0.35, seed: 31, midMaxCalls: 100 },
           // Few aggregate invocations (batches of up to 100): a higher rate so that some crash, at any step.
           [AGGREGATE]: { crashRate: 0.15, seed: 32, midMaxCalls: 120 },
         },
         idleTimeoutMs: IDLE_TIMEOUT_MS,
       },
       { exactRequests: false, rawDuplicates: true },
-      (o) => assert.ok((o.crashes[FETCH]?.crashes.length ?? 0) >= 3, 'the fetch function crashed'),
+      (o) => assert.ok((o.crashes[FETCH]?.crashes.length ?? 0) >= 2, 'the fetch function crashed'),
     );
   });
 
@@ -846,7 +847,7 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
     );
   });
 
-  it('(a) 30 % of tasks delivered twice', { timeout: TEST_TIMEOUT_MS }, async () => {
+  it('(a) every visit message delivered twice', { timeout: TEST_TIMEOUT_MS }, async () => {
     await scenario(
       {
         name: 'a-duplicates',
@@ -858,11 +859,11 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         visibilityTimeoutSeconds: 30,
         rules: (outputs) => [
           {
-            name: 'duplicate-tasks',
+            name: 'duplicate-visits',
             operations: ['SendMessage', 'SendMessageBatch'],
             when: (call) => call.service === 'sqs' && call.queueUrl === outputs.TaskQueueUrl,
-            // 30 % of tasks; every task of an always-500 page, so that a copy surely meets its retries.
-            duplicate: (body) => (body.includes('/broken/') ? 1 : 0.3),
+            // Every visit message: a copy must never make a second visit of the host, nor a refetch.
+            duplicate: () => 1,
             // A third at once (racing the original), the rest up to 10 s later (often after it is done).
             duplicateDelaySeconds: [-5, 10],
           },
@@ -870,7 +871,7 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
         idleTimeoutMs: IDLE_TIMEOUT_MS,
       },
       { exactRequests: true, rawDuplicates: false },
-      (o) => assert.ok(o.proxy.totals.duplicated > 250, `${o.proxy.totals.duplicated} duplicates sent`),
+      (o) => assert.ok(o.proxy.totals.duplicated >= 10, `${o.proxy.totals.duplicated} duplicates sent`),
     );
   });
 });

@@ -65,6 +65,18 @@ describe('wake', () => {
     assert.equal(item?.lease, undefined);
   });
 
+  it('a send that failed is given back (unwake): the next wake sends again; another ticket gives back nothing', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const first = sent(await hosts.wake(crawlId, HOST, now));
+    await hosts.unwake(crawlId, HOST, 'not-the-ticket');
+    assert.equal(await hosts.wake(crawlId, HOST, now + 1), undefined, 'still the first send');
+    await hosts.unwake(crawlId, HOST, first);
+    const second = sent(await hosts.wake(crawlId, HOST, now + 2));
+    assert.notEqual(second, first);
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, second);
+  });
+
   it('sends nothing while a visit is due or live; sends once when the last visit is overdue', async () => {
     const crawlId = newCrawl();
     const now = Date.now();

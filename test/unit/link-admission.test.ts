@@ -45,6 +45,7 @@ function hosts(woken: string[] = []): HostVisits {
       active.add(host);
       return `ticket-${host}`;
     },
+    unwake: async () => {},
     acquire: async () => ({ busy: 'idle' }),
     checkpoint: async () => {},
     release: async () => {},

@@ -253,7 +253,7 @@ async function startVisit(
   run.done = visitHost(
     { crawlId, host, pace: lease, inflight: lease.inflight },
     config,
-    { ...deps, hostUrls: deps.frontier },
+    { ...deps, hostUrls: deps.frontier, settle: () => output.admitFound() },
     (decision) => {
       run.fetched++;
       output.addVisit(decision);
@@ -353,6 +353,8 @@ class BatchOutput {
   private written: CrawlResult[] = [];
   private discovering: DiscoveringPage[] = [];
   private invalid: DeadLetter[] = [];
+  /** Keys of admitted links, marked seen once the flush that sends their results succeeds. */
+  private seenKeys: string[] = [];
   /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
   private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
   /** Serializes flushes (the periodic one and the last). */
@@ -446,76 +448,95 @@ class BatchOutput {
     };
   }
 
+  /**
+   * Admits the links found so far and wakes their hosts, without finishing WARC files or sending
+   * results: a visit that ran out of ready URLs looks again once its pages' links are in. Their
+   * skipped results and seen keys wait for the next flush.
+   */
+  admitFound(): Promise<void> {
+    return this.serialized(() => this.admitOnce());
+  }
+
   flush(): Promise<void> {
+    return this.serialized(() => this.flushOnce());
+  }
+
+  private serialized(step: () => Promise<void>): Promise<void> {
     const run = this.flushing
       .catch(() => {})
       .then(() => {
         if (this.broken) throw this.broken.error;
-        return this.flushOnce();
+        return step();
+      })
+      .catch((error: unknown) => {
+        // The batch's output is (partly) lost: no later step may pretend otherwise. Every visit of
+        // the batch comes back once its lease has run out, and fetches again what was not reported.
+        this.broken ??= { error };
+        throw error;
       });
     this.flushing = run;
     return run;
   }
 
+  private async admitOnce(): Promise<void> {
+    const deps = this.deps;
+    const discovering = this.discovering;
+    const ended = this.ended;
+    this.discovering = [];
+    this.ended = [];
+    if (discovering.length === 0 && ended.length === 0) return;
+    const now = new Date(deps.now());
+    const admitted = await retryStep(() =>
+      admitLinks(discovering, { frontier: deps.frontier, hosts: deps.hosts, seen: deps.seen, now }),
+    );
+    const endedVisits = await retryStep(() =>
+      admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now }),
+    );
+    const visits = [...admitted.visits, ...endedVisits];
+    await retryStep(() => deps.tasks.sendVisits(visits)).catch(async (error: unknown) => {
+      // The wakes claimed these sends: given back, so the retried batch's wakes send them again.
+      await Promise.all(
+        visits.map(({ visit }) =>
+          deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '').catch(() => {}),
+        ),
+      );
+      throw error;
+    });
+    this.sentVisits.push(...visits);
+    this.results.push(...admitted.results);
+    this.seenKeys.push(...admitted.seenKeys);
+  }
+
   private async flushOnce(): Promise<void> {
     const deps = this.deps;
-    const writer = this.writer;
     const written = this.written;
-    const discovering = this.discovering;
+    this.written = [];
+    if (deps.budget) {
+      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
+        if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
+      }
+    }
+    // Links are admitted (and their hosts woken) before their page's result is sent, so the crawl
+    // cannot look finished while a page's links are on their way.
+    await this.admitOnce();
+    const writer = this.writer;
     const leaves = this.results;
     const invalid = this.invalid;
-    const ended = this.ended;
+    const seenKeys = this.seenKeys;
     this.flushes++;
-    this.ended = [];
     this.writer = this.newWriter();
-    this.written = [];
-    this.discovering = [];
     this.results = [];
     this.invalid = [];
-    try {
-      if (deps.budget) {
-        for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
-          if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
-        }
-      }
-      // Links are admitted (and their hosts woken) before their page's result is sent, so the crawl
-      // cannot look finished while a page's links are on their way.
-      const admitted = await retryStep(() =>
-        admitLinks(discovering, {
-          frontier: deps.frontier,
-          hosts: deps.hosts,
-          seen: deps.seen,
-          now: new Date(deps.now()),
-        }),
-      );
-      const endedVisits = await retryStep(() =>
-        admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now: new Date(deps.now()) }),
-      );
-      const visits = [...admitted.visits, ...endedVisits];
-      const stored = await retryStep(() => writer.finish());
-      await retryStep(() => deps.tasks.sendVisits(visits)).catch(async (error: unknown) => {
-        // The wakes claimed these sends: given back, so the retried batch's wakes send them again.
-        await Promise.all(
-          visits.map(({ visit }) =>
-            deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '').catch(() => {}),
-          ),
-        );
-        throw error;
-      });
-      const allLeaves = [...leaves, ...admitted.results];
-      await retryStep(() => deps.results.sendResults(allLeaves));
-      await retryStep(() => deps.results.sendResults(stored.results));
-      if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
-      for (const key of admitted.seenKeys) deps.seen.add(key);
-      this.sentResults.push(...allLeaves, ...stored.results);
-      this.sentWarcKeys.push(...stored.keys);
-      this.sentVisits.push(...visits);
-    } catch (error) {
-      // The batch's output is (partly) lost: no later flush may pretend otherwise. Every visit of
-      // the batch comes back once its lease has run out, and fetches again what was not reported.
-      this.broken = { error };
-      throw error;
-    }
+    this.seenKeys = [];
+    const stored = await retryStep(() => writer.finish());
+    await retryStep(() => deps.results.sendResults(leaves));
+    await retryStep(() => deps.results.sendResults(stored.results));
+    if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
+    // Seen only once their results are out: a page fetched again after a failed step admits its
+    // links again, and their skipped results are sent then.
+    for (const key of seenKeys) deps.seen.add(key);
+    this.sentResults.push(...leaves, ...stored.results);
+    this.sentWarcKeys.push(...stored.keys);
   }
 }
 

@@ -19,6 +19,11 @@ export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
   hostUrls: HostUrlStore;
   /** No request starts unless it can end (its total deadline) before this (epoch ms). */
   deadline: number;
+  /**
+   * Sends what the batch has produced so far (links admitted into their partitions). A visit that
+   * runs out of ready URLs settles once before looking again: its own pages' links may be waiting.
+   */
+  settle?: () => Promise<void>;
 }
 
 export interface VisitStart {
@@ -64,6 +69,8 @@ export async function visitHost(
   const inflight = new Set(start.inflight);
   const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
   let decided = 0;
+  /** Decisions whose links may not be in the frontier yet. */
+  let unsettled = 0;
   const report = (end: VisitEnd): VisitReport => ({
     end,
     pace: pacer.state,
@@ -98,6 +105,11 @@ export async function visitHost(
     if (ready.length === 0) {
       const open = urls.filter((url) => url.st !== 'done');
       if (open.length === 0) return report({ kind: 'drained', urls });
+      if (unsettled > 0 && deps.settle) {
+        unsettled = 0;
+        await deps.settle();
+        continue;
+      }
       const retries = open.flatMap((url) =>
         url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
       );
@@ -118,6 +130,7 @@ export async function visitHost(
       decided++;
       if (decision.kind === 'result' || decision.kind === 'captured') {
         inflight.add(url.key);
+        unsettled++;
         onDecision(decision);
         continue;
       }

@@ -1,8 +1,9 @@
 /**
- * Cancelling a crawl (docs/frontier.md, "Counters and completion"): the counters item's `state`
- * goes running → cancelled with one conditional update, and the fetch function checks it per task
- * through a small per-container cache, so a cancelled crawl's queued tasks end as `cancelled` results
- * without touching robots.txt, politeness slots, claims or the network.
+ * Cancelling a crawl (docs/frontier.md, "Counters"): the counters item's `state` goes running →
+ * cancelled with one conditional update, and the fetch function checks it per URL a visit decides (and
+ * per task message it admits) through a small per-container cache, so a cancelled crawl's remaining
+ * URLs end as `cancelled` results without touching robots.txt, the host's pace or the network. Its
+ * hosts still drain, so every URL keeps exactly one result.
  *
  * A cancelled crawl stays cancelled: every counter write keeps an existing `state`
  * (`if_not_exists`), and completion only flips a running crawl.
@@ -37,7 +38,7 @@ const configKey = (crawlId: string) => ({ pk: { S: `CRAWL#${crawlId}` }, sk: { S
 /**
  * Marks the crawl cancelled (state, endedAt), exactly once: one conditional UpdateItem on the counters
  * item. A crawl that has a stored config but no counters yet (nothing admitted so far) gets a
- * counters item born cancelled, so tasks that arrive later are cancelled too.
+ * counters item born cancelled, so its URLs visited or sent later are cancelled too.
  */
 export async function cancelCrawl(
   dynamodb: DynamoDBClient,
@@ -145,11 +146,12 @@ export interface CancelCacheOptions {
 
 /**
  * A crawl's state with a per-container cache: one eventually consistent GetItem (0.5 read unit) per
- * crawl per `ttlMs`, shared by every task of the crawl in flight (concurrent misses share one read).
+ * crawl per `ttlMs`, shared by every visit and task message of the crawl in the container (concurrent
+ * misses share one read).
  * A cancelled or complete crawl stays so, and that answer is cached for good.
  *
  * It fails open: a read that fails (after the SDK's retries) counts as `running` for one TTL, so a
- * DynamoDB hiccup never holds up or fails a running crawl's tasks; at worst a cancel takes effect
+ * DynamoDB hiccup never holds up or fails a running crawl's visits; at worst a cancel takes effect
  * one TTL later. The failure is counted in `readErrors` and passed to `onError`.
  */
 export class CrawlCancellation implements CrawlStateCheck {

@@ -1,15 +1,21 @@
 /**
- * The aggregate function's work for one batch of result messages (docs/frontier.md, "Finalize" and
- * "Counters and completion"), over ports only:
+ * The aggregate function's work for one batch of result messages (docs/frontier.md, "Finalize",
+ * "Completion" and "Counters"), over ports only:
  *
  *   validate → finalize each result (bounded parallelism) → one gzip JSONL index part per crawl →
  *   one `addCounters` per crawl → completion check → `crawls/<crawlId>/summary.json` once.
+ *
+ * Completion comes from the hosts, not from the counters: a visit that finds its host drained records
+ * the host's exact counts (`DONE#<host>`) and deletes its host item, so the crawl is complete when no
+ * host is active; `confirmCompletion` then sums the drained hosts' tallies (O(hosts)). The check runs
+ * for every running crawl whose results the batch finalized, and for every crawl a `drained` record
+ * (sent by the visit that drained a host) names, so it also runs when no result follows the last drain.
  *
  * ## Why finalize, then write (and how a crash or a fault loses nothing)
  *
  * Only the result that wins `finalize` (the conditional update of its URL item to `done`, recording
  * the result's id and the index part its line goes to) becomes an index line and is counted, so a
- * second result for a URL (a task fetched twice) never yields a second line.
+ * second result for a URL (a URL fetched twice) never yields a second line.
  * The same result finalized again (its id matches) wins again, as a `repeat`: an SDK retry of a
  * finalize whose answer was lost, or a redelivery after a crash or a failed step. The URL item keeps
  * the part its first win named, and a repeat looks there first (one HEAD per distinct part), so:
@@ -23,9 +29,10 @@
  *   once (its visibility ran out while the first still worked) or one result was sent twice and the
  *   copies race; the lines are identical, and readers keep the first per `key`. Never lost, and
  *   never written for a second result.
- * - counters: the ADDs of `addCounters` may count a repeat twice; that only makes the completion
- *   check run early. Completion rewrites every counter from a consistent Query of the URL items, so
- *   a completed crawl's numbers are exact. Once a crawl is complete nothing is counted again.
+ * - counters: the ADDs of `addCounters` may count a repeat twice; they are hints for `crawler status`
+ *   and completion never uses their numbers. It rewrites every counter from the sum of the drained hosts'
+ *   `DONE#` tallies (each made by the visit that drained the host, from its URL items), so a completed
+ *   crawl's numbers are exact. Once a crawl is complete nothing is counted again.
  * - crash between `confirmCompletion` (state → complete, true for exactly one caller) and the
  *   summary PUT: the redelivered messages are repeats, see the crawl complete and write the summary
  *   (`putIfAbsent`: it is written once).

@@ -1,6 +1,12 @@
 /**
- * One task's way through the fetch function: parse, robots, politeness slot, fetch-once claim, fetch,
- * and what the response means. Returns a decision; the batch code does all the sending.
+ * The per-URL decision: parse, the crawl's state and rules, robots.txt, the host's pace, fetch, and
+ * what the response means. Returns a decision; the caller does all the sending.
+ *
+ * Its caller is a host visit (host-visit.ts), which owns the URL's host and builds the task from the
+ * URL item: `slots` is the visit's in-memory pacer, and `frontier` the visit's ownership, whose claim
+ * is granted at once with the item's attempts and writes nothing (only a retry writes: `postpone`
+ * sets the item's `att` and `retryAt`). The paths for a claim held elsewhere, a URL already done and
+ * a held slot (`notBefore`, `slotDelayMs`) date from per-URL scheduling: a visit never meets them.
  */
 import { backoffSeconds } from './backoff.ts';
 import { type CrawlConfig, DEFAULT_CRAWL_ID } from './crawl-config.ts';
@@ -50,7 +56,7 @@ export interface FetchTaskDeps {
 }
 
 export type TaskDecision =
-  /** `claimed`: the URL's fetch-once claim this task holds (given back if the batch fails). */
+  /** `claimed`: the claim the decision holds (in a visit, the host's lease: nothing to give back). */
   | { kind: 'result'; result: CrawlResult; claimed?: ClaimedUrl }
   | {
       kind: 'captured';
@@ -59,17 +65,20 @@ export type TaskDecision =
       links: DiscoveredLink[];
       claimed?: ClaimedUrl;
     }
-  /** Report as a batch item failure, visible again after `delaySeconds`. */
+  /** Another holder's claim (never in a visit: its claims are granted): look again after `delaySeconds`. */
   | { kind: 'retry'; delaySeconds: number; code: string }
   /**
-   * Re-send the task with DelaySeconds and drop this message: a politeness slot or robots wait, or
-   * (`retry`) the next attempt of a fetch that failed, carrying its count, so a URL's attempts never
-   * spend the message's receives (those are kept for crashes and timeouts, before the DLQ).
+   * Not now. `retry`: a fetch that failed with attempts left, already postponed on its URL item
+   * (`att`, `retryAt`): the visit goes on with its other URLs. `robots-pending`: robots.txt is being
+   * fetched by another visit, or is unavailable: the visit hands its whole host back for
+   * `delaySeconds`. `politeness`: the host's next slot is more than 2 s away (a Crawl-delay pushed
+   * it): the visit waits for it on its next round. `task` is what per-URL scheduling re-sent; a visit
+   * sends no task.
    */
   | { kind: 'defer'; task: Task; delaySeconds: number; code: string; retry?: true }
-  /** Not to be done: a duplicate of a URL that already has its result, or a task of a complete crawl. */
+  /** Not to be done: a URL that already has its result, or one of a complete crawl (the visit stops). */
   | { kind: 'drop'; why: 'duplicate' | 'crawl-complete' }
-  /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
+  /** Not a URL of any crawl (an unknown crawl id): no result (the visit stops). */
   | { kind: 'reject'; code: string; reason: string };
 
 type DeferDecision = Extract<TaskDecision, { kind: 'defer' }>;
@@ -83,11 +92,11 @@ export interface ClaimedUrl {
 
 const MAX_SQS_DELAY_SECONDS = 900;
 /**
- * A held slot (`notBefore`) further ahead than this is not one this crawler handed out (slots are
- * reserved at most a backlog ahead): the task is input, so the hold is ignored and a slot reserved.
+ * A held slot (`notBefore`, per-URL scheduling's deferrals) further ahead than this is not one the
+ * crawler handed out: it is ignored and a slot reserved. A visit's tasks carry no `notBefore`.
  */
 const MAX_NOT_BEFORE_AHEAD_MS = 24 * 60 * 60 * 1000;
-/** How long a fetch-once claim outlives the request deadline (a crashed holder is taken over after it). */
+/** A claim's lease beyond the request deadline; a visit's claim ignores it (the host's lease covers it). */
 const CLAIM_MARGIN_MS = 15_000;
 /** A held slot is given up (another reserved) when the request would leave later than this after it. */
 const SLOT_LATENESS_MS = 50;
@@ -98,9 +107,9 @@ function clampDelay(ms: number): number {
 }
 
 /**
- * One task's decision. A task that fails (an AWS call that kept failing) gives back the claim it
- * made, so its retry can claim again at once, and rethrows; a decision that ends with the claim
- * still held says so (`claimed`), so the batch can give it back if the batch's own steps fail.
+ * One URL's decision. A decision that fails (an AWS call that kept failing) gives back the claim it
+ * made and rethrows; one that ends with the claim still held says so (`claimed`). In a visit both
+ * are no-ops: the claim is the visit's lease on the host, which the visit's end releases.
  */
 export async function decideTask(message: TaskMessage, deps: FetchTaskDeps): Promise<TaskDecision> {
   const claim: { held?: ClaimedUrl } = {};
@@ -156,7 +165,7 @@ async function decide(
     url: normalized.url,
     depth: task.depth,
   };
-  // A cancelled crawl's tasks end here: no robots.txt, no politeness slot, no claim, no request.
+  // A cancelled crawl's URLs end here: no robots.txt, no politeness slot, no claim, no request.
   const state = await deps.crawlStates?.stateOf(task.crawlId);
   if (state === 'cancelled') {
     const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
@@ -170,7 +179,7 @@ async function decide(
   if (broken) return { kind: 'result', result: bareResult(subject, 'skipped', at(deps), broken) };
   const url = new URL(normalized.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
-  // Counted on from the URL item's attempts once claimed (another copy of the task may have made some).
+  // Counted on from the URL item's attempts once claimed (earlier visits may have made some).
   let attempt = priorAttempts + 1;
   const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): DeferDecision => ({
     kind: 'defer',
@@ -216,8 +225,9 @@ async function decide(
 
   const { delayMs, capped: crawlDelayCapped } = effectiveDelayMs(config, crawlDelaySeconds);
   const host = hostKey(url);
-  // A page slot from an earlier deferral is used if still ours (the gate did not spend it on
-  // robots.txt) and reserved with a gap at least as wide as the one now required.
+  // A page slot from an earlier deferral (per-URL scheduling; never in a visit) is used if still ours
+  // (the gate did not spend it on robots.txt) and reserved with a gap at least as wide as the one now
+  // required.
   const held =
     heldSlot !== undefined &&
     task.slotDelayMs !== undefined &&
@@ -240,7 +250,8 @@ async function decide(
       return deferred(plan.delaySeconds, 'politeness', { notBefore: plan.notBefore, slotDelayMs: delayMs });
     }
     if (!claimed) {
-      // Claim before waiting, so the request leaves at its slot rather than one write later.
+      // Claim before waiting, so the request leaves at its slot rather than one write later (a visit's
+      // claim writes nothing).
       const frontierUrl = { key: subject.key, url: subject.url, depth: task.depth };
       const claimResult = await deps.frontier.claim(task.crawlId, frontierUrl, leaseMs, deps.now());
       if (claimResult.status === 'done') return { kind: 'drop', why: 'duplicate' };
@@ -254,13 +265,14 @@ async function decide(
     }
     if (plan.kind === 'wait') await deps.sleep(Math.max(0, slot - deps.now()));
     // A slot can be overtaken: the host paused (Retry-After) after the slot was handed out, or this
-    // task is so late (slow writes, a busy container) that its request would crowd the next slot's
-    // holder. The pause is read first, so the lateness measured last is the request's own. With no
-    // delay there is no gap to protect: lateness does not matter.
+    // request is so late (slow writes, a busy container) that it would crowd the next slot. The pause
+    // is read first, so the lateness measured last is the request's own. With no delay there is no
+    // gap to protect: lateness does not matter.
     const paused = slot !== now && (await pausedAfter(slot));
     const late = delayMs > 0 && deps.now() - slot > SLOT_LATENESS_MS;
-    // After a few rounds the request goes late rather than not at all: per-URL slots cannot keep a
-    // busy container both polite and moving (docs/design/host-visits.md).
+    // After a few rounds the request goes late rather than not at all. In a visit that cannot crowd
+    // anyone: the pacer's `depart` still keeps the gap from the previous request's real departure
+    // (host-visit.ts), so a round here only costs a gap.
     if ((!paused && !late) || round >= MAX_SLOT_ROUNDS) break;
     slot = undefined;
   }
@@ -270,7 +282,10 @@ async function decide(
     return paused !== undefined && paused > reserved;
   }
 
-  /** A retry gives the claim back and waits the backoff (or Retry-After); undefined once attempts are spent. */
+  /**
+   * A retry is postponed on the URL's item: `att` and `retryAt` = now + the backoff, or Retry-After if
+   * longer, at most 900 s; visits skip the URL until then. Undefined once attempts are spent.
+   */
   const retryOrGiveUp = async (
     code: string,
     retryAfterMs: number | undefined,

@@ -106,6 +106,11 @@ export interface FrontierUrl {
   held?: boolean;
 }
 
+/**
+ * The per-URL decision's claim on its URL (UrlClaims.claim). A visit owns its host, so it always
+ * answers `claimed` with the URL item's `att` and `relink: false`, and writes nothing; `held` (a live
+ * claim of another holder) and `done` are never its answers: the decision still handles them.
+ */
 export type ClaimResult =
   /**
    * `attempts`: fetch attempts already made for this URL. `relink`: an earlier fetch did not finish,
@@ -177,9 +182,13 @@ export interface HostUrlStore {
   postpone(crawlId: string, host: string, key: string, attempts: number, retryAt: number): Promise<void>;
 }
 
-/** Per-(crawl, host) request slots shared by every concurrent fetcher. */
+/**
+ * A host's request slots, as the per-URL decision and the robots gate take them. In a visit this is
+ * the visit's pacer (core/visit-pacer.ts), in memory: only the holder of the host's lease sends to the
+ * host, so no slot is shared or written, and the pace is saved on the host item when the visit ends.
+ */
 export interface HostSlots {
-  /** Reserves the host's next free slot at or after `now`; returns its epoch ms. */
+  /** Reserves the host's next free slot at or after `now` (the next `delayMs` later); returns it. */
   reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number>;
   /** Pushes the host's next free slot to at least `notBefore` and pauses the host until then (Retry-After). */
   pushBack(crawlId: string, host: string, notBefore: number): Promise<void>;

@@ -1,37 +1,42 @@
 /**
  * The robots.txt gate (docs/frontier.md, "robots.txt"): may this URL be fetched now, and with which
- * Crawl-delay? robots.txt is fetched once per (crawl, origin) by whichever task claims it in the
- * RobotsStore, through a politeness slot of its host, and shared through the store (and a small
- * per-container cache) with every other task.
+ * Crawl-delay? robots.txt is fetched once per (crawl, origin) by whichever visit claims it in the
+ * RobotsStore, at its host's pace, and shared through the store (and a small per-container cache) with
+ * every other visit.
  *
  * Verdicts:
  * - `allowed` (with the group's Crawl-delay, if any) / `disallowed` (with a reason): decided by
  *   `isAllowed(policy, config.userAgent, url)`. `respectRobots: false` and `/robots.txt` itself are
  *   always allowed (the latter without any I/O); so is a non-http(s) URL (the fetcher refuses it).
- * - `defer` until `untilMs`: robots.txt is being fetched by another task (come back a few seconds
- *   after its request goes out), is `unavailable` until `retryAt`, or this task claimed it and its
- *   host's slot is more than `maxWaitMs` away.
+ * - `defer` until `untilMs`: robots.txt is being fetched by another visit (come back a few seconds
+ *   after its request goes out), is `unavailable` until `retryAt`, or this caller claimed it and its
+ *   host's slot is more than `maxWaitMs` away. A visit hands its whole host back until then
+ *   (host-visit.ts): no URL of the host is fetched before its robots.txt is known.
  * - `failed`: `robots-unavailable` after 4 failed attempts (5xx, 429, timeouts, network errors);
  *   `address-blocked` when the origin itself is refused by the fetcher's address guard (chosen over
  *   letting the PermanentError propagate, so the gate never throws for what a host does). Nothing is
  *   stored for a blocked origin: its own URLs would be refused by the same guard anyway.
  *
- * Slots. A verdict may carry `slot`: a politeness slot of the URL's host that this task holds (the
- * gate reserved it, or `deps.heldSlot` passed through). On `allowed`, use it for the page instead of
- * reserving another; on `defer`, `untilMs === slot` and the task is re-sent with `notBefore = slot`,
- * and on arrival that `notBefore` is passed back as `deps.heldSlot`. Without `slot`, the task holds
- * none: reserve for the page, or re-send a deferred task with DelaySeconds only (no `notBefore`).
- * A held slot the gate spends on robots.txt is not returned.
+ * Slots. `deps.slots` is, in a visit, the visit's own pacer: only the holder of the host's lease
+ * sends to the host, so its slots are kept in memory and nobody else reserves them. A verdict may
+ * carry `slot`: a politeness slot of the URL's host that the caller holds (the gate reserved it, or
+ * `deps.heldSlot` passed through). On `allowed`, use it for the page instead of reserving another. A
+ * held slot the gate spends on robots.txt is not returned. `deps.heldSlot` and a `defer` that keeps
+ * its slot served per-URL scheduling, where the task was re-sent with `notBefore = slot` and came
+ * back with it as `heldSlot`; a visit never passes `heldSlot`.
  *
  * Fetching (the claimer). The host slot is reserved first (with the crawl's `delayMs`), then the
  * origin is claimed with a lease of (slot wait + fetch budget), so a claim outlives the wait for its
  * slot; when the claim is lost, the reserved slot is kept for the page (see above) instead of being
- * wasted. A slot within `maxWaitMs` is waited for; a later one defers the task holding the slot,
- * and when it comes back (`heldSlot`, whose lease is `heldSlot + budget`) it fetches at once.
+ * wasted. A slot within `maxWaitMs` is waited for; a later one defers the caller holding the slot
+ * (per-URL scheduling came back with it as `heldSlot`, whose lease is `heldSlot + budget`, and
+ * fetched at once).
  * The request: GET /robots.txt through the crawl's fetcher (the address guard applies to every hop),
  * at most 512 KiB (`maxBodyBytes`; Content-Encoding undone with the same cap, a line cut by the cap
  * is dropped), up to 5 redirects followed by hand, cross-origin allowed, each hop through a slot of
- * its own host (waited for up to `maxWaitMs + delayMs`; a busier hop host counts as unreachable).
+ * `deps.slots` for its host (waited for up to `maxWaitMs + delayMs`; a busier hop host counts as
+ * unreachable). A visit's pacer is its own host's, so a hop to another host is paced with the visit's
+ * host, not by the other host's visit.
  * Statuses (RFC 9309 §2.3.1): 2xx → parse; 4xx (401 and 403 too), more than 5 redirects, or a 3xx
  * without a usable Location → allow all; 5xx, 429 (Retry-After honoured and pushed onto the host's
  * slot), timeouts (also a body cut by the deadline), network and TLS errors, undecodable content →
@@ -42,7 +47,8 @@
  * `fetching` with an expired lease, `unavailable` with `retryAt <= now`, or `ready` but older than
  * 24 h; it sets `lease = now + leaseMs` and keeps `failures`. `saveUnavailable` increments and
  * returns `failures`; `saveReady` resets it. If the store cannot re-claim a stale `ready` item, the
- * stale policy is used rather than nothing. Store errors propagate (the task is retried).
+ * stale policy is used rather than nothing. Store errors propagate (the visit fails: its host is
+ * released and its message retried).
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import { describeError, FatalError, isCrawlError, PermanentError, RetryableError } from './errors.ts';
@@ -68,7 +74,7 @@ export const MAX_ROBOTS_REDIRECTS = 5;
 /** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
 export const MAX_ROBOTS_FAILURES = 4;
 export const ROBOTS_BACKOFF_BASE_MS = 30_000;
-/** How long a task waits for another task's robots.txt fetch before looking again. */
+/** How long a visit waits for another visit's robots.txt fetch before looking again. */
 export const ROBOTS_POLL_MS = 5_000;
 /** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */
 export const MAX_ROBOTS_BYTES = DEFAULT_MAX_ROBOTS_BYTES;
@@ -173,7 +179,10 @@ export interface RobotsGateDeps {
   crawlId: string;
   now: () => number;
   cache?: RobotsCache;
-  /** A politeness slot of the URL's host this task already holds (its `notBefore` after a deferral). */
+  /**
+   * A politeness slot of the URL's host the caller already holds (a per-URL task's `notBefore` after a
+   * deferral). Visits never pass one.
+   */
   heldSlot?: number;
   /** Longest in-function wait for a slot; default 2000 ms (as for pages). */
   maxWaitMs?: number;

@@ -11,9 +11,13 @@ export const TaskSchema = z.object({
   url: z.string().min(1),
   depth: z.number().int().min(0),
   parent: z.string().optional(),
-  /** Epoch ms of a politeness slot this task holds (a deferral), or of its robots.txt claim. */
+  /**
+   * Epoch ms of a politeness slot (or robots.txt claim) held by a deferred task of per-URL scheduling.
+   * Accepted from old and redriven task messages, and ignored: a task's URL is admitted
+   * (task-admission.ts), and visits build their tasks from URL items, without it.
+   */
   notBefore: z.number().int().optional(),
-  /** The gap the held slot was reserved with: a page slot is used only if it is still wide enough. */
+  /** The gap that held slot was reserved with: accepted from old task messages and ignored, too. */
   slotDelayMs: z.number().int().min(0).optional(),
   attempt: z.number().int().min(0).optional(),
   /** Redirect hops that led here; bounded by the crawl's maxRedirects. */

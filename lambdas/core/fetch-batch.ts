@@ -138,9 +138,22 @@ export async function processFetchBatch(
     }),
   );
 
-  // Visits: each takes its host, then all run side by side until the deadline.
+  // Visits: each takes its host, then all run side by side until the deadline. Two messages of one
+  // host in one batch (a duplicate) would share the batch's lease: the first one visits.
+  const firstOfHost = new Map<string, { message: TaskMessage; visit: VisitMessage }>();
+  for (const entry of visitMessages) {
+    const id = `${entry.visit.crawlId}\n${entry.visit.host}`;
+    if (firstOfHost.has(id))
+      report.outcomes.push({
+        crawlId: entry.visit.crawlId,
+        host: entry.visit.host,
+        end: 'dropped',
+        fetched: 0,
+      });
+    else firstOfHost.set(id, entry);
+  }
   const running = await Promise.all(
-    visitMessages.map(async ({ message, visit }) => {
+    [...firstOfHost.values()].map(async ({ message, visit }) => {
       try {
         return await startVisit(message, visit, deps, output, report);
       } catch (error) {

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
+import { QueryCommand, ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
@@ -134,6 +134,8 @@ interface Outcome {
   crashes: Record<string, CrashLog>;
   /** Planned URLs without a result: their frontier item and the faults injected on it. */
   missing: string[];
+  /** Host items left (active hosts), as stored: a finished crawl has none. */
+  hostItems: string[];
   /** URL items in the FrontierTable by `st`. */
   frontierStates: Record<string, number>;
   runtime: RuntimeStats;
@@ -218,6 +220,20 @@ async function urlItems(clients: AwsClients, table: string, crawlId: string): Pr
     start = page.LastEvaluatedKey;
   } while (start);
   return byUrl;
+}
+
+async function activeHosts(clients: AwsClients, table: string, crawlId: string): Promise<string[]> {
+  const out = await clients.dynamodb.send(
+    new QueryCommand({
+      TableName: table,
+      ConsistentRead: true,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :host)',
+      ExpressionAttributeValues: { ':pk': { S: `CRAWL#${crawlId}` }, ':host': { S: 'HOST#' } },
+    }),
+  );
+  return (out.Items ?? []).map((item) =>
+    JSON.stringify(Object.fromEntries(Object.entries(item).map(([k, v]) => [k, v.S ?? v.N ?? v.SS ?? '?']))),
+  );
 }
 
 async function drainDlq(clients: AwsClients, url: string): Promise<string[]> {
@@ -381,6 +397,7 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
         })
       : [];
     const items = await urlItems(direct, requiredOutput(outputs, 'FrontierTableName'), crawlId);
+    const hostItems = await activeHosts(direct, requiredOutput(outputs, 'FrontierTableName'), crawlId);
     const byKey = new Map([...items.values()].map((item) => [item.key, item]));
     const resultUrls = new Set(results.map((line) => line.url));
     const injected = proxy.faults();
@@ -418,6 +435,7 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
       crashes,
       missing,
       frontierStates: countBy(items.values(), (item) => item.st),
+      hostItems,
       runtime,
       redriven,
       pollerLog,
@@ -539,6 +557,7 @@ function describeRun(o: Outcome): string {
     ...logDigest(o.pollerLog).map((line) => `  log: ${line}`),
     `  counters: ${JSON.stringify(o.counters)}`,
     `  frontier URL items by st: ${JSON.stringify(o.frontierStates)}`,
+    ...o.hostItems.map((item) => `  active host item: ${item}`),
     ...o.missing.slice(0, 15).map((m) => `  missing: ${m}`),
     `  summary writes: ${o.summaryWrites.map((w) => `${w.effect ? 'written' : 'not written'}/${w.clientStatus}${w.fault ? `/${w.fault}` : ''}`).join(', ')}`,
   ]

@@ -492,12 +492,23 @@ class BatchOutput {
   }
 
   private async admitOnce(): Promise<void> {
-    const deps = this.deps;
     const discovering = this.discovering;
     const ended = this.ended;
     this.discovering = [];
     this.ended = [];
-    if (discovering.length === 0 && ended.length === 0) return;
+    const admitted = await this.admit(discovering, ended);
+    // Their skipped results and seen keys go with the next flush, as do their pages' results.
+    this.results.push(...admitted.results);
+    this.seenKeys.push(...admitted.seenKeys);
+  }
+
+  /** Admits links (and ended task URLs), wakes their hosts and sends the visits the wakes asked for. */
+  private async admit(
+    discovering: DiscoveringPage[],
+    ended: Array<{ crawlId: string; url: FrontierUrl }>,
+  ): Promise<{ results: CrawlResult[]; seenKeys: string[] }> {
+    if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [] };
+    const deps = this.deps;
     const now = new Date(deps.now());
     const admitted = await retryStep(() =>
       admitLinks(discovering, { frontier: deps.frontier, hosts: deps.hosts, seen: deps.seen, now }),
@@ -516,39 +527,43 @@ class BatchOutput {
       throw error;
     });
     this.sentVisits.push(...visits);
-    this.results.push(...admitted.results);
-    this.seenKeys.push(...admitted.seenKeys);
+    return { results: admitted.results, seenKeys: admitted.seenKeys };
   }
 
   private async flushOnce(): Promise<void> {
     const deps = this.deps;
-    const written = this.written;
-    this.written = [];
-    if (deps.budget) {
-      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
-        if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
-      }
-    }
-    // Links are admitted (and their hosts woken) before their page's result is sent, so the crawl
-    // cannot look finished while a page's links are on their way.
-    await this.admitOnce();
+    // Everything pending is taken at once, before any await: a page written to this flush's WARC
+    // files has its links admitted by this flush, before its result is sent, never by a later one.
     const writer = this.writer;
+    const written = this.written;
+    const discovering = this.discovering;
+    const ended = this.ended;
     const leaves = this.results;
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
     this.flushes++;
     this.writer = this.newWriter();
+    this.written = [];
+    this.discovering = [];
+    this.ended = [];
     this.results = [];
     this.invalid = [];
     this.seenKeys = [];
+    if (deps.budget) {
+      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
+        if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
+      }
+    }
+    const admitted = await this.admit(discovering, ended);
     const stored = await retryStep(() => writer.finish());
-    await retryStep(() => deps.results.sendResults(leaves));
+    const allLeaves = [...leaves, ...admitted.results];
+    await retryStep(() => deps.results.sendResults(allLeaves));
     await retryStep(() => deps.results.sendResults(stored.results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
     // links again, and their skipped results are sent then.
-    for (const key of seenKeys) deps.seen.add(key);
-    this.sentResults.push(...leaves, ...stored.results);
+    for (const key of [...seenKeys, ...admitted.seenKeys]) deps.seen.add(key);
+    this.sentResults.push(...allLeaves, ...stored.results);
     this.sentWarcKeys.push(...stored.keys);
   }
 }

@@ -59,6 +59,8 @@ export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'
   invocationId: string;
   /** The fetcher's body budget: a page's bodies stay charged to it until the page is in the WARC writer. */
   bodyBudget?: BodyBudget;
+  /** Whether an index part exists (a host drains only once its URLs' parts are written). */
+  partExists?: (key: string) => Promise<boolean>;
   /** Epoch ms: no request starts that could not end before it; the batch's last flush follows it. */
   deadline: number;
   /** How often the visits' output is sent while they run (ms). Default 5 s. */
@@ -335,16 +337,15 @@ async function handBack(
 
 /** The exact counts of a drained host, from its URL items (all done). */
 export function tallyOf(urls: readonly HostUrl[]): HostTally {
+  // No parts: the visit drained the host only once every part its URLs name was written
+  // (host-visit.ts), and a host's parts would outgrow one item on a large crawl.
   const tally: HostTally = { total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
-  const parts = new Set<string>();
   for (const url of urls) {
     tally.total++;
     if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
     tally.bytes += url.bytes ?? 0;
     tally.requests += url.requests ?? 0;
-    if (url.part) parts.add(url.part);
   }
-  tally.parts = [...parts];
   return tally;
 }
 

@@ -24,6 +24,12 @@ export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
    * runs out of ready URLs settles once before looking again: its own pages' links may be waiting.
    */
   settle?: () => Promise<void>;
+  /**
+   * Whether an index part exists. A host is drained only once every part its done URLs name is
+   * written: a URL finalized by an aggregate invocation that died before its PUT is repointed and
+   * written by the redelivery, and its host waits for that.
+   */
+  partExists?: (key: string) => Promise<boolean>;
 }
 
 export interface VisitStart {
@@ -104,7 +110,10 @@ export async function visitHost(
       .sort((a, b) => a.depth - b.depth);
     if (ready.length === 0) {
       const open = urls.filter((url) => url.st !== 'done');
-      if (open.length === 0) return report({ kind: 'drained', urls });
+      if (open.length === 0) {
+        if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
+        return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
+      }
       if (unsettled > 0 && deps.settle) {
         unsettled = 0;
         await deps.settle();
@@ -164,4 +173,14 @@ function taskOf(crawlId: string, url: HostUrl): Task {
     ...(url.redirects ? { redirects: url.redirects } : {}),
     ...(url.attempts ? { attempt: url.attempts } : {}),
   };
+}
+
+async function allPartsWritten(
+  urls: readonly HostUrl[],
+  partExists: ((key: string) => Promise<boolean>) | undefined,
+): Promise<boolean> {
+  if (!partExists) return true;
+  const parts = new Set(urls.flatMap((url) => (url.part ? [url.part] : [])));
+  for (const part of parts) if (!(await partExists(part))) return false;
+  return true;
 }

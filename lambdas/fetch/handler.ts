@@ -22,6 +22,8 @@ import { CRAWLER_METRICS, CRAWLER_NAMESPACE, createMetrics } from '../shared/met
 /** Links this container has seen (per crawl): bounded so a long-lived container stays small. */
 const SEEN_CACHE_ENTRIES = 100_000;
 const ROBOTS_CACHE_ENTRIES = 1_000;
+/** Index parts this container has seen written. */
+const WRITTEN_PARTS_CACHE_ENTRIES = 10_000;
 
 /** What a test may put in place of the real thing (a synthetic web instead of sockets). */
 export interface HandlerOverrides {
@@ -44,6 +46,8 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
   // Several connections per origin: a request waiting behind another on one socket would leave late.
   const fetcher = overrides.fetcher ?? new HttpFetcher({ connectionsPerOrigin: 6 });
+  const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET);
+  const writtenParts = new LruSet(WRITTEN_PARTS_CACHE_ENTRIES);
   const deps = {
     fetcher,
     ...(fetcher instanceof HttpFetcher ? { bodyBudget: fetcher.bodyBudget } : {}),
@@ -57,7 +61,14 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     }),
     robotsCache: createRobotsCache(ROBOTS_CACHE_ENTRIES),
     seen: new LruSet(SEEN_CACHE_ENTRIES),
-    blobs: new S3Blobs(clients.s3, env.PAGE_BUCKET),
+    blobs,
+    // A part once written is never removed: a HEAD that found it need not be repeated.
+    partExists: async (key: string) => {
+      if (writtenParts.has(key)) return true;
+      const exists = await blobs.exists(key);
+      if (exists) writtenParts.add(key);
+      return exists;
+    },
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
     deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),

@@ -787,7 +787,7 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
     );
   });
 
-  it('(b) the fetch and aggregate handlers crash mid-batch (about 5 % of invocations)', {
+  it('(b) the fetch and aggregate handlers crash mid-batch (a third of fetch, 15 % of aggregate invocations)', {
     timeout: TEST_TIMEOUT_MS,
   }, async () => {
     await scenario(

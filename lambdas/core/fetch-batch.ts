@@ -140,28 +140,29 @@ export async function processFetchBatch(
     }),
   );
 
-  // Visits: each takes its host, then all run side by side until the deadline. Two messages of one
-  // host in one batch (a duplicate) would share the batch's lease: the first one visits.
-  const firstOfHost = new Map<string, { message: TaskMessage; visit: VisitMessage }>();
-  for (const entry of visitMessages) {
-    const id = `${entry.visit.crawlId}\n${entry.visit.host}`;
-    if (firstOfHost.has(id))
-      report.outcomes.push({
-        crawlId: entry.visit.crawlId,
-        host: entry.visit.host,
-        end: 'dropped',
-        fetched: 0,
-      });
-    else firstOfHost.set(id, entry);
-  }
+  // Visits: each host is taken once, then all run side by side until the deadline. Messages of one
+  // host in one batch (a duplicate, a stale copy beside the expected one) are tried in turn: the
+  // first that takes the host visits it, and the rest are done with (the batch's lease is shared).
+  const byHost = Map.groupBy(visitMessages, (entry) => `${entry.visit.crawlId}\n${entry.visit.host}`);
   const running = await Promise.all(
-    [...firstOfHost.values()].map(async ({ message, visit }) => {
-      try {
-        return await startVisit(message, visit, deps, output, report);
-      } catch (error) {
-        report.retries.push(failedRetry(message, error));
-        return undefined;
+    [...byHost.values()].map(async (entries) => {
+      for (const [index, { message, visit }] of entries.entries()) {
+        try {
+          const run = await startVisit(message, visit, deps, output, report);
+          if (!run) continue;
+          for (const rest of entries.slice(index + 1))
+            report.outcomes.push({
+              crawlId: rest.visit.crawlId,
+              host: rest.visit.host,
+              end: 'dropped',
+              fetched: 0,
+            });
+          return run;
+        } catch (error) {
+          report.retries.push(failedRetry(message, error));
+        }
       }
+      return undefined;
     }),
   );
   const flusher = output.flushPeriodically(deps.flushEveryMs ?? DEFAULT_FLUSH_EVERY_MS);

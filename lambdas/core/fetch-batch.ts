@@ -454,6 +454,8 @@ class BatchOutput {
     const timer = setInterval(() => {
       if (!stopped) this.flush().catch(() => {});
     }, everyMs);
+    // Never what keeps a process alive: an invocation cut off at its timeout may never come back here.
+    timer.unref();
     return {
       stop: async () => {
         stopped = true;

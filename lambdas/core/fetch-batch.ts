@@ -240,7 +240,16 @@ async function startVisit(
         MAX_DELAY_SECONDS,
         Math.max(1, Math.ceil((lease.until - now) / 1000) + 1),
       );
-      report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
+      // Sent again as a new message, due when the lease ends: waiting for a live visit is not a
+      // failure, so it must not spend this message's receives (kills can keep a host held a while).
+      // If that send fails, the message itself comes back instead.
+      const again: OutgoingVisit = { visit, delaySeconds };
+      try {
+        await retryStep(() => deps.tasks.sendVisits([again]));
+        report.visits.push(again);
+      } catch {
+        report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
+      }
     }
     // An idle host was drained: perhaps by a visit that died before its drained record went out.
     // Completion is checked again (cheap: one Query), so no crawl waits on a record that was lost.

@@ -9,7 +9,7 @@
  * a held slot (`notBefore`, `slotDelayMs`) date from per-URL scheduling: a visit never meets them.
  */
 import { backoffSeconds } from './backoff.ts';
-import { type CrawlConfig, DEFAULT_CRAWL_ID } from './crawl-config.ts';
+import type { CrawlConfig } from './crawl-config.ts';
 import { describeError, isCrawlError, type PermanentError, type RetryableError } from './errors.ts';
 import { headerValue } from './http-headers.ts';
 import { crawlScope, type DiscoveredLink } from './link-admission.ts';
@@ -26,10 +26,11 @@ import type {
 } from './ports.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
-import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
+import { bareResult } from './result-builders.ts';
 import { checkRobots, type RobotsCache } from './robots-gate.ts';
-import { parseTaskMessage, type Task } from './task.ts';
-import { normalizeUrl, stripUserinfo } from './url-normalize.ts';
+import type { Task } from './task.ts';
+import { openTask } from './task-admission.ts';
+import { normalizeUrl } from './url-normalize.ts';
 import type { CapturedPage } from './warc-batch.ts';
 
 export interface TaskMessage {
@@ -129,61 +130,20 @@ async function decide(
   deps: FetchTaskDeps,
   claim: { held?: ClaimedUrl },
 ): Promise<TaskDecision> {
-  const parsed = parseTaskMessage(message.body);
-  if (!parsed.ok) {
-    const subject = {
-      crawlId: parsed.crawlId,
-      key: invalidTaskKey(message.id),
-      url: parsed.url ?? '',
-      depth: 0,
-    };
-    return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), parsed) };
-  }
-  const { task } = parsed;
-  let config: CrawlConfig;
-  try {
-    config = await deps.configs.get(task.crawlId);
-  } catch (error) {
-    // No crawl to record a result in: the message is kept in the DLQ with why, at once.
-    if (isCrawlError(error) && error.code === 'unknown-crawl')
-      return { kind: 'reject', code: error.code, reason: error.message };
-    throw error;
-  }
-  const normalized = normalizeUrl(task.url, { maxUrlLength: config.limits.maxUrlLength });
-  if (!normalized.ok) {
-    const subject = {
-      crawlId: task.crawlId,
-      key: invalidTaskKey(message.id),
-      url: stripUserinfo(task.url).slice(0, 2048),
-      depth: task.depth,
-    };
-    return { kind: 'result', result: bareResult(subject, 'invalid', at(deps), normalized) };
-  }
-  const subject: ResultSubject = {
-    crawlId: task.crawlId,
-    key: normalized.key,
-    url: normalized.url,
-    depth: task.depth,
-  };
-  // A cancelled crawl's URLs end here: no robots.txt, no politeness slot, no claim, no request.
-  const state = await deps.crawlStates?.stateOf(task.crawlId);
-  if (state === 'cancelled') {
-    const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
-    return { kind: 'result', result: bareResult(subject, 'cancelled', at(deps), why) };
-  }
-  // The default crawl takes bare URLs for ever; any other crawl is complete only once nothing is pending.
-  if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
-    return { kind: 'drop', why: 'crawl-complete' };
+  const opened = await openTask(message, deps);
+  if (opened.kind === 'drop') return { kind: 'drop', why: opened.why };
+  if (opened.kind !== 'open') return opened;
+  const { task, config, subject } = opened;
   // Anyone who can send to the queue can send a task: the crawl's own rules hold against it.
-  const broken = ruleBroken(config, task, normalized.url);
+  const broken = ruleBroken(config, task, subject.url);
   if (broken) return { kind: 'result', result: bareResult(subject, 'skipped', at(deps), broken) };
-  const url = new URL(normalized.url);
+  const url = new URL(subject.url);
   const priorAttempts = (task.attempt ?? 0) + message.receiveCount - 1;
   // Counted on from the URL item's attempts once claimed (earlier visits may have made some).
   let attempt = priorAttempts + 1;
   const deferred = (delaySeconds: number, code: string, extra: Partial<Task>): DeferDecision => ({
     kind: 'defer',
-    task: { ...task, url: normalized.url, attempt: priorAttempts, ...extra },
+    task: { ...task, url: subject.url, attempt: priorAttempts, ...extra },
     delaySeconds,
     code,
   });

@@ -9,8 +9,8 @@ import type { TaskMessage } from './fetch-task.ts';
 import type { DiscoveringPage } from './link-admission.ts';
 import type { CrawlConfigReader, CrawlStateCheck } from './ports.ts';
 import type { CrawlResult } from './result.ts';
-import { bareResult, invalidTaskKey } from './result-builders.ts';
-import { parseTaskMessage } from './task.ts';
+import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
+import { parseTaskMessage, type Task } from './task.ts';
 import { normalizeUrl, stripUserinfo } from './url-normalize.ts';
 
 export type TaskAdmission =
@@ -22,10 +22,26 @@ export type TaskAdmission =
   /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
   | { kind: 'reject'; code: string; reason: string };
 
-export async function admitTaskMessage(
+/** A task message read up to what it asks for: its crawl's config, its URL normalized. */
+export type TaskOpening =
+  | Exclude<TaskAdmission, { kind: 'admit' }>
+  | {
+      kind: 'open';
+      task: Task;
+      config: CrawlConfig;
+      /** The task's URL, normalized, with its dedup key. */
+      subject: ResultSubject;
+    };
+
+/**
+ * What every task message goes through first, whether it is admitted (a task on the queue) or
+ * decided (a visit's URL, fetch-task.ts): parse, its crawl's config, its URL normalized, and the
+ * crawl's state (a cancelled crawl's task ends `cancelled`; a complete crawl's is dropped).
+ */
+export async function openTask(
   message: TaskMessage,
   deps: { configs: CrawlConfigReader; crawlStates?: CrawlStateCheck; now: () => number },
-): Promise<TaskAdmission> {
+): Promise<TaskOpening> {
   const at = new Date(deps.now());
   const parsed = parseTaskMessage(message.body);
   if (!parsed.ok) {
@@ -42,6 +58,7 @@ export async function admitTaskMessage(
   try {
     config = await deps.configs.get(task.crawlId);
   } catch (error) {
+    // No crawl to record a result in: the message is kept in the DLQ with why, at once.
     if (isCrawlError(error) && error.code === 'unknown-crawl')
       return { kind: 'reject', code: error.code, reason: error.message };
     throw error;
@@ -56,14 +73,26 @@ export async function admitTaskMessage(
     };
     return { kind: 'result', result: bareResult(subject, 'invalid', at, normalized) };
   }
+  const subject = { crawlId: task.crawlId, key: normalized.key, url: normalized.url, depth: task.depth };
+  // A cancelled crawl's tasks end here: no robots.txt, no politeness, no request.
   const state = await deps.crawlStates?.stateOf(task.crawlId);
   if (state === 'cancelled') {
-    const subject = { crawlId: task.crawlId, key: normalized.key, url: normalized.url, depth: task.depth };
     const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
     return { kind: 'result', result: bareResult(subject, 'cancelled', at, why) };
   }
+  // The default crawl takes bare URLs for ever; any other crawl is complete only once nothing is pending.
   if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
     return { kind: 'drop', url: normalized.url, why: 'crawl-complete' };
+  return { kind: 'open', task, config, subject };
+}
+
+export async function admitTaskMessage(
+  message: TaskMessage,
+  deps: { configs: CrawlConfigReader; crawlStates?: CrawlStateCheck; now: () => number },
+): Promise<TaskAdmission> {
+  const opened = await openTask(message, deps);
+  if (opened.kind !== 'open') return opened;
+  const { task, config, subject } = opened;
   // Admitted as a link of a page one level up (a redirect target keeps its depth and counts hops);
   // a crawl without seeds (bare URLs) scopes the URL by itself.
   const redirect = task.redirects !== undefined && task.redirects > 0;
@@ -72,10 +101,10 @@ export async function admitTaskMessage(
     page: {
       config,
       parentKey: 'task',
-      parentUrl: normalized.url,
+      parentUrl: subject.url,
       relink: true,
       depth: redirect ? task.depth : task.depth - 1,
-      links: [{ url: normalized.url, nofollow: false, ...(redirect ? { redirects: task.redirects } : {}) }],
+      links: [{ url: subject.url, nofollow: false, ...(redirect ? { redirects: task.redirects } : {}) }],
     },
   };
 }

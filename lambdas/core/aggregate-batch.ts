@@ -37,10 +37,13 @@
  *   summary PUT: the redelivered messages are repeats, see the crawl complete and write the summary
  *   (`putIfAbsent`: it is written once).
  *
- * A failed finalize is repeated in the function (it is idempotent); if it keeps failing, every
- * message of that crawl in the batch is retried and nothing is written. Any later failed step
- * (PUT, counters, completion, summary) makes the winners batch item failures: they come back as
- * repeats. Messages that are not result records are `rejected` (batch item failures too) so they
+ * Every step is repeated in the function a few times before it fails the batch (finalize, the PUT,
+ * reads and completion are idempotent; a repeated counter ADD only skews hints). A batch that failed
+ * comes back whole, as repeats, so a step that failed it each time would walk a whole batch into
+ * the ResultsDLQ, and a result parked there holds its host's visit until it is redriven. If finalize
+ * keeps failing, every message of that crawl in the batch is retried and nothing is written. Any
+ * later step that keeps failing (PUT, counters, completion, summary) makes the winners batch item
+ * failures: they come back as repeats. Messages that are not result records are `rejected` (batch item failures too) so they
  * end in the ResultsDLQ.
  */
 import { createHash } from 'node:crypto';
@@ -201,8 +204,10 @@ export async function processResultBatch(
   for (const [crawlId, records] of drained) {
     if (checked.has(crawlId)) continue;
     try {
-      const counters = await deps.frontier.readCounters(crawlId);
-      if (counters) await complete(crawlId, counters, { ...deps, checked }, report);
+      await retryStep(async () => {
+        const counters = await deps.frontier.readCounters(crawlId);
+        if (counters) await complete(crawlId, counters, { ...deps, checked }, report);
+      });
     } catch (error) {
       for (const message of records)
         report.retry.push({ id: message.id, crawlId, reason: `confirm completion: ${describe(error)}` });
@@ -249,7 +254,9 @@ async function complete(
     allWritten(deps.blobs, crawlId, parts),
   );
   report.counters[crawlId] = confirmed.counters;
-  if (confirmed.completedNow) await writeSummary(crawlId, confirmed.counters, true, deps, report);
+  // Complete but not by this call: also a flip whose answer was lost and is checked again (retryStep).
+  if (confirmed.completedNow || confirmed.counters.state === 'complete')
+    await writeSummary(crawlId, confirmed.counters, confirmed.completedNow, deps, report);
   return confirmed.counters;
 }
 
@@ -356,7 +363,7 @@ async function processCrawl(
   let before: CrawlCounters | undefined;
   if (winners.some((item) => item.repeat || item.created)) {
     try {
-      before = await deps.frontier.readCounters(crawlId);
+      before = await retryStep(() => deps.frontier.readCounters(crawlId));
     } catch (error) {
       return fail('read counters', error);
     }
@@ -393,7 +400,9 @@ async function processCrawl(
   let counters = before;
   if (!crawlComplete) {
     try {
-      counters = await deps.frontier.addCounters(crawlId, deltasOf(kept));
+      // An ADD repeated after a lost answer counts twice: counters are hints, rewritten exactly at
+      // completion; failing the batch instead would make every winner a repeat.
+      counters = await retryStep(() => deps.frontier.addCounters(crawlId, deltasOf(kept)));
     } catch (error) {
       return fail('add counters', error);
     }
@@ -403,7 +412,9 @@ async function processCrawl(
 
   // Completion is confirmed from the hosts (none active) rather than guessed from the counters.
   try {
-    if (counters.state === 'running' || crawlComplete) await complete(crawlId, counters, deps, report);
+    const known = counters;
+    if (known.state === 'running' || crawlComplete)
+      await retryStep(() => complete(crawlId, known, deps, report));
   } catch (error) {
     return fail('confirm completion', error);
   }

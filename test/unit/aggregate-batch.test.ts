@@ -96,6 +96,8 @@ class MemoryFrontier implements FrontierFinalizer {
   private failures = new Map<Method, number>();
   /** Per URL key, the next finalize calls' faults: 'fail' throws before, 'lose answer' after taking effect. */
   finalizeFaults = new Map<string, Array<'fail' | 'lose answer'>>();
+  /** The next n completion flips take effect, then throw (their answer is lost). */
+  loseFlipAnswers = 0;
   private readonly crash: Crash;
 
   constructor(crash: Crash) {
@@ -245,6 +247,10 @@ class MemoryFrontier implements FrontierFinalizer {
     c.state = 'complete';
     c.endedAt = now.toISOString();
     await this.crash.check('confirmCompletion done');
+    if (this.loseFlipAnswers > 0) {
+      this.loseFlipAnswers--;
+      throw new Error('confirmCompletion answer lost (injected)');
+    }
     return { completedNow: true, counters: structuredClone(c) };
   }
 }
@@ -674,7 +680,10 @@ describe('processResultBatch', () => {
     const b = result('c1', '/b');
     frontier.admit('c1', a.key);
     frontier.admit('c1', b.key);
-    frontier.failNext('addCounters');
+    frontier.failNext('addCounters', 2);
+    const absorbed = await run([message(a)]);
+    assert.deepEqual(absorbed.retry, [], 'two failures are absorbed in the function');
+    frontier.failNext('addCounters', 3);
     const first = await run([message(a), message(b)]);
     assert.equal(first.retry.length, 2, 'both retried');
     assert.equal(blobs.lines('c1').length, 2);
@@ -837,7 +846,7 @@ describe('processResultBatch', () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     const a = message(result('c1', '/a'));
-    blobs.failPuts(/summary\.json$/, 1);
+    blobs.failPuts(/summary\.json$/, 3);
     const failed = await run([a]);
     assert.equal(failed.retry.length, 1);
     assert.match(failed.retry[0]!.reason, /^confirm completion: .*summary\.json/);
@@ -854,12 +863,33 @@ describe('processResultBatch', () => {
     const { frontier, blobs, run } = setup();
     frontier.admit('c1', keyOf('http://site.test/a'));
     const a = message(result('c1', '/a'));
-    frontier.failNext('confirmCompletion');
+    frontier.failNext('confirmCompletion', 3);
     const failed = await run([a]);
     assert.equal(failed.retry.length, 1);
     await run([redelivered(a)]);
     assert.equal(blobs.summary('c1')?.state, 'complete');
     assert.equal(blobs.summary('c1')?.done, 1, "the over-count is replaced by the hosts' tallies");
+    assert.equal(blobs.summaryWrites('c1'), 1);
+  });
+
+  it('a completion check that fails twice is repeated in the function: nothing is retried, the summary is written', async () => {
+    const { frontier, blobs, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    frontier.failNext('confirmCompletion', 2);
+    const report = await run([message(result('c1', '/a'))]);
+    assert.deepEqual(report.retry, []);
+    assert.deepEqual(report.summaries, [{ crawlId: 'c1', key: summaryKey('c1'), completedNow: true }]);
+    assert.equal(blobs.summaryWrites('c1'), 1);
+  });
+
+  it('a completion flip whose answer was lost: the repeat finds the crawl complete and writes the summary once', async () => {
+    const { frontier, blobs, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    frontier.loseFlipAnswers = 1;
+    const report = await run([message(result('c1', '/a'))]);
+    assert.deepEqual(report.retry, []);
+    assert.equal(frontier.counters.get('c1')!.state, 'complete');
+    assert.equal(blobs.summary('c1')?.done, 1);
     assert.equal(blobs.summaryWrites('c1'), 1);
   });
 
@@ -985,7 +1015,7 @@ describe('processResultBatch', () => {
     await run([message(a)]);
     frontier.drain('c1');
     const d = message(drained('c1'));
-    frontier.failNext('confirmCompletion');
+    frontier.failNext('confirmCompletion', 3);
     const failed = await run([d]);
     assert.deepEqual(
       failed.retry.map((r) => [r.id, r.crawlId]),

@@ -168,6 +168,8 @@ interface WireRecord {
   requestLine: string;
   requestHeaders: Array<[string, string]>;
   remoteAddress: string;
+  /** When undici wrote the header block (epoch ms). */
+  sentAt?: number;
 }
 
 /**
@@ -190,7 +192,11 @@ function onSendHeaders(message: unknown): void {
     typeof socket === 'object' && socket !== null
       ? (socket as { remoteAddress?: unknown }).remoteAddress
       : '';
-  owner.wire = { ...parseHeaderBlock(headers), remoteAddress: typeof remote === 'string' ? remote : '' };
+  owner.wire = {
+    ...parseHeaderBlock(headers),
+    remoteAddress: typeof remote === 'string' ? remote : '',
+    sentAt: Date.now(),
+  };
 }
 
 diagnosticsChannel.subscribe('undici:client:sendHeaders', onSendHeaders);
@@ -635,6 +641,7 @@ export class HttpFetcher implements PageFetcher {
       ...result,
       remoteAddress: wire.remoteAddress,
       startedAt,
+      ...(wire.sentAt === undefined ? {} : { sentAt: wire.sentAt }),
       elapsedMs: performance.now() - started,
     };
   }

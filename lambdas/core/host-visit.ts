@@ -59,8 +59,16 @@ export interface VisitReport {
   decided: number;
 }
 
-/** While results are awaited (the aggregate function finalizes them), the host is looked at again this soon. */
-export const INFLIGHT_RECHECK_MS = 5_000;
+/**
+ * While results are awaited (the aggregate function finalizes them within its batching window), the
+ * host is looked at again this soon: a crawl's last pages wait on it before their hosts drain.
+ */
+export const INFLIGHT_RECHECK_MS = 2_000;
+/**
+ * Every URL done but an index part missing: usually an aggregate batch between its finalize and its
+ * PUT (a second or less), else one that died before the PUT, whose redelivery comes much later.
+ */
+export const PART_RECHECK_MS = 5_000;
 /** Time kept free after the last request's deadline, for the batch's sends. */
 const DEADLINE_MARGIN_MS = 1_000;
 
@@ -97,7 +105,9 @@ export async function visitHost(
   const fetcher: PageFetcher = {
     fetch: async (request) => {
       await pacer.depart(deps.now, deps.sleep);
-      return deps.fetcher.fetch(request);
+      const response = await deps.fetcher.fetch(request);
+      if (response.sentAt !== undefined) pacer.sent(response.sentAt);
+      return response;
     },
   };
 
@@ -112,7 +122,7 @@ export async function visitHost(
       const open = urls.filter((url) => url.st !== 'done');
       if (open.length === 0) {
         if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
-        return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
+        return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
       }
       if (unsettled > 0 && deps.settle) {
         unsettled = 0;

@@ -34,6 +34,11 @@ export interface PageResponse {
   /** The IP address actually dialled. */
   remoteAddress: string;
   startedAt: Date;
+  /**
+   * When the request really left (epoch ms): its header block was written to the socket. On a busy
+   * event loop this is later than the fetch call, and a host's pace is measured from it.
+   */
+  sentAt?: number;
   elapsedMs: number;
 }
 

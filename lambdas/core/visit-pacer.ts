@@ -49,6 +49,16 @@ export class VisitPacer implements HostSlots {
     this.next = Math.max(this.next, this.lastDeparture + this.gap);
   }
 
+  /**
+   * When the request that last departed was really written to the socket: a busy event loop can
+   * send it well after `depart`, and the next request then keeps its gap from the real send.
+   */
+  sent(at: number): void {
+    if (this.lastDeparture === undefined || at <= this.lastDeparture) return;
+    this.lastDeparture = at;
+    this.next = Math.max(this.next, at + this.gap);
+  }
+
   async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {
     this.next = Math.max(this.next, notBefore);
     this.paused = Math.max(this.paused ?? 0, notBefore);

@@ -140,6 +140,28 @@ describe('HttpFetcher: responses', () => {
     }
   });
 
+  it('says when the request really left: a busy event loop delays the send, and sentAt shows it', async () => {
+    const server = await startRawServer((socket) => {
+      socket.write(httpHead(['HTTP/1.1 204 No Content']));
+    });
+    try {
+      const called = Date.now();
+      const pending = fetcher.fetch(request(server.url('/late')));
+      // The event loop is busy right after the call (a loaded invocation): nothing can be written yet.
+      while (Date.now() - called < 300) {}
+      const response = await pending;
+      const answered = Date.now();
+      assert.ok(response.sentAt !== undefined, 'sentAt is reported');
+      assert.ok(
+        response.sentAt >= called + 300,
+        `sent at +${response.sentAt - called} ms, after the busy loop`,
+      );
+      assert.ok(response.sentAt <= answered);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('never sends nor returns the userinfo of the URL', async () => {
     const server = await startRawServer((socket) => {
       socket.write(httpHead(['HTTP/1.1 204 No Content']));

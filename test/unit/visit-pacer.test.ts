@@ -34,6 +34,23 @@ describe('VisitPacer: one host, paced in memory by the visit that owns it', () =
     assert.equal(clock, 2_400);
   });
 
+  it('a request written to the socket late (a busy event loop) keeps the next one a gap after the real send', async () => {
+    let clock = 1_000;
+    const now = () => clock;
+    const sleep = async (ms: number) => {
+      clock += ms;
+    };
+    const pacer = new VisitPacer({ nextAt: 0 });
+    await pacer.reserve('c', 'h', 1_000, clock);
+    await pacer.depart(now, sleep);
+    pacer.sent(1_250); // departed at 1,000, on the wire at 1,250
+    pacer.sent(900); // an earlier time never pulls the pace forward
+    clock = 2_000;
+    await pacer.depart(now, sleep);
+    assert.equal(clock, 2_250, 'the gap counts from the send, not from the departure');
+    assert.deepEqual(pacer.state, { nextAt: 3_250 });
+  });
+
   it('a Retry-After pause holds every later slot back and is kept for the host item', async () => {
     const pacer = new VisitPacer({ nextAt: 0 });
     await pacer.pushBack('c', 'h', 60_000);

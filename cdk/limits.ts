@@ -38,8 +38,12 @@ export const AGGREGATE_FUNCTION = {
 export const AGGREGATE_EVENT_SOURCE = {
   /** Bigger index parts mean fewer S3 PUTs per result; > 10 needs a batching window. */
   batchSize: 100,
-  /** Lets a part gather up to 100 results; a crawl's results land within seconds of the fetch. */
-  maxBatchingWindowSeconds: 5,
+  /**
+   * Lets a part gather results (100 within a second at ~100 results/s). A crawl's end waits on it
+   * twice, for its last results and then for the drained record that confirms completion: 5 s made
+   * a 20-host bench crawl's end 11.5 s long (docs/performance.md, realistic shape).
+   */
+  maxBatchingWindowSeconds: 2,
   /** Few concurrent writers of index parts and crawl counters keep DynamoDB contention low; Lambda's minimum is 2. */
   maxConcurrency: 2,
 } as const;

@@ -2,14 +2,16 @@
  * The fetch function's work for one batch of task-queue messages (docs/design/host-visits.md).
  *
  * - A **visit** message: the batch takes its host's lease and fetches the host's ready URLs at the
- *   host's pace (host-visit.ts), side by side with the batch's other hosts, until the deadline.
- *   Then it hands the host back (a delayed visit message) or, when nothing is left, drains it.
+ *   host's pace (host-visit.ts), side by side with the batch's other hosts, until the deadline or
+ *   until nothing is ready. Then, once its output is flushed, it hands the host back (a delayed
+ *   visit message) or, when nothing is left, drains it, while the other visits go on.
  * - A **task** message (a bare URL, a JSON task, a redriven task): its URL is admitted to the
  *   frontier like a discovered link, which wakes its host (task-admission.ts).
  *
  * What the visits produce goes out in flushes, each safe to repeat: links admitted (waking their
  * hosts), WARC files written, leaf results, then page results. A flush that fails fails every visit
- * of the batch: their messages come back and the next visits fetch again what was not reported.
+ * of the batch not yet ended: their messages come back and the next visits fetch again what was not
+ * reported.
  */
 import { backoffSeconds } from './backoff.ts';
 import type { BodyBudget } from './body-budget.ts';
@@ -166,32 +168,25 @@ export async function processFetchBatch(
     }),
   );
   const flusher = output.flushPeriodically(deps.flushEveryMs ?? DEFAULT_FLUSH_EVERY_MS);
-  const ended = await Promise.all(running.map((run) => run?.done));
-  await flusher.stop();
-
-  try {
-    await output.flush();
-  } catch (error) {
-    // Not all of the visits' output is out: every message of the batch is tried again, a visit once
-    // its lease has run out (so the host is free for it), with what it had not reported.
-    const leaseOver = Math.ceil((deps.deadline + LEASE_MARGIN_MS - deps.now()) / 1000) + 1;
-    for (const run of running) {
-      if (!run) continue;
-      const retry = failedRetry(run.message, error);
-      report.retries.push({
-        ...retry,
-        delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(retry.delaySeconds, leaseOver)),
-      });
-    }
-    for (const message of output.taskMessages) report.retries.push(failedRetry(message, error));
-    return finish(report, output);
-  }
-
-  // The output is out: hand each host back, or drain it.
+  // Each host is handed back (or drained) as soon as its own visit has ended and its output is out,
+  // not when the batch's last visit ends: its next visit need not wait for the other hosts.
   await Promise.all(
-    running.map(async (run, index) => {
+    running.map(async (run) => {
       if (!run) return;
-      const visitEnd = ended[index];
+      const visitEnd = await run.done;
+      try {
+        await output.flush();
+      } catch (error) {
+        // Not all of the visit's output is out: its message is tried again once its lease has run
+        // out (so the host is free for it), and fetches again what was not reported.
+        const leaseOver = Math.ceil((deps.deadline + LEASE_MARGIN_MS - deps.now()) / 1000) + 1;
+        const retry = failedRetry(run.message, error);
+        report.retries.push({
+          ...retry,
+          delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(retry.delaySeconds, leaseOver)),
+        });
+        return;
+      }
       try {
         await endVisit(run, visitEnd, deps, report);
       } catch (error) {
@@ -199,6 +194,13 @@ export async function processFetchBatch(
       }
     }),
   );
+  await flusher.stop();
+  try {
+    // What the task messages brought in (and nothing else, if every visit has flushed).
+    await output.flush();
+  } catch (error) {
+    for (const message of output.taskMessages) report.retries.push(failedRetry(message, error));
+  }
   return finish(report, output);
 }
 

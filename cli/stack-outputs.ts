@@ -2,8 +2,9 @@
  * A deployed stack's outputs (queue URLs, bucket and table names) from CloudFormation DescribeStacks,
  * for `--stack NAME`: nobody types a physical name by hand.
  *
- * Against AWS the client takes the SDK's default configuration (region from AWS_REGION or the
- * profile, credentials from the default provider chain, AWS_ENDPOINT_URL_CLOUDFORMATION honoured).
+ * Against AWS the client takes the SDK's default configuration (region from AWS_REGION, else
+ * AWS_DEFAULT_REGION, else the profile; credentials from the default provider chain,
+ * AWS_ENDPOINT_URL_CLOUDFORMATION honoured), and an error names the region it searched.
  * With an endpoint (`--stack NAME --endpoint URL`: LocalStack after `cdklocal deploy`) it talks to
  * that endpoint with the local client settings (region us-east-1, dummy credentials), as the data
  * clients of `locateStack` do.
@@ -14,7 +15,7 @@ import {
   DescribeStacksCommand,
   type Stack,
 } from '@aws-sdk/client-cloudformation';
-import { clientSettings } from '../local/aws-clients.ts';
+import { awsRegion, clientSettings } from '../local/aws-clients.ts';
 import type { DescribeStackOutputs } from '../local/stack-locator.ts';
 
 export interface StackOutputsOptions {
@@ -39,7 +40,8 @@ export async function describeStackOutputs(
     const out = await client.send(new DescribeStacksCommand({ StackName: stackName }));
     stack = out.Stacks?.[0];
   } catch (error) {
-    throw new Error(explain(stackName, where, error), { cause: error });
+    const region = where ? undefined : await searchedRegion(client);
+    throw new Error(explain(stackName, where, error, region), { cause: error });
   } finally {
     if (!options.client) (client as CloudFormationClient).destroy();
   }
@@ -63,7 +65,7 @@ export function stackOutputsReader(endpoint?: string): DescribeStackOutputs {
 }
 
 export function cloudFormationConfig(endpoint?: string): CloudFormationClientConfig {
-  if (endpoint === undefined) return {};
+  if (endpoint === undefined) return awsRegion();
   const settings = clientSettings();
   return {
     endpoint: new URL(endpoint).origin,
@@ -73,20 +75,28 @@ export function cloudFormationConfig(endpoint?: string): CloudFormationClientCon
   };
 }
 
-function explain(stackName: string, where: string, error: unknown): string {
+/** The region the client really used (its resolved config), not what the environment suggests. */
+async function searchedRegion(client: Pick<CloudFormationClient, 'send'>): Promise<string | undefined> {
+  const config = (client as Partial<CloudFormationClient>).config;
+  try {
+    return config ? await config.region() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function explain(stackName: string, where: string, error: unknown, region: string | undefined): string {
   const name = error instanceof Error ? error.name : '';
   const message = error instanceof Error ? error.message : String(error);
   if (name === 'ValidationError' && /does not exist/i.test(message)) {
-    const region = where
-      ? ''
-      : ` in region ${process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? '(default)'}`;
-    return `stack ${stackName}${where} does not exist${region}; deploy it (npx cdk deploy ${stackName}) or pass --stack NAME (docs/deploy.md)`;
+    const inRegion = region ? ` in region ${region}` : '';
+    return `stack ${stackName}${where} does not exist${inRegion}; deploy it (npx cdk deploy ${stackName}) or pass --stack NAME (docs/deploy.md)`;
   }
   if (name === 'CredentialsProviderError' || /credential/i.test(message)) {
     return `no AWS credentials to read stack ${stackName}${where}: ${message} (set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)`;
   }
   if (/region is missing/i.test(message)) {
-    return `reading stack ${stackName}: no AWS region configured (set AWS_REGION or a profile region)`;
+    return `reading stack ${stackName}: no AWS region configured (set AWS_REGION, AWS_DEFAULT_REGION or a profile region)`;
   }
   if (name === 'AccessDenied' || name === 'AccessDeniedException') {
     return `not allowed to read stack ${stackName}${where}: ${message} (needs cloudformation:DescribeStacks; docs/deploy.md)`;

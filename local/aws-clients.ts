@@ -79,14 +79,24 @@ export function createClients(endpoints: Endpoints, settings = clientSettings())
 }
 
 /**
- * Clients for real AWS: the SDK's default configuration (region from AWS_REGION or the profile,
- * credentials from the default provider chain, AWS_ENDPOINT_URL_* honoured).
+ * The region for clients of real AWS: AWS_REGION, else AWS_DEFAULT_REGION (which the AWS CLI and the
+ * CDK honour and the SDK v3 does not, so a deploy and a submit could otherwise look in different
+ * regions), else undefined: the SDK's own chain (the profile's region).
+ */
+export function awsRegion(env: Record<string, string | undefined> = process.env): { region?: string } {
+  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION;
+  return region ? { region } : {};
+}
+
+/**
+ * Clients for real AWS: the SDK's default configuration (region as `awsRegion` says, credentials
+ * from the default provider chain, AWS_ENDPOINT_URL_* honoured).
  */
 export function createDefaultClients(): AwsClients {
   return {
-    sqs: countAwsCalls(new SQSClient({})),
-    s3: countAwsCalls(new S3Client({})),
-    dynamodb: countAwsCalls(new DynamoDBClient({})),
+    sqs: countAwsCalls(new SQSClient(awsRegion())),
+    s3: countAwsCalls(new S3Client(awsRegion())),
+    dynamodb: countAwsCalls(new DynamoDBClient(awsRegion())),
   };
 }
 

@@ -9,6 +9,8 @@
  *   address is checked inside undici's `connect.lookup`, i.e. on what is actually dialled, so DNS
  *   rebinding between an earlier check and the connect cannot get through. When a name resolves
  *   to several addresses, the blocked ones are dropped and only the public ones are dialled.
+ *   With `refuseHostLocal` (inside Lambda) the same checks keep even an `allowPrivate` request off
+ *   this machine's own addresses: loopback (the Runtime API) and link-local (the metadata service).
  * - The body is kept as received (content-encoding intact, transfer-encoding removed) and is cut
  *   at `maxBodyBytes`; the connection is then dropped, never drained.
  * - A total deadline bounds the whole exchange: undici's headers/body timeouts are inactivity
@@ -27,7 +29,14 @@ import type { LookupAddress } from 'node:dns';
 import * as dns from 'node:dns';
 import { BlockList, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { BLOCKED_SUBNETS, blockedAddressReason, hostIpLiteral } from '../core/address-guard.ts';
+import {
+  BLOCKED_SUBNETS,
+  type BlockedSubnet,
+  blockedAddressReason,
+  HOST_LOCAL_SUBNETS,
+  hostIpLiteral,
+  hostLocalAddressReason,
+} from '../core/address-guard.ts';
 import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
 import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
 import type { PageFetcher, PageResponse } from '../core/ports.ts';
@@ -68,6 +77,12 @@ export type FetchedResponse = PageResponse;
 export interface HttpFetcherOptions {
   /** Resolver with dns.lookup's shape; injectable so tests can claim any answer. Default dns.lookup. */
   lookup?: LookupFunction;
+  /**
+   * Never dial this machine's own addresses (loopback, link-local, unspecified), even for a request
+   * that allows private ranges: set inside Lambda, whose Runtime API listens on loopback and whose
+   * metadata service is link-local. Default false (a local crawl of 127.0.0.1 is allowed).
+   */
+  refuseHostLocal?: boolean;
   /**
    * Keep-alive connections per origin (scheme, host, port). Default 1: politeness allows one
    * request per host at a time anyway, and with one connection back-to-back requests reuse it
@@ -118,11 +133,38 @@ function toAddressList(result: string | LookupAddress[], family: number | undefi
   return [{ address: result, family: family ?? (result.includes(':') ? 6 : 4) }];
 }
 
-function blockedError(host: string, verb: string, ip: string, reason: string): PermanentError {
+/** What the fetcher refuses to dial, and what a user can do about it. */
+interface AddressPolicy {
+  reasonOf: (ip: string) => string | undefined;
+  hint: string;
+  subnets: readonly BlockedSubnet[];
+}
+
+/** Public unicast only: every request unless it allows private ranges. */
+const PUBLIC_ONLY: AddressPolicy = {
+  reasonOf: blockedAddressReason,
+  hint: 'crawl with --allow-private to permit',
+  subnets: BLOCKED_SUBNETS,
+};
+
+/** Private ranges allowed, this machine's own addresses not (`refuseHostLocal`: inside Lambda). */
+const NOT_HOST_LOCAL: AddressPolicy = {
+  reasonOf: hostLocalAddressReason,
+  hint: "on Lambda this machine's own addresses are never fetched, even with --allow-private",
+  subnets: HOST_LOCAL_SUBNETS,
+};
+
+function blockedError(
+  host: string,
+  verb: string,
+  ip: string,
+  reason: string,
+  policy: AddressPolicy = PUBLIC_ONLY,
+): PermanentError {
   return new PermanentError(
     'blocked',
     'address-blocked',
-    `address not allowed: ${host} ${verb} ${ip} (${reason}); crawl with --allow-private to permit`,
+    `address not allowed: ${host} ${verb} ${ip} (${reason}); ${policy.hint}`,
   );
 }
 
@@ -131,7 +173,8 @@ function blockedError(host: string, verb: string, ip: string, reason: string): P
  * lookup returns, so this is the check on what is dialled. Blocked addresses in a mixed answer are
  * dropped; when none is left, the lookup fails with the guard's PermanentError.
  */
-export function guardLookup(base: LookupFunction): LookupFunction {
+export function guardLookup(base: LookupFunction, policy: AddressPolicy = PUBLIC_ONLY): LookupFunction {
+  const { reasonOf } = policy;
   return (hostname, options, callback) => {
     let answered = false;
     base(hostname, { ...options, all: true }, (error, result, family) => {
@@ -142,7 +185,7 @@ export function guardLookup(base: LookupFunction): LookupFunction {
         return;
       }
       const addresses = toAddressList(result, family);
-      const allowed = addresses.filter((entry) => blockedAddressReason(entry.address) === undefined);
+      const allowed = addresses.filter((entry) => reasonOf(entry.address) === undefined);
       const first = allowed[0];
       if (first === undefined) {
         const bad = addresses[0];
@@ -152,7 +195,7 @@ export function guardLookup(base: LookupFunction): LookupFunction {
                 code: 'ENOTFOUND',
                 syscall: 'getaddrinfo',
               })
-            : blockedError(hostname, 'resolves to', bad.address, blockedAddressReason(bad.address) ?? '');
+            : blockedError(hostname, 'resolves to', bad.address, reasonOf(bad.address) ?? '', policy);
         callback(error, options.all ? [] : '');
         return;
       }
@@ -575,6 +618,7 @@ function timerMs(ms: number): number {
 
 export class HttpFetcher implements PageFetcher {
   readonly #lookup: LookupFunction;
+  readonly #refuseHostLocal: boolean;
   readonly #connections: number;
   /** One keep-alive agent per (guard on/off, connect timeout): the guard policy is per request. */
   readonly #agents = new Map<string, Agent>();
@@ -583,6 +627,7 @@ export class HttpFetcher implements PageFetcher {
 
   constructor(options: HttpFetcherOptions = {}) {
     this.#lookup = options.lookup ?? defaultLookup;
+    this.#refuseHostLocal = options.refuseHostLocal ?? false;
     this.#connections = options.connectionsPerOrigin ?? 1;
     const max = options.maxBufferedBodyBytes ?? DEFAULT_MAX_BUFFERED_BODY_BYTES;
     this.bodyBudget =
@@ -602,10 +647,12 @@ export class HttpFetcher implements PageFetcher {
       );
     }
     const host = url.hostname;
-    if (!request.allowPrivate) {
+    const policy = !request.allowPrivate ? PUBLIC_ONLY : this.#refuseHostLocal ? NOT_HOST_LOCAL : undefined;
+    if (policy) {
       const literal = hostIpLiteral(host);
-      const reason = literal === undefined ? undefined : blockedAddressReason(literal);
-      if (literal !== undefined && reason !== undefined) throw blockedError(host, 'is', literal, reason);
+      const reason = literal === undefined ? undefined : policy.reasonOf(literal);
+      if (literal !== undefined && reason !== undefined)
+        throw blockedError(host, 'is', literal, reason, policy);
     }
 
     const headers = requestHeaders(url, request);
@@ -613,7 +660,7 @@ export class HttpFetcher implements PageFetcher {
     const budget = this.bodyBudget;
     // The hold is the caller's (its async context), taken here, before any undici callback.
     const exchange = new Exchange(host, path, limits, budget?.lease(budget.currentHold()));
-    const agent = this.#agent(!request.allowPrivate, limits.connectTimeoutMs);
+    const agent = this.#agent(policy, limits.connectTimeoutMs);
     agent.dispatch(
       {
         origin: url.origin,
@@ -652,9 +699,9 @@ export class HttpFetcher implements PageFetcher {
     await Promise.all(agents.map((agent) => agent.close()));
   }
 
-  #agent(guarded: boolean, connectTimeoutMs: number): Agent {
+  #agent(policy: AddressPolicy | undefined, connectTimeoutMs: number): Agent {
     const timeout = timerMs(connectTimeoutMs);
-    const key = `${guarded ? 'guarded' : 'open'}:${timeout}`;
+    const key = `${policy === PUBLIC_ONLY ? 'public' : policy === NOT_HOST_LOCAL ? 'not-local' : 'open'}:${timeout}`;
     let agent = this.#agents.get(key);
     if (agent === undefined) {
       agent = new Agent({
@@ -665,8 +712,8 @@ export class HttpFetcher implements PageFetcher {
         connect: {
           timeout,
           allowH2: false,
-          lookup: guarded ? guardLookup(this.#lookup) : this.#lookup,
-          ...(guarded ? { blockList: socketBlockList() } : {}),
+          lookup: policy ? guardLookup(this.#lookup, policy) : this.#lookup,
+          ...(policy ? { blockList: socketBlockList(policy.subnets) } : {}),
         },
       });
       this.#agents.set(key, agent);
@@ -705,8 +752,8 @@ function wireOrder(headers: Record<string, string>): Array<[string, string]> {
  * The guard's fixed prefixes as a net.BlockList, handed to net.connect by the guarded agent: a
  * second check on the socket itself, should anything ever dial around the lookup.
  */
-export function socketBlockList(): BlockList {
+export function socketBlockList(subnets: readonly BlockedSubnet[] = BLOCKED_SUBNETS): BlockList {
   const list = new BlockList();
-  for (const subnet of BLOCKED_SUBNETS) list.addSubnet(subnet.network, subnet.prefix, subnet.family);
+  for (const subnet of subnets) list.addSubnet(subnet.network, subnet.prefix, subnet.family);
   return list;
 }

@@ -224,6 +224,52 @@ export function blockedAddressReason(ip: string): string | undefined {
   return `not an IP address (${JSON.stringify(ip)})`;
 }
 
+const HOST_LOCAL_V4: readonly Range4[] = [
+  v4('0.0.0.0', 8, 'unspecified / this host'),
+  v4('127.0.0.0', 8, 'loopback'),
+  v4('169.254.0.0', 16, 'link-local'),
+];
+
+function hostLocal4(ip: number): string | undefined {
+  const range = HOST_LOCAL_V4.find((candidate) => inRange4(ip, candidate));
+  if (range === undefined) return undefined;
+  return ip === METADATA_V4 ? `${range.reason}, cloud metadata endpoint` : range.reason;
+}
+
+/**
+ * Why `ip` must not be dialled even when private ranges are allowed, on a machine whose own services
+ * listen there: loopback (Lambda's Runtime API), link-local (the metadata service) and the
+ * unspecified address (dialled as this host). IPv6 forms that carry such an IPv4 address count too.
+ * Anything that is not an IP address is refused (fail closed).
+ */
+export function hostLocalAddressReason(ip: string): string | undefined {
+  const text = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
+  const asV4 = parseIPv4(text);
+  if (asV4 !== undefined) return hostLocal4(asV4);
+  const g = parseIPv6(text);
+  if (g === undefined) return `not an IP address (${JSON.stringify(ip)})`;
+  const zeroUpTo = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
+  if (zeroUpTo(8)) return 'unspecified (::/128)';
+  if (zeroUpTo(7) && g[7] === 1) return 'loopback (::1/128)';
+  if ((zeroUpTo(5) && g[5] === 0xffff) || zeroUpTo(6)) {
+    const inner = hostLocal4(embeddedV4(g, 6));
+    return inner === undefined ? undefined : `IPv6 embedding ${formatIPv4(embeddedV4(g, 6))}: ${inner}`;
+  }
+  if (((g[0] ?? 0) & 0xffc0) === 0xfe80) return 'link-local (fe80::/10)';
+  if (g[0] === 0xfd00 && g[1] === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && g[7] === 0x254)
+    return 'AWS metadata endpoint (fd00:ec2::254)';
+  return undefined;
+}
+
+/** `hostLocalAddressReason`'s prefixes, for the socket-level BlockList behind its lookup check. */
+export const HOST_LOCAL_SUBNETS: readonly BlockedSubnet[] = [
+  ...HOST_LOCAL_V4.map((range) => ({ network: range.text, prefix: range.bits, family: 'ipv4' as const })),
+  { network: '::', prefix: 128, family: 'ipv6' },
+  { network: '::1', prefix: 128, family: 'ipv6' },
+  { network: 'fe80::', prefix: 10, family: 'ipv6' },
+  { network: 'fd00:ec2::254', prefix: 128, family: 'ipv6' },
+];
+
 /**
  * The IP address an URL host stands for when it is an IP literal, else undefined (a name to
  * resolve). IPv6 comes without brackets. Hosts are normalized as WHATWG URL does, so the

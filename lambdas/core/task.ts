@@ -69,6 +69,7 @@ export function parseTaskMessage(body: string): TaskParse {
     if (/^[a-z][a-z0-9+.-]*:\S*$/i.test(trimmed)) {
       return { ok: true, task: { v: 1, crawlId: DEFAULT_CRAWL_ID, url: trimmed, depth: 0 } };
     }
+    if (looksLikeHtml(trimmed)) return invalid(HTML_BODY_REASON);
     return invalid(`message body is neither a task JSON object nor a URL: ${JSON.stringify(clip(trimmed))}`);
   }
   let json: unknown;
@@ -93,6 +94,19 @@ export function parseTaskMessage(body: string): TaskParse {
     crawlId,
     url,
   );
+}
+
+/**
+ * AWS CLI v1 downloads any parameter value that looks like a URL, so `aws sqs send-message
+ * --message-body https://example.com/` sends the page's HTML instead of its URL.
+ */
+export const HTML_BODY_REASON =
+  'message body is an HTML document, not a URL: AWS CLI v1 fetches a --message-body that looks like ' +
+  'a URL and sends the page instead; send a JSON task ({"v":1,"crawlId":"default","url":"https://...",' +
+  '"depth":0}) or set cli_follow_urlparam = false in ~/.aws/config (docs/deploy.md)';
+
+function looksLikeHtml(text: string): boolean {
+  return /^(?:\ufeff)?\s*<(?:!doctype\s+html|html[\s>]|head[\s>]|!--)/i.test(text.slice(0, 512));
 }
 
 function invalid(reason: string, crawlId = DEFAULT_CRAWL_ID, url?: string): TaskParse {

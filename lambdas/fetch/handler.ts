@@ -7,7 +7,7 @@ import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
-import { HttpFetcher } from '../adapters/http-fetcher.ts';
+import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
 import { delayRedelivery, SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { processFetchBatch } from '../core/fetch-batch.ts';
@@ -15,7 +15,7 @@ import { LruSet } from '../core/lru.ts';
 import type { PageFetcher } from '../core/ports.ts';
 import { createRobotsCache } from '../core/robots-gate.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
-import { type Env, FetchEnvSchema, loadEnv } from '../shared/env.ts';
+import { type Env, type FetchEnv, FetchEnvSchema, loadEnv } from '../shared/env.ts';
 import { createLogger, logsAt } from '../shared/logger.ts';
 import { CRAWLER_METRICS, CRAWLER_NAMESPACE, createMetrics } from '../shared/metrics.ts';
 
@@ -28,6 +28,14 @@ const WRITTEN_PARTS_CACHE_ENTRIES = 10_000;
 /** What a test may put in place of the real thing (a synthetic web instead of sockets). */
 export interface HandlerOverrides {
   fetcher?: PageFetcher;
+}
+
+/**
+ * Inside Lambda `--allow-private` opens private ranges but never this machine's own addresses: the
+ * Runtime API listens on loopback and the metadata service is link-local.
+ */
+export function fetcherOptions(env: Pick<FetchEnv, 'AWS_LAMBDA_RUNTIME_API'>): HttpFetcherOptions {
+  return { connectionsPerOrigin: 6, refuseHostLocal: env.AWS_LAMBDA_RUNTIME_API !== undefined };
 }
 
 export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
@@ -45,7 +53,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   });
   const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
   // Several connections per origin: a request waiting behind another on one socket would leave late.
-  const fetcher = overrides.fetcher ?? new HttpFetcher({ connectionsPerOrigin: 6 });
+  const fetcher = overrides.fetcher ?? new HttpFetcher(fetcherOptions(env));
   const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET);
   const writtenParts = new LruSet(WRITTEN_PARTS_CACHE_ENTRIES);
   const deps = {

@@ -47,6 +47,11 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
   FRONTIER_TABLE: z.string().min(3),
   /** Config for crawls that have none stored (plain URL messages); `crawler local` sets it. */
   DEFAULT_CRAWL_CONFIG: DefaultCrawlSchema,
+  /**
+   * Set by Lambda itself (the Runtime API's host:port, on loopback), never by the stack or the local
+   * runtime: its presence means this process runs inside Lambda.
+   */
+  AWS_LAMBDA_RUNTIME_API: z.string().optional(),
 });
 
 export const AggregateEnvSchema = AwsEnvSchema.extend({

@@ -26,6 +26,8 @@ let site: TestSite;
 let cfn: Server;
 let endpoint: string;
 const describeCalls: string[] = [];
+/** The region each DescribeStacks was signed for (its credential scope). */
+const signedRegions: string[] = [];
 
 function xml(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
@@ -53,6 +55,8 @@ function cloudFormation(req: IncomingMessage, res: ServerResponse, body: Buffer)
   describeCalls.push(
     `${name} ${String(req.headers.authorization ?? '').includes('Credential=') ? 'signed' : 'unsigned'}`,
   );
+  const scope = /Credential=[^/]+\/\d{8}\/([^/]+)\//.exec(String(req.headers.authorization ?? ''));
+  if (scope?.[1]) signedRegions.push(scope[1]);
   res.setHeader('content-type', 'text/xml');
   if (name === DEPLOYED) res.end(stackXml(name, 'UPDATE_COMPLETE', aws.outputs));
   else if (name === ROLLED_BACK) res.end(stackXml(name, 'ROLLBACK_COMPLETE', {}));
@@ -169,6 +173,38 @@ describe('--stack: outputs from CloudFormation', () => {
     const cancel = await run(cancelCommand, crawlId, '--stack', DEPLOYED, '--endpoint', endpoint);
     assert.equal(cancel.code, 0, cancel.stderr);
     assert.match(cancel.stdout, /already complete/);
+  });
+
+  it('against AWS, AWS_DEFAULT_REGION is honoured as the AWS CLI and the CDK do, and a missing stack names the region searched', async () => {
+    const saved = { ...process.env };
+    try {
+      for (const name of ['AWS_REGION', 'AWS_PROFILE', 'AWS_CONFIG_FILE', 'AWS_SHARED_CREDENTIALS_FILE'])
+        delete process.env[name];
+      Object.assign(process.env, {
+        AWS_DEFAULT_REGION: 'eu-west-3',
+        AWS_ENDPOINT_URL_CLOUDFORMATION: endpoint,
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        // No profile region to fall back on: only AWS_DEFAULT_REGION can give one.
+        AWS_CONFIG_FILE: '/nonexistent/aws-config',
+        AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
+      });
+      signedRegions.length = 0;
+      await assert.rejects(describeStackOutputs('Nope'), (error: unknown) => {
+        assert.match(
+          String((error as Error).message),
+          /^stack Nope does not exist in region eu-west-3; deploy it/,
+        );
+        return true;
+      });
+      assert.deepEqual(signedRegions, ['eu-west-3'], 'the request was signed for (and sent to) eu-west-3');
+      // AWS_REGION wins over it, as everywhere.
+      process.env.AWS_REGION = 'ap-south-2';
+      await assert.rejects(describeStackOutputs('Nope'), /does not exist in region ap-south-2;/);
+    } finally {
+      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+      Object.assign(process.env, saved);
+    }
   });
 
   it('an unknown --stack is one line on stderr and exit 1', async () => {

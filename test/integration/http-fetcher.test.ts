@@ -429,6 +429,46 @@ describe('HttpFetcher: address guard', () => {
     }
   });
 
+  it("inside Lambda (refuseHostLocal) --allow-private still never reaches this machine's own addresses", async () => {
+    const stub = stubResolver(() => ['127.0.0.1']);
+    const fetcher = new HttpFetcher({ lookup: stub.lookup, refuseHostLocal: true });
+    const before = server.connections;
+    try {
+      for (const url of [
+        server.url('/'),
+        `http://[::1]:${server.port}/`,
+        `http://169.254.169.254/latest/meta-data/`,
+        `http://0.0.0.0:${server.port}/`,
+      ]) {
+        await assert.rejects(
+          fetcher.fetch(request(url, { allowPrivate: true })),
+          expectCrawlError(PermanentError, 'address-blocked', /on Lambda this machine's own addresses/),
+          url,
+        );
+      }
+      // A name is judged by what it resolves to, inside connect.
+      await assert.rejects(
+        fetcher.fetch(request(`http://internal.test:${server.port}/`, { allowPrivate: true })),
+        expectCrawlError(
+          PermanentError,
+          'address-blocked',
+          /internal\.test resolves to 127\.0\.0\.1 \(loopback/,
+        ),
+      );
+      assert.deepEqual(stub.calls, ['internal.test']);
+      assert.equal(server.connections, before, 'no connection made');
+    } finally {
+      await fetcher.close();
+    }
+    // The same request outside Lambda is a local crawl, and is allowed.
+    const local = new HttpFetcher();
+    try {
+      assert.equal((await local.fetch(request(server.url('/'), { allowPrivate: true }))).status, 200);
+    } finally {
+      await local.close();
+    }
+  });
+
   it('checks the address actually dialled, so DNS rebinding is caught', async () => {
     // First answer public (what a check-then-fetch crawler would have approved), later answers
     // loopback: the name points at the local counting server, so a guard failure lands there.

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockedAddressReason, hostIpLiteral } from '../../lambdas/core/address-guard.ts';
+import {
+  blockedAddressReason,
+  HOST_LOCAL_SUBNETS,
+  hostIpLiteral,
+  hostLocalAddressReason,
+} from '../../lambdas/core/address-guard.ts';
+import { fetcherOptions } from '../../lambdas/fetch/handler.ts';
 
 /** [address, a fragment the reason must contain] */
 const BLOCKED_V4: Array<[string, string]> = [
@@ -196,5 +202,65 @@ describe('hostIpLiteral', () => {
       assert.ok(ip !== undefined, href);
       assert.equal(blockedAddressReason(ip), undefined, href);
     }
+  });
+});
+
+describe('hostLocalAddressReason: what --allow-private never opens inside Lambda', () => {
+  it("refuses the machine's own addresses in every spelling: loopback, link-local, unspecified", () => {
+    for (const [ip, fragment] of [
+      ['127.0.0.1', 'loopback'],
+      ['127.3.2.1', 'loopback'],
+      ['0.0.0.0', 'unspecified'],
+      ['169.254.0.1', 'link-local'],
+      ['169.254.169.254', 'metadata'],
+      ['::1', 'loopback'],
+      ['[::1]', 'loopback'],
+      ['::', 'unspecified'],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['::ffff:7f00:1', 'loopback'],
+      ['::ffff:169.254.169.254', 'metadata'],
+      ['fe80::1', 'link-local'],
+      ['fe80::1%eth0', 'link-local'],
+      ['fd00:ec2::254', 'metadata'],
+      ['localhost', 'not an IP address'],
+    ] as const) {
+      const reason = hostLocalAddressReason(ip);
+      assert.ok(reason?.includes(fragment), `${ip}: ${reason}`);
+    }
+  });
+
+  it('lets private and public ranges through (the operator allowed private ones)', () => {
+    for (const ip of [
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '100.64.0.1',
+      'fd12::1',
+      '8.8.8.8',
+      '2606:4700::1111',
+    ]) {
+      assert.equal(hostLocalAddressReason(ip), undefined, ip);
+    }
+  });
+
+  it('has socket-level prefixes for the same addresses', () => {
+    const networks = HOST_LOCAL_SUBNETS.map((subnet) => `${subnet.network}/${subnet.prefix}`);
+    assert.deepEqual(
+      networks.sort(),
+      [
+        '0.0.0.0/8',
+        '127.0.0.0/8',
+        '169.254.0.0/16',
+        '::/128',
+        '::1/128',
+        'fd00:ec2::254/128',
+        'fe80::/10',
+      ].sort(),
+    );
+  });
+
+  it("is switched on by Lambda's own AWS_LAMBDA_RUNTIME_API, and only by it", () => {
+    assert.equal(fetcherOptions({ AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001' }).refuseHostLocal, true);
+    assert.equal(fetcherOptions({}).refuseHostLocal, false);
   });
 });

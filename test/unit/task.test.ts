@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseTaskMessage } from '../../lambdas/core/task.ts';
+import { HTML_BODY_REASON, parseTaskMessage } from '../../lambdas/core/task.ts';
 
 test('a JSON task is parsed with its fields', () => {
   const parsed = parseTaskMessage(
@@ -59,4 +59,30 @@ test('a huge URL in a bad task is clipped in the reason, not copied whole', () =
     assert.ok(parsed.reason.length < 1000);
     assert.ok((parsed.url ?? '').length < 300);
   }
+});
+
+test('an HTML page as the body (AWS CLI v1 fetched the URL it was given) is invalid with a reason that says so', () => {
+  for (const body of [
+    '<!DOCTYPE html>\n<html><head><title>Example Domain</title></head><body></body></html>',
+    '\ufeff<!doctype html><html lang="en">',
+    '  <html>\n<body>hi</body></html>',
+    '<!-- served by nginx -->\n<html>',
+  ]) {
+    const parsed = parseTaskMessage(body);
+    assert.equal(parsed.ok, false);
+    if (parsed.ok) continue;
+    assert.equal(parsed.code, 'invalid-task');
+    assert.equal(parsed.reason, HTML_BODY_REASON);
+    assert.match(parsed.reason, /AWS CLI v1/);
+    assert.match(parsed.reason, /cli_follow_urlparam = false/);
+    assert.match(parsed.reason, /"crawlId":"default"/);
+  }
+  // Other text keeps the generic reason, quoting the body.
+  const other = parseTaskMessage('hello <b>world</b>');
+  assert.ok(!other.ok && /neither a task JSON object nor a URL: "hello <b>world<\/b>"/.test(other.reason));
+  // And the JSON form the reason suggests is a valid task of the default crawl.
+  const suggested = parseTaskMessage('{"v":1,"crawlId":"default","url":"https://example.com/","depth":0}');
+  assert.ok(
+    suggested.ok && suggested.task.crawlId === 'default' && suggested.task.url === 'https://example.com/',
+  );
 });

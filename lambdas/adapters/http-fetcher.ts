@@ -620,7 +620,7 @@ export class HttpFetcher implements PageFetcher {
   readonly #lookup: LookupFunction;
   readonly #refuseHostLocal: boolean;
   readonly #connections: number;
-  /** One keep-alive agent per (guard on/off, connect timeout): the guard policy is per request. */
+  /** One keep-alive agent per (address policy, connect timeout): the policy is per request. */
   readonly #agents = new Map<string, Agent>();
   /** Bounds the body bytes held by all requests at once; undefined: no bound. */
   readonly bodyBudget: BodyBudget | undefined;

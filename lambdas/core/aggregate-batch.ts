@@ -43,8 +43,8 @@
  * the ResultsDLQ, and a result parked there holds its host's visit until it is redriven. If finalize
  * keeps failing, every message of that crawl in the batch is retried and nothing is written. Any
  * later step that keeps failing (PUT, counters, completion, summary) makes the winners batch item
- * failures: they come back as repeats. Messages that are not result records are `rejected` (batch item failures too) so they
- * end in the ResultsDLQ.
+ * failures: they come back as repeats. Messages that are not result records are `rejected` (batch
+ * item failures too) so they end in the ResultsDLQ.
  */
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';

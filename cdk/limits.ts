@@ -54,9 +54,16 @@ export const QUEUE = {
   maxReceiveCount: 5,
   /** AWS guidance: visibility timeout >= 6x the function timeout (+ batching window), else retries duplicate work. */
   visibilityTimeoutFactor: 6,
-  /** Default SQS retention: a stalled crawl can be resumed within days. */
-  retentionDays: 4,
-  /** The SQS maximum: DLQ messages are kept for inspection and redrive as long as possible. */
+  /**
+   * The SQS maximum (SQS's default is 4 days): a crawl's task and result messages must outlive the
+   * longest stall a crawl can ride out (a function disabled or throttled for days). An expired visit
+   * message leaves its host with nobody coming (docs/failure-model.md, "Expired messages").
+   */
+  retentionDays: 14,
+  /**
+   * The SQS maximum: DLQ messages are kept for inspection and redrive as long as possible. A moved
+   * message keeps its original enqueue time, so this never extends past its source queue's clock.
+   */
   dlqRetentionDays: 14,
   /** Tasks and results are small JSON; bodies belong in S3. 256 KiB is accepted by every region and emulator. */
   maxMessageSizeBytes: 262_144,

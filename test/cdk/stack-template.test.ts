@@ -135,6 +135,11 @@ describe('queues', () => {
   it('DLQs keep messages at least as long as their source queues', () => {
     assert.ok(QUEUE.dlqRetentionDays >= QUEUE.retentionDays);
   });
+
+  it("every queue keeps messages for SQS's maximum, 14 days: a crawl's messages outlive a stall of days", () => {
+    for (const [id, q] of ofType(json, 'AWS::SQS::Queue'))
+      assert.equal(q.Properties.MessageRetentionPeriod, 14 * 86_400, `${id} retention`);
+  });
 });
 
 describe('page store bucket', () => {

@@ -135,6 +135,7 @@ function toAddressList(result: string | LookupAddress[], family: number | undefi
 
 /** What the fetcher refuses to dial, and what a user can do about it. */
 interface AddressPolicy {
+  name: string;
   reasonOf: (ip: string) => string | undefined;
   hint: string;
   subnets: readonly BlockedSubnet[];
@@ -142,6 +143,7 @@ interface AddressPolicy {
 
 /** Public unicast only: every request unless it allows private ranges. */
 const PUBLIC_ONLY: AddressPolicy = {
+  name: 'public',
   reasonOf: blockedAddressReason,
   hint: 'crawl with --allow-private to permit',
   subnets: BLOCKED_SUBNETS,
@@ -149,6 +151,7 @@ const PUBLIC_ONLY: AddressPolicy = {
 
 /** Private ranges allowed, this machine's own addresses not (`refuseHostLocal`: inside Lambda). */
 const NOT_HOST_LOCAL: AddressPolicy = {
+  name: 'not-host-local',
   reasonOf: hostLocalAddressReason,
   hint: "on Lambda this machine's own addresses are never fetched, even with --allow-private",
   subnets: HOST_LOCAL_SUBNETS,
@@ -701,7 +704,7 @@ export class HttpFetcher implements PageFetcher {
 
   #agent(policy: AddressPolicy | undefined, connectTimeoutMs: number): Agent {
     const timeout = timerMs(connectTimeoutMs);
-    const key = `${policy === PUBLIC_ONLY ? 'public' : policy === NOT_HOST_LOCAL ? 'not-local' : 'open'}:${timeout}`;
+    const key = `${policy?.name ?? 'open'}:${timeout}`;
     let agent = this.#agents.get(key);
     if (agent === undefined) {
       agent = new Agent({

@@ -224,11 +224,10 @@ export function blockedAddressReason(ip: string): string | undefined {
   return `not an IP address (${JSON.stringify(ip)})`;
 }
 
-const HOST_LOCAL_V4: readonly Range4[] = [
-  v4('0.0.0.0', 8, 'unspecified / this host'),
-  v4('127.0.0.0', 8, 'loopback'),
-  v4('169.254.0.0', 16, 'link-local'),
-];
+/** The ranges of IPV4_BLOCKED that reach this machine itself or its link. */
+const HOST_LOCAL_V4: readonly Range4[] = IPV4_BLOCKED.filter((range) =>
+  ['0.0.0.0', '127.0.0.0', '169.254.0.0'].includes(range.text),
+);
 
 function hostLocal4(ip: number): string | undefined {
   const range = HOST_LOCAL_V4.find((candidate) => inRange4(ip, candidate));

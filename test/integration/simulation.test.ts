@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
@@ -16,9 +15,8 @@ import { summaryKey } from '../../lambdas/core/aggregate-batch.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { requestsPerPage } from '../../lambdas/shared/aws-prices.ts';
-import { parseTemplate } from '../../local/cfn-template.ts';
-import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
-import { installSyntheticWeb, useSyntheticFetchHandler } from '../fixtures/synthetic-fetch-handler.ts';
+import type { LocalAws } from '../../local/local-aws.ts';
+import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
 const HOSTS = 200;
@@ -28,19 +26,12 @@ const LATENCY_MS = 150;
 describe('simulation: 200 hosts at default politeness, synthetic network', () => {
   const web = new SyntheticWeb({ hosts: HOSTS, pagesPerHost: PAGES_PER_HOST, latencyMs: LATENCY_MS });
   let local: LocalAws;
+  let stop: () => Promise<void>;
 
   before(async () => {
-    installSyntheticWeb(web);
-    local = await startLocalAws({
-      template: useSyntheticFetchHandler(parseTemplate(synthesizeTemplate())),
-      stackName: STACK_NAME,
-      handlerEnvOverrides: { LOG_LEVEL: 'silent' },
-    });
+    ({ local, stop } = await startSyntheticAws(web));
   });
-  after(async () => {
-    await local.stop();
-    installSyntheticWeb(undefined);
-  });
+  after(() => stop());
 
   it('ends exact', async (t) => {
     const config = parseCrawlConfig({ crawlId: `sim-${Date.now().toString(36)}`, seeds: web.seeds() });

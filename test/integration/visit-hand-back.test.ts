@@ -8,13 +8,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { hostKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { parseTemplate } from '../../local/cfn-template.ts';
-import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
-import { installSyntheticWeb, useSyntheticFetchHandler } from '../fixtures/synthetic-fetch-handler.ts';
+import type { LocalAws } from '../../local/local-aws.ts';
+import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
 const BIG_HOST_PAGES = 12;
@@ -27,21 +25,13 @@ describe('host visits: a visit that stops hands its host back while the batch go
     latencyMs: 20,
   });
   let local: LocalAws;
+  let stop: () => Promise<void>;
 
   before(async () => {
-    installSyntheticWeb(web);
-    local = await startLocalAws({
-      template: useSyntheticFetchHandler(parseTemplate(synthesizeTemplate())),
-      stackName: STACK_NAME,
-      handlerEnvOverrides: { LOG_LEVEL: 'silent' },
-      // One fetch container: both hosts' first visits arrive in one batch.
-      concurrencyOverride: { FetchFunction: 1 },
-    });
+    // One fetch container: both hosts' first visits arrive in one batch.
+    ({ local, stop } = await startSyntheticAws(web, { concurrencyOverride: { FetchFunction: 1 } }));
   });
-  after(async () => {
-    await local.stop();
-    installSyntheticWeb(undefined);
-  });
+  after(() => stop());
 
   it('the one-page host is released while the other host, in the same invocation, is still crawled', async () => {
     const config = parseCrawlConfig({ crawlId: `handback-${Date.now().toString(36)}`, seeds: web.seeds() });

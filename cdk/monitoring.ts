@@ -5,7 +5,12 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct, type IConstruct } from 'constructs';
-import { CRAWLER_METRICS, CRAWLER_NAMESPACE, METRIC_DIMENSIONS } from '../lambdas/shared/metrics.ts';
+import {
+  CRAWLER_METRICS,
+  CRAWLER_NAMESPACE,
+  METRIC_DIMENSIONS,
+  REDELIVERED_RECEIVE_COUNT,
+} from '../lambdas/shared/metrics.ts';
 import type { CrawlerFunction } from './crawler-function.ts';
 import { ALARMS } from './limits.ts';
 import type { QueueWithDlq } from './queue-with-dlq.ts';
@@ -18,6 +23,8 @@ export const MONITORING_IDS = {
   resultsDlqAlarm: 'ResultsDlqNotEmptyAlarm',
   taskAgeAlarm: 'TaskQueueOldestTaskAgeAlarm',
   resultsAgeAlarm: 'ResultsQueueOldestResultAgeAlarm',
+  taskRedeliveredAgeAlarm: 'TaskQueueRedeliveredTaskAgeAlarm',
+  resultsRedeliveredAgeAlarm: 'ResultsQueueRedeliveredResultAgeAlarm',
   fetchErrorsAlarm: 'FetchFunctionErrorsAlarm',
   aggregateErrorsAlarm: 'AggregateFunctionErrorsAlarm',
 } as const;
@@ -144,6 +151,24 @@ export class CrawlerMonitoring extends Construct {
         `A result has waited in ResultsQueue for more than ${ALARMS.oldestResultAgeSeconds / 60} minutes: ` +
           'the aggregate function is failing or throttled, so results and completion lag.',
       ),
+      // ApproximateAgeOfOldestMessage skips a message from its third receive on: its consumer reports
+      // that message's age instead (REDELIVERED_RECEIVE_COUNT), against the same threshold.
+      alarm(
+        MONITORING_IDS.taskRedeliveredAgeAlarm,
+        redeliveredAge('fetch', agePeriod),
+        ALARMS.oldestTaskAgeSeconds * 1000,
+        `A task received ${REDELIVERED_RECEIVE_COUNT} times or more is over ${ALARMS.oldestTaskAgeSeconds / 60} ` +
+          'minutes old: it keeps failing (see the fetch log group for its retries) and the oldest-task ' +
+          'alarm no longer counts it. It ends in TaskDLQ after maxReceiveCount receives.',
+      ),
+      alarm(
+        MONITORING_IDS.resultsRedeliveredAgeAlarm,
+        redeliveredAge('aggregate', agePeriod),
+        ALARMS.oldestResultAgeSeconds * 1000,
+        `A result received ${REDELIVERED_RECEIVE_COUNT} times or more is over ${ALARMS.oldestResultAgeSeconds / 60} ` +
+          'minutes old: the aggregate function keeps failing on it (see its log group) and the ' +
+          'oldest-result alarm no longer counts it. It ends in ResultsDLQ after maxReceiveCount receives.',
+      ),
       alarm(
         MONITORING_IDS.fetchErrorsAlarm,
         fetchFunction.metricErrors({ period: errorsPeriod, statistic: 'Sum' }),
@@ -266,6 +291,17 @@ export class CrawlerMonitoring extends Construct {
     this.alarms = alarms;
     this.dashboard = dashboard;
   }
+}
+
+/** The age (ms) of the oldest message a function received REDELIVERED_RECEIVE_COUNT times or more. */
+function redeliveredAge(fn: 'fetch' | 'aggregate', period: Duration): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: CRAWLER_NAMESPACE,
+    metricName: CRAWLER_METRICS.redeliveredMessageAge,
+    dimensionsMap: { [METRIC_DIMENSIONS.function]: fn },
+    statistic: 'Maximum',
+    period,
+  });
 }
 
 /** Depth (visible, in flight, delayed) on the left, age of the oldest message on the right. */

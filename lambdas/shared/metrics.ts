@@ -41,7 +41,38 @@ export const CRAWLER_METRICS = {
   politenessDeferrals: 'PolitenessDeferrals',
   /** Retryable failures sent back for another attempt. */
   retries: 'Retries',
+  /**
+   * Milliseconds since it was first sent, one value per message received for the
+   * `REDELIVERED_RECEIVE_COUNT`th time or later: SQS's ApproximateAgeOfOldestMessage skips those.
+   */
+  redeliveredMessageAge: 'RedeliveredMessageAge',
 } as const;
+
+/**
+ * From this receive on, SQS moves a message to the back of the queue and ApproximateAgeOfOldestMessage
+ * stops counting it, so a message that keeps failing would never raise the age alarm. Its consumer
+ * sees its age on every receive, so it reports it instead (the stack alarms on both).
+ */
+export const REDELIVERED_RECEIVE_COUNT = 3;
+
+/** The SQS record attributes the redelivery metric reads (both are always sent to Lambda). */
+export interface ReceivedRecord {
+  attributes: { ApproximateReceiveCount: string; SentTimestamp: string };
+}
+
+/** Records `redeliveredMessageAge` for each record received `REDELIVERED_RECEIVE_COUNT` times or more. */
+export function recordRedeliveredAges(
+  metrics: Metrics,
+  records: readonly ReceivedRecord[],
+  now: number,
+): void {
+  for (const { attributes } of records) {
+    const sent = Number(attributes.SentTimestamp);
+    if (Number(attributes.ApproximateReceiveCount) < REDELIVERED_RECEIVE_COUNT || !Number.isFinite(sent))
+      continue;
+    metrics.timing(CRAWLER_METRICS.redeliveredMessageAge, Math.max(0, now - sent));
+  }
+}
 
 export type Dimensions = Readonly<Record<string, string>>;
 export type CountUnit = 'Count' | 'Bytes';

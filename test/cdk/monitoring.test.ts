@@ -102,6 +102,24 @@ const EXPECTED_ALARMS: ExpectedAlarm[] = [
     threshold: ALARMS.oldestResultAgeSeconds,
   },
   {
+    id: MONITORING_IDS.taskRedeliveredAgeAlarm,
+    namespace: CRAWLER_NAMESPACE,
+    metric: CRAWLER_METRICS.redeliveredMessageAge,
+    dimension: ['Function', 'fetch'],
+    statistic: 'Maximum',
+    period: ALARMS.agePeriodSeconds,
+    threshold: ALARMS.oldestTaskAgeSeconds * 1000,
+  },
+  {
+    id: MONITORING_IDS.resultsRedeliveredAgeAlarm,
+    namespace: CRAWLER_NAMESPACE,
+    metric: CRAWLER_METRICS.redeliveredMessageAge,
+    dimension: ['Function', 'aggregate'],
+    statistic: 'Maximum',
+    period: ALARMS.agePeriodSeconds,
+    threshold: ALARMS.oldestResultAgeSeconds * 1000,
+  },
+  {
     id: MONITORING_IDS.fetchErrorsAlarm,
     namespace: 'AWS/Lambda',
     metric: 'Errors',
@@ -122,7 +140,7 @@ const EXPECTED_ALARMS: ExpectedAlarm[] = [
 ];
 
 describe('alarms', () => {
-  it('are exactly the DLQ-depth, oldest-message-age and function-error alarms', () => {
+  it('are exactly the DLQ-depth, oldest-message-age, redelivered-message-age and function-error alarms', () => {
     assert.deepEqual(
       ofType(json, 'AWS::CloudWatch::Alarm')
         .map(([id]) => id)

@@ -9,6 +9,8 @@ import {
   EMF_MAX_METRICS_PER_LINE,
   EMF_MAX_VALUES_PER_METRIC,
   METRIC_DIMENSIONS,
+  REDELIVERED_RECEIVE_COUNT,
+  recordRedeliveredAges,
 } from '../../lambdas/shared/metrics.ts';
 
 interface Directive {
@@ -211,5 +213,36 @@ describe('createMetrics', () => {
     assert.throws(() => createMetrics('AWS/Lambda'), /not a valid custom namespace/);
     assert.throws(() => createMetrics(''), /not a valid custom namespace/);
     assert.throws(() => createMetrics('Test', { ':x': 'y' }), /base dimension name/);
+  });
+});
+
+describe('recordRedeliveredAges', () => {
+  const record = (receiveCount: number, sentAt: number) => ({
+    attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: String(sentAt) },
+  });
+
+  it('reports the age of each message from its third receive on, the ones SQS stops counting as oldest', () => {
+    const out = capture();
+    const metrics = createMetrics(CRAWLER_NAMESPACE, { [METRIC_DIMENSIONS.function]: 'fetch' }, out.write);
+    const now = 1_700_000_000_000;
+    recordRedeliveredAges(
+      metrics,
+      [record(1, now - 5_000), record(2, now - 60_000), record(3, now - 2_000_000), record(7, now - 40_000)],
+      now,
+    );
+    metrics.flush();
+    const lines = out.lines();
+    assert.equal(lines.length, 1);
+    assert.deepEqual(lines[0]?.[CRAWLER_METRICS.redeliveredMessageAge], [2_000_000, 40_000]);
+    assert.deepEqual(lines[0]?._aws.CloudWatchMetrics[0]?.Metrics, [
+      { Name: CRAWLER_METRICS.redeliveredMessageAge, Unit: 'Milliseconds' },
+    ]);
+  });
+
+  it('reports nothing for messages received fewer than REDELIVERED_RECEIVE_COUNT times', () => {
+    const out = capture();
+    const metrics = createMetrics(CRAWLER_NAMESPACE, {}, out.write);
+    recordRedeliveredAges(metrics, [record(REDELIVERED_RECEIVE_COUNT - 1, 0), record(1, 0)], 10_000);
+    assert.equal(metrics.flush(), 0);
   });
 });

@@ -19,10 +19,13 @@
  * (foreign Host or Origin, preflights, unsigned requests: local/request-guard.ts), and the names
  * derive from the state dir's random instance id, so none can be guessed (local/README.md).
  */
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../local/aws-clients.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
+import type { LocalStackDescription } from '../local/cloudformation-describe.ts';
 import { type LocalAws, type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { type SqsQueryGateway, startSqsQueryGateway } from '../local/sqs-query-gateway.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
@@ -136,11 +139,13 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
     ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
   });
   let gateway: SqsQueryGateway;
+  let stack: LocalStackDescription | undefined;
   try {
     gateway = await startSqsQueryGateway({
       upstream: local.endpoints.sqs,
       port: options.port,
       rewriteOrigins: [local.endpoints.sqs, local.endpoints.s3, local.endpoints.dynamodb],
+      stack: () => stack,
     });
   } catch (error) {
     await local.stop();
@@ -160,6 +165,12 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
       return [key, origin === undefined ? value : `${gateway.url}${value.slice(origin.length)}`];
     }),
   );
+  stack = {
+    stackName: STACK_NAME,
+    stackId: `arn:aws:cloudformation:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:stack/${STACK_NAME}/${randomUUID()}`,
+    createdAt: new Date(),
+    outputs,
+  };
   await local.start();
   let stopping: Promise<void> | undefined;
   return {

@@ -1,6 +1,7 @@
 // The public endpoint of `crawler local`: everything is passed through to the local AWS (the
 // endpoint router: SQS JSON, S3 REST, DynamoDB), except SQS requests in the query protocol, which are
-// translated to the JSON protocol and back.
+// translated to the JSON protocol and back, and CloudFormation DescribeStacks, answered for the local
+// stack (local/cloudformation-describe.ts).
 //
 // Why: SQS speaks two protocols. The AWS SDKs and CLIs since late 2023 use JSON (what fauxqs
 // implements); older clients - Debian 12's `awscli` 2.9, boto3 < 1.34, the Java SDK v1 - send
@@ -20,6 +21,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { describeStacksAnswer, type LocalStackDescription } from './cloudformation-describe.ts';
 import { guardServer } from './request-guard.ts';
 
 export interface SqsQueryGateway {
@@ -45,6 +47,8 @@ export interface SqsQueryGatewayOptions {
    * names this endpoint.
    */
   rewriteOrigins?: readonly string[];
+  /** The stack CloudFormation DescribeStacks answers with (once it is provisioned). */
+  stack?: () => LocalStackDescription | undefined;
 }
 
 const SQS_ACTIONS = new Set([
@@ -92,7 +96,7 @@ export async function startSqsQueryGateway(options: SqsQueryGatewayOptions): Pro
     const target = String(req.headers['x-amz-target'] ?? '');
     const rewrite = (json: Record<string, unknown>) => rewriteQueueUrls(json, origins, req.headers.host);
     if (req.method === 'POST' && type.includes('application/x-www-form-urlencoded') && !target) {
-      void handleForm(req, res, upstream, rewrite).catch((error: unknown) => fail(res, error));
+      void handleForm(req, res, upstream, rewrite, options.stack).catch((error: unknown) => fail(res, error));
       return;
     }
     if (target.startsWith('AmazonSQS.')) {
@@ -259,10 +263,18 @@ async function handleForm(
   res: ServerResponse,
   upstream: URL,
   rewrite: Rewrite,
+  stack: SqsQueryGatewayOptions['stack'],
 ): Promise<void> {
   const body = await readBody(req);
   const form = new URLSearchParams(body.toString('utf8'));
   const action = form.get('Action') ?? '';
+  const described = action === 'DescribeStacks' ? stack?.() : undefined;
+  if (described) {
+    const answer = describeStacksAnswer(form, described);
+    res.writeHead(answer.status, { 'content-type': 'text/xml' });
+    res.end(answer.body);
+    return;
+  }
   if (!SQS_ACTIONS.has(action)) {
     if (OTHER_SQS_ACTIONS.has(action)) {
       sendXmlError(res, 400, 'InvalidAction', `${action} is not available on the local AWS`, 'Sender');

@@ -1,0 +1,294 @@
+/**
+ * docs/deploy.md's first deployment, run as written: every `sh` block of its "Deploy to AWS" section,
+ * in order, as one bash script under `set -euo pipefail` (a command that fails, or a variable the
+ * walk-through uses before it sets it, fails the test), against `crawler local`, which serves the
+ * stack's queues, bucket and table and answers CloudFormation DescribeStacks for it.
+ *
+ * What cannot run here is checked against the code instead:
+ * - `npx cdk bootstrap|deploy|diff|destroy`: the stack name is the app's, and every `-c key=value` is
+ *   a context key the app reads, with a value its synth accepts;
+ * - `aws iam attach-*-policy`: the policy ARN is the stack's operator policy output.
+ *
+ * What the script gets instead of a real account: the AWS endpoint (AWS_ENDPOINT_URL, which the AWS
+ * CLI and SDKs honour), the profile the walk-through names (dummy keys), and loopback sites for its
+ * example URLs. Crawls it submits add `--allow-private`: the sites are on 127.0.0.1.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createCrawlerApp } from '../../cdk/crawler-app.ts';
+import { CONTEXT_KEYS } from '../../cdk/limits.ts';
+import { OUTPUTS, STACK_NAME } from '../../cdk/synth.ts';
+import { CRAWLER_BIN, NODE_BIN, REPO_ROOT, tempDir } from '../fixtures/run-cli.ts';
+import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
+
+const DOC = join(REPO_ROOT, 'docs/deploy.md');
+const SCRIPT_TIMEOUT_MS = 300_000;
+const SECTION = '## Deploy to AWS';
+
+/** The `sh` blocks of the walk-through section, in order. */
+function walkthroughScript(markdown: string): string {
+  const start = markdown.indexOf(`\n${SECTION}\n`);
+  assert.ok(start >= 0, `${DOC} has a "${SECTION}" section`);
+  const end = markdown.indexOf('\n## ', start + SECTION.length + 2);
+  const section = markdown.slice(start, end < 0 ? undefined : end);
+  const blocks = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '');
+  assert.ok(blocks.length >= 8, 'the walk-through has its commands in sh blocks');
+  return blocks.join('\n');
+}
+
+function findAwsCli(): string | undefined {
+  const found = spawnSync('sh', ['-c', 'command -v aws'], { encoding: 'utf8' });
+  const path = found.stdout.trim();
+  return found.status === 0 && path !== '' ? path : undefined;
+}
+
+const AWS_CLI = process.env.CRAWLER_TEST_AWS_CLI ?? findAwsCli();
+const NO_CLI =
+  AWS_CLI || process.env.CI === 'true'
+    ? false
+    : 'the AWS CLI (aws) is not installed; `apt-get install -y awscli` to run this test';
+
+const PAGES = ['/', '/about', '/docs/', '/docs/a', '/docs/b'];
+const routes: Record<string, Route> = {
+  '/robots.txt': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(`User-agent: *\nAllow: /\nSitemap: ${site.origin}/sitemap.xml\n`);
+  },
+  '/sitemap.xml': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/xml' });
+    res.end(
+      `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${PAGES.map(
+        (p) => `<url><loc>${site.origin}${p}</loc></url>`,
+      ).join('')}</urlset>`,
+    );
+  },
+};
+for (const path of PAGES) {
+  routes[path] = html(
+    `<html><head><title>${path}</title></head><body>${PAGES.map((p) => `<a href="${p}">${p}</a>`).join(' ')}</body></html>`,
+  );
+}
+
+let site: TestSite;
+let work: Awaited<ReturnType<typeof tempDir>>;
+let local: ChildProcessWithoutNullStreams;
+let endpoint: string;
+let outputs: Record<string, string>;
+let localErr = '';
+
+before(async () => {
+  site = await startSite(routes);
+  work = await tempDir('deploy-walkthrough-');
+  local = spawn(
+    NODE_BIN,
+    [
+      CRAWLER_BIN,
+      'local',
+      '--port',
+      '0',
+      '--json',
+      '--state-dir',
+      join(work.path, 'state'),
+      '--allow-private',
+    ],
+    { cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  local.stderr.on('data', (chunk: Buffer) => {
+    localErr += chunk.toString('utf8');
+  });
+  const ready = await new Promise<{ endpoint: string; outputs: Record<string, string> }>(
+    (resolve, reject) => {
+      let out = '';
+      local.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        const first = out.split('\n')[0];
+        if (out.includes('\n') && first?.startsWith('{')) resolve(JSON.parse(first));
+      });
+      local.on('exit', (code) => reject(new Error(`crawler local exited with ${code}\n${localErr}`)));
+    },
+  );
+  endpoint = ready.endpoint;
+  outputs = ready.outputs;
+});
+
+after(async () => {
+  if (local && local.exitCode === null && local.signalCode === null) {
+    local.kill('SIGTERM');
+    await new Promise((resolve) => local.once('exit', resolve));
+  }
+  await site?.close();
+  await work?.remove();
+});
+
+/** Stand-ins for what needs a real account, and the environment a user's shell would have. */
+function prelude(logs: { cdk: string; iam: string }): string {
+  return `
+set -euo pipefail
+npm() { :; }                       # installing is the README's business
+npx() {
+  local tool=$1; shift
+  case $tool in
+    crawler)
+      if [ "\${1:-}" = submit ]; then "$CRAWLER_NODE" "$CRAWLER_BIN" "$@" --allow-private
+      else "$CRAWLER_NODE" "$CRAWLER_BIN" "$@"; fi ;;
+    cdk) printf '%s\\0' "$@" >> ${JSON.stringify(logs.cdk)}; printf '\\n' >> ${JSON.stringify(logs.cdk)} ;;
+    *) echo "the walk-through runs npx $tool, which this test does not know" >&2; return 97 ;;
+  esac
+}
+aws() {
+  if [ "\${1:-}" = iam ]; then printf '%s\\0' "$@" >> ${JSON.stringify(logs.iam)}; printf '\\n' >> ${JSON.stringify(logs.iam)}; return 0; fi
+  # AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS (it does honour it for other services).
+  "$CRAWLER_AWS_CLI" --endpoint-url "$AWS_ENDPOINT_URL" "$@"
+}
+sleep() { command sleep 1; }       # a watch loop's poll: the local crawl is small
+`;
+}
+
+/** Records of one stand-in: each command's arguments. */
+async function recorded(file: string): Promise<string[][]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\0').slice(0, -1)); // each argument ends in \0, empty ones too
+}
+
+describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
+  let run: { code: number | null; stdout: string; stderr: string };
+  const logs = { cdk: '', iam: '' };
+
+  before(async () => {
+    assert.ok(AWS_CLI, 'CI installs the AWS CLI (.ci/run)');
+    logs.cdk = join(work.path, 'cdk.log');
+    logs.iam = join(work.path, 'iam.log');
+    const doc = await readFile(DOC, 'utf8');
+    const script = walkthroughScript(doc)
+      .replaceAll('https://example.com/', `${site.origin}/`)
+      .replaceAll('https://example.org/', `${site.origin}/`);
+    const cwd = join(work.path, 'shell');
+    await writeFile(join(work.path, 'walkthrough.sh'), prelude(logs) + script);
+    spawnSync('mkdir', ['-p', cwd]);
+    await writeFile(join(cwd, 'seeds.txt'), `# seeds\n${site.origin}/docs/\n\n${site.origin}/about\n`);
+    // The profile the walk-through exports, with dummy keys; URL parameters taken literally (CLI v1).
+    const config = join(work.path, 'aws-config');
+    await writeFile(
+      config,
+      '[default]\ncli_follow_urlparam = false\n[profile my-profile]\ncli_follow_urlparam = false\n',
+    );
+    const credentials = join(work.path, 'aws-credentials');
+    await writeFile(credentials, '[my-profile]\naws_access_key_id = test\naws_secret_access_key = test\n');
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_CONFIG_FILE: config,
+      AWS_SHARED_CREDENTIALS_FILE: credentials,
+      AWS_PAGER: '',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      CRAWLER_NODE: NODE_BIN,
+      CRAWLER_BIN,
+      CRAWLER_AWS_CLI: AWS_CLI,
+      // No local state here: every crawler command must name the deployed stack.
+      CRAWLER_STATE_DIR: join(work.path, 'no-local-state'),
+    };
+    for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE']) {
+      delete env[name];
+    }
+    run = await new Promise((resolve) => {
+      // -x: the failure message shows the commands that ran last.
+      const child = spawn('bash', ['-x', join(work.path, 'walkthrough.sh')], { cwd, env });
+      // Four small crawls at 1-2 s per page and a watch loop: minutes at most, even on a loaded machine.
+      const timer = setTimeout(() => child.kill('SIGKILL'), SCRIPT_TIMEOUT_MS);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => {
+        stdout += c.toString('utf8');
+      });
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString('utf8');
+      });
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  });
+
+  it('runs to the end: every command succeeds and every variable is set before it is used', () => {
+    assert.equal(
+      run.code,
+      0,
+      `the walk-through failed:\n${run.stderr.slice(-4000)}\n${localErr.slice(-2000)}`,
+    );
+  });
+
+  it('reads a finished crawl back: its summary from S3 and its results', () => {
+    assert.match(run.stdout, /"state":\s*"complete"/, 'summary.json of the watched crawl');
+    assert.ok(site.hits.get('/about'), 'the crawl fetched the site');
+  });
+
+  it('deploys, diffs and destroys the app stack with context keys the app reads and values it accepts', async () => {
+    const commands = await recorded(logs.cdk);
+    const verbs = commands.map((c) => c[0]);
+    for (const verb of ['bootstrap', 'deploy', 'destroy']) assert.ok(verbs.includes(verb), `cdk ${verb}`);
+    for (const args of commands) {
+      assert.ok(['bootstrap', 'deploy', 'diff', 'destroy'].includes(args[0] ?? ''), `cdk ${args.join(' ')}`);
+      const stacks = args.slice(1).filter((a, i, all) => !a.startsWith('-') && all[i - 1] !== '-c');
+      for (const stack of stacks) assert.equal(stack, STACK_NAME, `cdk ${args.join(' ')} names the stack`);
+      const context: Record<string, string> = {};
+      args.forEach((a, i) => {
+        if (a !== '-c') return;
+        const [key = '', value = ''] = (args[i + 1] ?? '').split(/=(.*)/s);
+        assert.ok(
+          Object.values(CONTEXT_KEYS).includes(key as never),
+          `-c ${key} is a context key the app reads`,
+        );
+        context[key] = value;
+      });
+      if (Object.keys(context).length > 0) {
+        assert.doesNotThrow(() => createCrawlerApp({ skipBundling: true, cfnValidation: false, context }));
+      }
+    }
+  });
+
+  it('attaches the operator policy the stack outputs', async () => {
+    const commands = await recorded(logs.iam);
+    assert.ok(commands.length > 0, 'an aws iam attach-*-policy command');
+    for (const args of commands) {
+      assert.match(args[1] ?? '', /^attach-(user|role|group)-policy$/);
+      const arn = args[args.indexOf('--policy-arn') + 1];
+      assert.equal(arn, outputs[OUTPUTS.operatorPolicyArn], 'the policy ARN comes from the stack output');
+    }
+  });
+
+  it('tears down without the data, when asked: the bucket and the table are gone', () => {
+    const env = {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_DEFAULT_REGION: 'us-east-1',
+    };
+    const table = spawnSync(
+      AWS_CLI as string,
+      [
+        '--endpoint-url',
+        endpoint,
+        'dynamodb',
+        'describe-table',
+        '--table-name',
+        outputs.FrontierTableName ?? '',
+      ],
+      { env, encoding: 'utf8' },
+    );
+    assert.notEqual(table.status, 0, 'the frontier table was deleted');
+    assert.match(table.stderr, /ResourceNotFound/);
+    const bucket = spawnSync(
+      AWS_CLI as string,
+      ['--endpoint-url', endpoint, 's3', 'ls', `s3://${outputs.PageBucketName ?? ''}`],
+      { env, encoding: 'utf8' },
+    );
+    assert.notEqual(bucket.status, 0, 'the page bucket was deleted');
+  });
+});

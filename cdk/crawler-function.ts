@@ -1,7 +1,6 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Names } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -32,6 +31,13 @@ export interface CrawlerFunctionProps {
   readonly recursiveLoop: lambda.RecursiveLoop;
   readonly environment?: Record<string, string>;
 }
+
+/**
+ * What Lambda's SQS event source mapping does with the function's role: receive, delete, and read the
+ * queue's attributes (the actions of the AWS managed policy AWSLambdaSQSQueueExecutionRole). Not
+ * `Queue.grantConsumeMessages`, which adds ChangeMessageVisibility and GetQueueUrl for every consumer.
+ */
+export const EVENT_SOURCE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
 
 /** How a function consumes a queue (see limits.ts). */
 export interface QueueConsumerSettings {
@@ -107,13 +113,16 @@ export class CrawlerFunction extends NodejsFunction {
         `${this.node.id}: queue ${queue.node.id} visibility timeout ${queue.visibilityTimeout.toSeconds()} s < ${needed} s`,
       );
     }
-    this.addEventSource(
-      new SqsEventSource(queue, {
-        batchSize: settings.batchSize,
-        maxBatchingWindow: window,
-        maxConcurrency: settings.maxConcurrency,
-        reportBatchItemFailures: true,
-      }),
+    // The mapping SqsEventSource would make (same construct id), with only the permissions it needs.
+    this.addEventSourceMapping(`SqsEventSource:${Names.nodeUniqueId(queue.node)}`, {
+      eventSourceArn: queue.queueArn,
+      batchSize: settings.batchSize,
+      maxBatchingWindow: window,
+      maxConcurrency: settings.maxConcurrency,
+      reportBatchItemFailures: true,
+    });
+    this.addToRolePolicy(
+      new iam.PolicyStatement({ actions: EVENT_SOURCE_ACTIONS, resources: [queue.queueArn] }),
     );
   }
 }

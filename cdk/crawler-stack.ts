@@ -1,4 +1,5 @@
 import { CfnOutput, type CfnResource, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct, IConstruct } from 'constructs';
 import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
@@ -6,6 +7,7 @@ import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
 import { AGGREGATE_EVENT_SOURCE, AGGREGATE_FUNCTION, FETCH_EVENT_SOURCE, FETCH_FUNCTION } from './limits.ts';
 import { CrawlerMonitoring } from './monitoring.ts';
+import { OperatorPolicy } from './operator-policy.ts';
 import { PageStore } from './page-store.ts';
 import { QueueWithDlq } from './queue-with-dlq.ts';
 
@@ -25,6 +27,7 @@ export const IDS = {
   frontierTable: 'FrontierTable',
   fetchFunction: 'FetchFunction',
   aggregateFunction: 'AggregateFunction',
+  operatorPolicy: 'OperatorPolicy',
 } as const;
 
 /** Stack output keys. */
@@ -37,6 +40,7 @@ export const OUTPUTS = {
   frontierTableName: 'FrontierTableName',
   alarmTopicArn: 'AlarmTopicArn',
   dashboardName: 'DashboardName',
+  operatorPolicyArn: 'OperatorPolicyArn',
 } as const;
 
 export interface CrawlerStackProps extends StackProps {
@@ -68,6 +72,7 @@ export class CrawlerStack extends Stack {
   readonly fetchFunction: CrawlerFunction;
   readonly aggregateFunction: CrawlerFunction;
   readonly monitoring: CrawlerMonitoring;
+  readonly operatorPolicy: OperatorPolicy;
   /** The fetch event source's maximum concurrency in this stack. */
   readonly fetchConcurrency: number;
 
@@ -124,27 +129,59 @@ export class CrawlerStack extends Stack {
     fetchFunction.addEnvironment('RESULTS_QUEUE_URL', resultsQueue.queueUrl);
     fetchFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
     fetchFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
-    aggregateFunction.addEnvironment('RESULTS_DLQ_URL', resultsQueue.dlq.queueUrl);
     aggregateFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
     aggregateFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
 
-    // The event source grants consume (Receive, Delete, ChangeMessageVisibility for the backoff).
+    // The event source mappings grant what Lambda's polling needs (crawler-function.ts).
     fetchFunction.consumeFrom(taskQueue, { ...FETCH_EVENT_SOURCE, maxConcurrency: fetchConcurrency });
     aggregateFunction.consumeFrom(resultsQueue, AGGREGATE_EVENT_SOURCE);
 
-    taskQueue.grantSendMessages(fetchFunction); // visit messages: woken and handed-back hosts
-    resultsQueue.grantSendMessages(fetchFunction);
-    // A malformed message is parked in its DLQ at once, with its reason, instead of being retried
-    // until maxReceiveCount (SendMessage only: the functions never read or purge a DLQ).
-    taskQueue.dlq.grantSendMessages(fetchFunction);
-    resultsQueue.dlq.grantSendMessages(aggregateFunction);
-    pageStore.grantRead(fetchFunction); // robots cache, crawl config
-    pageStore.grantPut(fetchFunction); // WARC files, robots cache
-    frontierTable.grantReadWriteData(fetchFunction);
+    // Exactly the calls each handler makes (no CDK grant*: those add actions no call uses);
+    // test/integration/iam-calls.test.ts records every call and checks both ways.
+    const objects = pageStore.arnForObjects('*');
+    const allow = (fn: CrawlerFunction, actions: string[], resources: string[]) =>
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources }));
+    // New links and woken or handed-back hosts to TaskQueue, results to ResultsQueue, and a malformed
+    // task to TaskDLQ at once, with its reason (SendMessage only: it never reads or purges a DLQ).
+    allow(
+      fetchFunction,
+      ['sqs:SendMessage'],
+      [taskQueue.queueArn, resultsQueue.queueArn, taskQueue.dlq.queueArn],
+    );
+    allow(fetchFunction, ['sqs:ChangeMessageVisibility'], [taskQueue.queueArn]); // a retried task's backoff
+    allow(fetchFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // WARC files; index parts it checks
+    // A HEAD of an index part not yet written must answer 404, not 403 (S3 does only with ListBucket).
+    allow(fetchFunction, ['s3:ListBucket'], [pageStore.bucketArn]);
+    allow(
+      fetchFunction,
+      [
+        'dynamodb:GetItem',
+        'dynamodb:BatchGetItem',
+        'dynamodb:Query',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+      ],
+      [frontierTable.tableArn],
+    );
 
-    pageStore.grantRead(aggregateFunction);
-    pageStore.grantPut(aggregateFunction); // index parts, summaries
-    frontierTable.grantReadWriteData(aggregateFunction);
+    // A malformed or retried result is made visible again soon (ChangeMessageVisibility on the queue
+    // its record names, found by GetQueueUrl); SQS itself parks it in ResultsDLQ after maxReceiveCount.
+    allow(aggregateFunction, ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], [resultsQueue.queueArn]);
+    allow(aggregateFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // index parts, summaries
+    allow(aggregateFunction, ['s3:ListBucket'], [pageStore.bucketArn]); // listing parts; 404 on a missing one
+    allow(
+      aggregateFunction,
+      ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      [frontierTable.tableArn],
+    );
+
+    const operatorPolicy = new OperatorPolicy(this, IDS.operatorPolicy, {
+      taskQueue,
+      resultsQueue,
+      pageStore,
+      frontierTable,
+    });
 
     for (const construct of [
       taskQueue,
@@ -155,6 +192,7 @@ export class CrawlerStack extends Stack {
       frontierTable,
       fetchFunction,
       aggregateFunction,
+      operatorPolicy,
     ]) {
       pinLogicalId(construct);
     }
@@ -195,6 +233,11 @@ export class CrawlerStack extends Stack {
       'SNS topic the alarms notify (ALARM and OK); subscribe to it to be told',
     );
     output(OUTPUTS.dashboardName, monitoring.dashboard.dashboardName, 'CloudWatch dashboard of the crawler');
+    output(
+      OUTPUTS.operatorPolicyArn,
+      operatorPolicy.managedPolicyArn,
+      'Managed policy with what the crawler CLI needs on this stack; attach it to the operators (docs/deploy.md)',
+    );
 
     this.taskQueue = taskQueue;
     this.resultsQueue = resultsQueue;
@@ -203,6 +246,7 @@ export class CrawlerStack extends Stack {
     this.fetchFunction = fetchFunction;
     this.aggregateFunction = aggregateFunction;
     this.monitoring = monitoring;
+    this.operatorPolicy = operatorPolicy;
     this.fetchConcurrency = fetchConcurrency;
   }
 }

@@ -15,7 +15,8 @@ import {
   DescribeStacksCommand,
   type Stack,
 } from '@aws-sdk/client-cloudformation';
-import { awsRegion, clientSettings } from '../local/aws-clients.ts';
+import { OPERATOR, recordAwsCalls } from '../lambdas/shared/aws-call-ledger.ts';
+import { awsRegion, clientSettings, LOCAL_ACCOUNT_ID } from '../local/aws-clients.ts';
 import type { DescribeStackOutputs } from '../local/stack-locator.ts';
 
 export interface StackOutputsOptions {
@@ -33,7 +34,7 @@ export async function describeStackOutputs(
   stackName: string,
   options: StackOutputsOptions = {},
 ): Promise<Record<string, string>> {
-  const client = options.client ?? new CloudFormationClient(cloudFormationConfig(options.endpoint));
+  const client = options.client ?? operatorClient(options.endpoint);
   const where = options.endpoint ? ` at ${new URL(options.endpoint).origin}` : '';
   let stack: Stack | undefined;
   try {
@@ -62,6 +63,13 @@ export async function describeStackOutputs(
 /** A `DescribeStackOutputs` for `locateStack`, bound to an endpoint (or AWS itself when none). */
 export function stackOutputsReader(endpoint?: string): DescribeStackOutputs {
   return (stackName) => describeStackOutputs(stackName, { endpoint });
+}
+
+/** The operator's CloudFormation client; its calls are recorded like the data clients' (aws-call-ledger.ts). */
+function operatorClient(endpoint: string | undefined): CloudFormationClient {
+  const tag =
+    endpoint === undefined ? { principal: OPERATOR } : { principal: OPERATOR, accountId: LOCAL_ACCOUNT_ID };
+  return recordAwsCalls(new CloudFormationClient(cloudFormationConfig(endpoint)), tag);
 }
 
 export function cloudFormationConfig(endpoint?: string): CloudFormationClientConfig {

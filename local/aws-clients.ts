@@ -3,6 +3,12 @@ import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynam
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
+import {
+  type LedgerClient,
+  type LedgerTag,
+  OPERATOR,
+  recordAwsCalls,
+} from '../lambdas/shared/aws-call-ledger.ts';
 
 export interface Endpoints {
   sqs: string;
@@ -69,13 +75,33 @@ export interface AwsClients {
   dynamodb: DynamoDBClient;
 }
 
-/** Every call of these clients is counted (lambdas/shared/aws-call-counter.ts), as the handlers' are. */
-export function createClients(endpoints: Endpoints, settings = clientSettings()): AwsClients {
+/** The CLI's calls against a local AWS: the operator's, in the emulators' account. */
+const LOCAL_OPERATOR: LedgerTag = { principal: OPERATOR, accountId: LOCAL_ACCOUNT_ID };
+
+/** Counted (lambdas/shared/aws-call-counter.ts) and recorded under `tag` (aws-call-ledger.ts). */
+function watch<T extends LedgerClient & Parameters<typeof countAwsCalls>[0]>(client: T, tag: LedgerTag): T {
+  return recordAwsCalls(countAwsCalls(client), tag);
+}
+
+/**
+ * Every call of these clients is counted, as the handlers' are, and recorded with the permission it
+ * needs under `tag`'s principal: the operator's unless the caller is the local runtime itself.
+ */
+export function createClients(
+  endpoints: Endpoints,
+  settings = clientSettings(),
+  tag: LedgerTag = LOCAL_OPERATOR,
+): AwsClients {
   return {
-    sqs: countAwsCalls(new SQSClient(sqsConfig(endpoints, settings))),
-    s3: countAwsCalls(new S3Client(s3Config(endpoints, settings))),
-    dynamodb: countAwsCalls(new DynamoDBClient(dynamodbConfig(endpoints, settings))),
+    sqs: createSqsClient(endpoints, settings, tag),
+    s3: watch(new S3Client(s3Config(endpoints, settings)), tag),
+    dynamodb: watch(new DynamoDBClient(dynamodbConfig(endpoints, settings)), tag),
   };
+}
+
+/** One SQS client, as createClients makes it (the local runtime's pollers: one per function's role). */
+export function createSqsClient(endpoints: Endpoints, settings: ClientSettings, tag: LedgerTag): SQSClient {
+  return watch(new SQSClient(sqsConfig(endpoints, settings)), tag);
 }
 
 /**
@@ -93,10 +119,11 @@ export function awsRegion(env: Record<string, string | undefined> = process.env)
  * from the default provider chain, AWS_ENDPOINT_URL_* honoured).
  */
 export function createDefaultClients(): AwsClients {
+  const tag = { principal: OPERATOR };
   return {
-    sqs: countAwsCalls(new SQSClient(awsRegion())),
-    s3: countAwsCalls(new S3Client(awsRegion())),
-    dynamodb: countAwsCalls(new DynamoDBClient(awsRegion())),
+    sqs: watch(new SQSClient(awsRegion()), tag),
+    s3: watch(new S3Client(awsRegion()), tag),
+    dynamodb: watch(new DynamoDBClient(awsRegion()), tag),
   };
 }
 
@@ -107,7 +134,7 @@ export function destroyClients(clients: AwsClients): void {
 }
 
 /**
- * Env vars the AWS SDK honours (endpoint per service, region, credentials), so handlers built from
+ * Env vars the AWS SDK honours (endpoint per service, region, credentials, the account), so handlers built from
  * this env need no emulator branch. AWS_S3_FORCE_PATH_STYLE is ours: the handler side sets
  * `forcePathStyle` from it.
  */
@@ -120,6 +147,7 @@ export function endpointEnv(endpoints: Endpoints, settings = clientSettings()): 
     AWS_DEFAULT_REGION: settings.region,
     AWS_ACCESS_KEY_ID: settings.accessKeyId,
     AWS_SECRET_ACCESS_KEY: settings.secretAccessKey,
+    AWS_ACCOUNT_ID: LOCAL_ACCOUNT_ID,
     [FORCE_PATH_STYLE_ENV]: 'true',
   };
 }

@@ -3,12 +3,14 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import type { SQSClientConfig } from '@aws-sdk/client-sqs';
+import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
+import { LOCAL_RUNTIME } from '../lambdas/shared/aws-call-ledger.ts';
 import {
   type AwsClients,
   type ClientSettings,
   clientSettings,
   createClients,
+  createSqsClient,
   destroyClients,
   dynamodbConfig,
   type Endpoints,
@@ -123,7 +125,10 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   } else {
     endpoints = typeof options.endpoint === 'string' ? endpointsFromUrl(options.endpoint) : options.endpoint;
   }
-  const clients = createClients(endpoints, settings);
+  // AWS's own work (CloudFormation's provisioning, the idle checks) is no principal of the stack's.
+  const clients = createClients(endpoints, settings, { principal: LOCAL_RUNTIME });
+  // Lambda polls an event source with the function's role: its pollers' calls are the function's.
+  const pollerClients: SQSClient[] = [];
   try {
     const stack = await provisionStack(options.template, clients, {
       stackName: options.stackName,
@@ -149,9 +154,11 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       const fn = stack.functions[source.functionLogicalId];
       const env = functionEnv[source.functionLogicalId];
       if (!fn || !env) return [];
+      const sqs = createSqsClient(endpoints, settings, { principal: fn.functionName });
+      pollerClients.push(sqs);
       return [
         createEventSourcePoller({
-          sqs: clients.sqs,
+          sqs,
           eventSource: source,
           fn,
           env,
@@ -205,6 +212,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         stopped = true;
         await Promise.all(pollers.map((p) => p.stop()));
         destroyClients(clients);
+        for (const sqs of pollerClients) sqs.destroy();
         try {
           await emulators?.stop();
         } finally {
@@ -214,6 +222,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     };
   } catch (err) {
     destroyClients(clients);
+    for (const sqs of pollerClients) sqs.destroy();
     await emulators?.stop().catch(() => {});
     await lock?.release();
     throw err;

@@ -6,6 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { countAwsCalls } from './aws-call-counter.ts';
+import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';
 
 export interface AwsClients {
@@ -19,6 +20,9 @@ export interface AwsClients {
    */
   singleAttempt: { s3: S3Client; dynamodb: DynamoDBClient };
 }
+
+/** The principal of clients built outside Lambda without a function name (tests, benchmarks). */
+export const UNNAMED_FUNCTION = 'unnamed-function';
 
 export function createAwsClients(env: AwsEnv): AwsClients {
   const credentials =
@@ -38,8 +42,12 @@ export function createAwsClients(env: AwsEnv): AwsClients {
     const url = specific ?? env.AWS_ENDPOINT_URL;
     return url ? { endpoint: url } : {};
   };
+  // Every call is recorded with the IAM permission it needs, under the function's name (its role).
+  const tag = { principal: env.AWS_LAMBDA_FUNCTION_NAME ?? UNNAMED_FUNCTION, accountId: env.AWS_ACCOUNT_ID };
+  const watch = <T extends LedgerClient & Parameters<typeof countAwsCalls>[0]>(client: T): T =>
+    recordAwsCalls(countAwsCalls(client), tag);
   const s3 = (maxAttempts?: number) =>
-    countAwsCalls(
+    watch(
       new S3Client({
         ...common,
         ...(maxAttempts ? { maxAttempts } : {}),
@@ -48,7 +56,7 @@ export function createAwsClients(env: AwsEnv): AwsClients {
       }),
     );
   const dynamodb = (maxAttempts?: number) =>
-    countAwsCalls(
+    watch(
       new DynamoDBClient({
         ...common,
         ...(maxAttempts ? { maxAttempts } : {}),
@@ -57,7 +65,7 @@ export function createAwsClients(env: AwsEnv): AwsClients {
     );
   // Every call is counted (aws-call-counter.ts): requests per page and cost per million pages.
   return {
-    sqs: countAwsCalls(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
+    sqs: watch(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
     s3: s3(),
     dynamodb: dynamodb(),
     singleAttempt: { s3: s3(1), dynamodb: dynamodb(1) },

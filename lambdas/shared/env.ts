@@ -20,6 +20,13 @@ const AwsEnvSchema = z.object({
   AWS_ACCESS_KEY_ID: z.string().optional(),
   AWS_SECRET_ACCESS_KEY: z.string().optional(),
   AWS_SESSION_TOKEN: z.string().optional(),
+  /** Set by Lambda: the function's name, the principal its calls are recorded under (aws-call-ledger.ts). */
+  AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),
+  /** The account of the stack's resources where a call names none (DynamoDB tables); set by the local runtime. */
+  AWS_ACCOUNT_ID: z
+    .string()
+    .regex(/^\d{12}$/)
+    .optional(),
 });
 
 const DefaultCrawlSchema = z

@@ -52,12 +52,17 @@ describe('cdk-nag AwsSolutions', () => {
     assert.deepEqual(violations(dir), []);
   });
 
-  it('acknowledges findings one by one, on the function policies only, each with a real reason', () => {
+  it('acknowledges findings one by one, on the identity policies only (functions, operator), each with a real reason', () => {
     const { app } = createCrawlerApp({ skipBundling: true, nag: true, outdir: outdir() });
     const acks = acknowledgments(app);
     assert.ok(acks.length > 0);
     for (const [path, id, reason] of acks) {
-      assert.match(path, /^ServerlessCrawler\/(Fetch|Aggregate)FunctionServiceRole\/DefaultPolicy$/, path);
+      assert.match(
+        path,
+        /^ServerlessCrawler\/((Fetch|Aggregate)FunctionServiceRole\/DefaultPolicy|OperatorPolicy)$/,
+        path,
+      );
+      assert.match(id, /\[Resource::/, `${id}: only resource wildcards are acknowledged, never actions`);
       assert.match(
         id,
         /AwsSolutions-IAM5\[(Action|Resource)::.+\]$/,

@@ -274,12 +274,11 @@ describe('functions', () => {
     });
   });
 
-  it('AggregateFunction environment: ResultsDLQ URL, bucket and table names as Refs, source maps on', () => {
+  it('AggregateFunction environment: bucket and table names as Refs, source maps on (no queue: it sends to none)', () => {
     const env = resource(json, IDS.aggregateFunction, 'AWS::Lambda::Function').Properties.Environment;
     assert.deepEqual(env, {
       Variables: {
         NODE_OPTIONS: '--enable-source-maps',
-        RESULTS_DLQ_URL: { Ref: IDS.resultsDlq },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
       },
@@ -312,6 +311,7 @@ describe('outputs', () => {
     [OUTPUTS.frontierTableName]: IDS.frontierTable,
     [OUTPUTS.alarmTopicArn]: MONITORING_IDS.alarmTopic,
     [OUTPUTS.dashboardName]: MONITORING_IDS.dashboard,
+    [OUTPUTS.operatorPolicyArn]: IDS.operatorPolicy,
   };
   for (const [key, target] of Object.entries(expected)) {
     it(`${key} is the Ref of ${target}`, () => {

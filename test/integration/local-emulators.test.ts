@@ -142,6 +142,7 @@ describe('aws-clients', () => {
       AWS_DEFAULT_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_ACCOUNT_ID: '000000000000',
       AWS_S3_FORCE_PATH_STYLE: 'true',
     });
   });

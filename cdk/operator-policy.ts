@@ -1,0 +1,64 @@
+import { Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import type { FrontierTable } from './frontier-table.ts';
+import type { QueueWithDlq } from './queue-with-dlq.ts';
+
+export interface OperatorPolicyProps {
+  readonly taskQueue: QueueWithDlq;
+  readonly resultsQueue: QueueWithDlq;
+  readonly pageStore: s3.IBucket;
+  readonly frontierTable: FrontierTable;
+}
+
+/**
+ * What the `crawler` CLI needs against the deployed stack, and nothing else: a customer managed
+ * policy the deployer attaches to the operators' users or roles (docs/deploy.md). Each statement
+ * names the commands that use it; test/integration/iam-calls.test.ts checks every CLI call is allowed
+ * and every grant used.
+ */
+export class OperatorPolicy extends iam.ManagedPolicy {
+  constructor(scope: Construct, id: string, props: OperatorPolicyProps) {
+    const stack = Stack.of(scope);
+    const queues = (list: sqs.IQueue[]) => list.map((queue) => queue.queueArn);
+    super(scope, id, {
+      description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive (docs/deploy.md)`,
+      statements: [
+        // Every command finds the stack's names in its outputs (--stack NAME).
+        new iam.PolicyStatement({
+          actions: ['cloudformation:DescribeStacks'],
+          resources: [
+            stack.formatArn({
+              service: 'cloudformation',
+              resource: 'stack',
+              resourceName: `${stack.stackName}/*`,
+            }),
+          ],
+        }),
+        // submit: seed tasks and skipped results; redrive: messages moved back.
+        new iam.PolicyStatement({
+          actions: ['sqs:SendMessage'],
+          resources: queues([props.taskQueue, props.resultsQueue]),
+        }),
+        // redrive: read the dead-letter queues, release other crawls' messages, delete the moved ones.
+        new iam.PolicyStatement({
+          actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
+          resources: queues([props.taskQueue.dlq, props.resultsQueue.dlq]),
+        }),
+        // submit: the crawl config and the seeds' frontier entries; status: counters; cancel: the crawl state.
+        new iam.PolicyStatement({
+          actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+          resources: [props.frontierTable.tableArn],
+        }),
+        // results, get: list and read the index parts, ranged reads of WARC records.
+        new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [props.pageStore.bucketArn] }),
+        new iam.PolicyStatement({
+          actions: ['s3:GetObject'],
+          resources: [props.pageStore.arnForObjects('*')],
+        }),
+      ],
+    });
+  }
+}

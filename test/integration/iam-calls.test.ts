@@ -1,0 +1,234 @@
+/**
+ * IAM, checked instead of assumed (the emulators enforce none). A real crawl runs through the local
+ * runtime on the synthesized stack, and the operator drives it with the CLI's own code the way it
+ * drives a deployed stack (`--stack NAME`: outputs from CloudFormation DescribeStacks, here a stand-in
+ * in front of the emulators): submit, status, results, get, cancel, redrive. Malformed messages take
+ * the failure paths that need their own permissions (a task parked in its DLQ; a result hastened back
+ * to its queue). Every AWS call is in the ledger (lambdas/shared/aws-call-ledger.ts) with its
+ * principal, IAM action and resource ARN; then, against the template's policies resolved to the local
+ * names:
+ *
+ * - every call of each function is allowed by its role, every call of the CLI by the operator policy
+ *   (the stack's managed policy, output OperatorPolicyArn);
+ * - least privilege: every (action, resource) a policy grants is used by some call, except ALLOWED_UNUSED;
+ * - every environment variable the stack gives a function is one its handler reads.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { OUTPUTS, STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { cancelCommand } from '../../cli/cancel-command.ts';
+import { getCommand } from '../../cli/get-command.ts';
+import { redriveCommand } from '../../cli/redrive-command.ts';
+import { resultsCommand } from '../../cli/results-command.ts';
+import type { CliIo } from '../../cli/results-reader.ts';
+import { statusCommand } from '../../cli/status-command.ts';
+import { submitCommand } from '../../cli/submit-command.ts';
+import { awsCallLedger, type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
+import { AggregateEnvSchema, FetchEnvSchema } from '../../lambdas/shared/env.ts';
+import { parseTemplate } from '../../local/cfn-template.ts';
+import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { resource } from '../cdk/template.ts';
+import { Capture } from '../fixtures/capture.ts';
+import {
+  type CloudFormationStandIn,
+  startCloudFormationStandIn,
+} from '../fixtures/cloudformation-stand-in.ts';
+import {
+  deniedCalls,
+  principalPolicies,
+  type ResolvedStatement,
+  unusedGrants,
+} from '../fixtures/iam-policy.ts';
+import { html, startSite, type TestSite } from '../fixtures/site.ts';
+
+/**
+ * Granted but never called through the SDK here, each for a reason outside this test's reach. Keyed
+ * by the function's logical id; matched on the action, on that function's resources.
+ */
+const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
+  FetchFunction: {
+    'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'logs:PutLogEvents': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'sqs:GetQueueAttributes':
+      'the SQS event source mapping reads the queue with the function role (AWSLambdaSQSQueueExecutionRole); the local poller does not',
+    'sqs:ChangeMessageVisibility':
+      "a retried task's backoff (lambdas/fetch/handler.ts delayRedelivery) after a failed AWS write; faults.test.ts drives it",
+    's3:ListBucket':
+      'a HEAD of an index part not yet written (lambdas/core/host-visit.ts allPartsWritten) answers 404 only with it, 403 without',
+  },
+  AggregateFunction: {
+    'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'logs:PutLogEvents': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'sqs:GetQueueAttributes':
+      'the SQS event source mapping reads the queue with the function role (AWSLambdaSQSQueueExecutionRole); the local poller does not',
+  },
+};
+
+/** Every env var a handler reads: its schema's keys, plus what Node itself reads. */
+const READ_ENV: Record<string, Set<string>> = {
+  FetchFunction: new Set([...Object.keys(FetchEnvSchema.shape), 'NODE_OPTIONS']),
+  AggregateFunction: new Set([...Object.keys(AggregateEnvSchema.shape), 'NODE_OPTIONS']),
+};
+
+const STACK_ID = 'arn:aws:cloudformation:us-east-1:000000000000:stack/ServerlessCrawler/iam-test';
+const MANY = 20;
+
+let template: Record<string, unknown>;
+let aws: LocalAws;
+let site: TestSite;
+let cfn: CloudFormationStandIn;
+let entries: LedgerEntry[];
+let policies: Map<string, ResolvedStatement[]>;
+
+async function cli(
+  command: (args: string[], io?: Partial<CliIo>) => Promise<number>,
+  ...args: string[]
+): Promise<string> {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await command([...args, '--stack', STACK_NAME, '--endpoint', cfn.endpoint], {
+    stdout,
+    stderr,
+  });
+  assert.equal(code, 0, `${args.join(' ')}: ${stderr.text}`);
+  return stdout.text;
+}
+
+before(async () => {
+  const routes = {
+    '/': html(`<a href="/a">a</a> <a href="/b">b</a>`),
+    '/a': html('page a'),
+    '/b': html('page b'),
+    '/robots.txt': html('User-agent: *\nDisallow: /private/\n'),
+    '/many/': html(Array.from({ length: MANY }, (_, i) => `<a href="/many/${i}">${i}</a>`).join(' ')),
+  };
+  for (let i = 0; i < MANY; i++) Object.assign(routes, { [`/many/${i}`]: html(`many ${i}`) });
+  site = await startSite(routes);
+  template = synthesizeTemplate();
+  aws = await startLocalAws({
+    template: parseTemplate(template),
+    stackName: STACK_NAME,
+    port: 0,
+    handlerEnvOverrides: { LOG_LEVEL: 'silent' },
+    log: () => {},
+  });
+  cfn = await startCloudFormationStandIn(
+    { [STACK_NAME]: { stackId: STACK_ID, status: 'CREATE_COMPLETE', outputs: aws.outputs } },
+    aws.endpoints.s3,
+  );
+  awsCallLedger.reset(); // provisioning is CloudFormation's work, not a principal's of the stack
+  await aws.start();
+
+  // A whole crawl, read back every way the CLI reads.
+  const crawlId = (await cli(submitCommand, `${site.origin}/`, '--allow-private', '--delay', '0')).trim();
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  const status = JSON.parse(await cli(statusCommand, crawlId, '--json')) as { state: string };
+  assert.equal(status.state, 'complete');
+  assert.equal((await cli(resultsCommand, crawlId)).trim().split('\n').length, 3);
+  assert.match(await cli(getCommand, `${site.origin}/a`, '--crawl', crawlId, '--body'), /page a/);
+
+  // A crawl cancelled while it runs.
+  const cancelled = (
+    await cli(submitCommand, `${site.origin}/many/`, '--allow-private', '--delay', '200')
+  ).trim();
+  await cli(cancelCommand, cancelled);
+
+  // Failure paths: a malformed task is parked in TaskDLQ by the fetch function; a malformed result is
+  // hastened back to its queue by the aggregate function until SQS moves it to ResultsDLQ.
+  await aws.clients.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: aws.outputs.TaskQueueUrl,
+      MessageBody: JSON.stringify({ v: 1, crawlId: 'broken', url: 'http://x.test/', depth: 'deep' }),
+    }),
+  );
+  await aws.clients.sqs.send(
+    new SendMessageCommand({ QueueUrl: aws.outputs.ResultsQueueUrl, MessageBody: '{"not":"a result"}' }),
+  );
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  // Redriven with the pollers stopped, so the moved messages stay where the redrive put them: first
+  // another crawl's only (none: every message is looked at and released), then all.
+  await Promise.all(aws.pollers.map((poller) => poller.stop()));
+  assert.match(await cli(redriveCommand, 'no-such-crawl'), /tasks: moved 0 message\(s\) back, left 1/);
+  assert.match(
+    await cli(redriveCommand),
+    /tasks: moved 1 message\(s\) back[\s\S]*results: moved 1 message\(s\) back/,
+  );
+
+  entries = awsCallLedger.snapshot().entries;
+  policies = principalPolicies(template, aws.stack, {
+    principal: OPERATOR,
+    outputKey: OUTPUTS.operatorPolicyArn,
+  });
+});
+
+after(async () => {
+  await cfn?.close();
+  await aws?.stop();
+  await site?.close();
+});
+
+const show = (list: ReadonlyArray<{ action: string; resource: string }>) =>
+  list.map((p) => `${p.action} on ${p.resource}`).join('\n  ');
+
+describe('every recorded call is allowed by its principal’s policies', () => {
+  it('the ledger saw each principal: both functions and the operator', () => {
+    const principals = new Set(entries.map((e) => e.principal));
+    for (const fn of Object.values(aws.stack.functions))
+      assert.ok(principals.has(fn.functionName), fn.logicalId);
+    assert.ok(principals.has(OPERATOR));
+    const known = new Set([...policies.keys(), 'local-runtime']);
+    assert.deepEqual(
+      [...principals].filter((p) => !known.has(p)),
+      [],
+      'calls by a principal the stack has no policy for',
+    );
+  });
+
+  for (const who of ['FetchFunction', 'AggregateFunction', OPERATOR]) {
+    it(`${who}: every call is allowed`, () => {
+      const principal = who === OPERATOR ? OPERATOR : aws.stack.functions[who]?.functionName;
+      const statements = policies.get(principal ?? '');
+      assert.ok(statements, `no policy for ${who}`);
+      const calls = entries.filter((e) => e.principal === principal);
+      assert.ok(calls.length > 0);
+      const denied = deniedCalls(statements, calls);
+      assert.deepEqual(denied, [], `${who} would be denied:\n  ${show(denied)}`);
+    });
+  }
+});
+
+describe('least privilege: nothing granted that no call uses', () => {
+  for (const who of ['FetchFunction', 'AggregateFunction', OPERATOR]) {
+    it(`${who}: every granted action is used on every granted resource`, () => {
+      const principal = who === OPERATOR ? OPERATOR : aws.stack.functions[who]?.functionName;
+      const statements = policies.get(principal ?? '') ?? [];
+      const calls = entries.filter((e) => e.principal === principal);
+      const allowed = ALLOWED_UNUSED[who] ?? {};
+      const unused = unusedGrants(statements, calls).filter((grant) => !(grant.action in allowed));
+      assert.deepEqual(unused, [], `${who} is granted what it never uses:\n  ${show(unused)}`);
+    });
+  }
+
+  it('the allow-list holds only grants that exist and are really unused', () => {
+    for (const [id, allowed] of Object.entries(ALLOWED_UNUSED)) {
+      const fn = aws.stack.functions[id];
+      assert.ok(fn, id);
+      const statements = policies.get(fn.functionName) ?? [];
+      const calls = entries.filter((e) => e.principal === fn.functionName);
+      const unused = new Set(unusedGrants(statements, calls).map((grant) => grant.action));
+      for (const action of Object.keys(allowed))
+        assert.ok(unused.has(action), `${id}: ${action} is used or not granted`);
+    }
+  });
+
+  it('every environment variable the stack sets on a function is read by its handler', () => {
+    for (const [id, read] of Object.entries(READ_ENV)) {
+      const environment = resource(template, id, 'AWS::Lambda::Function').Properties.Environment as
+        | { Variables?: Record<string, unknown> }
+        | undefined;
+      const unread = Object.keys(environment?.Variables ?? {}).filter((name) => !read.has(name));
+      assert.deepEqual(unread, [], `${id} gets env vars its handler never reads`);
+    }
+  });
+});

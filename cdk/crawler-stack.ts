@@ -37,6 +37,7 @@ export const OUTPUTS = {
   resultsQueueUrl: 'ResultsQueueUrl',
   resultsDlqUrl: 'ResultsDlqUrl',
   pageBucketName: 'PageBucketName',
+  accessLogBucketName: 'AccessLogBucketName',
   frontierTableName: 'FrontierTableName',
   alarmTopicArn: 'AlarmTopicArn',
   dashboardName: 'DashboardName',
@@ -222,6 +223,11 @@ export class CrawlerStack extends Stack {
       'Result records the aggregator could not process',
     );
     output(OUTPUTS.pageBucketName, pageStore.bucketName, 'WARC files, results index parts, crawl summaries');
+    output(
+      OUTPUTS.accessLogBucketName,
+      pageStore.accessLogs.bucketName,
+      "The page bucket's server access logs (retained, like the page bucket, when the stack is deleted)",
+    );
     output(
       OUTPUTS.frontierTableName,
       frontierTable.tableName,

@@ -319,9 +319,20 @@ describe('outputs', () => {
     });
   }
 
+  it(`${OUTPUTS.accessLogBucketName} is the Ref of the page store's access-log bucket`, () => {
+    const logs = ofType(json, 'AWS::S3::Bucket').filter(([id]) =>
+      id.startsWith(`${IDS.pageStore}AccessLogs`),
+    );
+    assert.equal(logs.length, 1);
+    template.hasOutput(OUTPUTS.accessLogBucketName, { Value: { Ref: logs[0]?.[0] } });
+  });
+
   it('has exactly the documented output keys', () => {
     assert.ok(isRecord(json.Outputs));
-    assert.deepEqual(Object.keys(json.Outputs).sort(), Object.keys(expected).sort());
+    assert.deepEqual(
+      Object.keys(json.Outputs).sort(),
+      [...Object.keys(expected), OUTPUTS.accessLogBucketName].sort(),
+    );
   });
 });
 

@@ -124,7 +124,8 @@ after(async () => {
 });
 
 /** Stand-ins for what needs a real account, and the environment a user's shell would have. */
-function prelude(logs: { cdk: string; iam: string }): string {
+function prelude(log: string): string {
+  const record = `printf '%s\\0' "$@" >> ${JSON.stringify(log)}; printf '\\n' >> ${JSON.stringify(log)}`;
   return `
 set -euo pipefail
 npm() { :; }                       # installing is the README's business
@@ -134,12 +135,12 @@ npx() {
     crawler)
       if [ "\${1:-}" = submit ]; then "$CRAWLER_NODE" "$CRAWLER_BIN" "$@" --allow-private
       else "$CRAWLER_NODE" "$CRAWLER_BIN" "$@"; fi ;;
-    cdk) printf '%s\\0' "$@" >> ${JSON.stringify(logs.cdk)}; printf '\\n' >> ${JSON.stringify(logs.cdk)} ;;
+    cdk) set -- cdk "$@"; ${record} ;;
     *) echo "the walk-through runs npx $tool, which this test does not know" >&2; return 97 ;;
   esac
 }
 aws() {
-  if [ "\${1:-}" = iam ]; then printf '%s\\0' "$@" >> ${JSON.stringify(logs.iam)}; printf '\\n' >> ${JSON.stringify(logs.iam)}; return 0; fi
+  if [ "\${1:-}" = iam ]; then ${record}; return 0; fi
   # AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS (it does honour it for other services).
   "$CRAWLER_AWS_CLI" --endpoint-url "$AWS_ENDPOINT_URL" "$@"
 }
@@ -147,7 +148,7 @@ sleep() { command sleep 1; }       # a watch loop's poll: the local crawl is sma
 `;
 }
 
-/** Records of one stand-in: each command's arguments. */
+/** What the stand-ins recorded, in order: each command's arguments (`cdk ...`, `iam ...`). */
 async function recorded(file: string): Promise<string[][]> {
   const text = await readFile(file, 'utf8').catch(() => '');
   return text
@@ -158,18 +159,17 @@ async function recorded(file: string): Promise<string[][]> {
 
 describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
   let run: { code: number | null; stdout: string; stderr: string };
-  const logs = { cdk: '', iam: '' };
+  let log = '';
 
   before(async () => {
     assert.ok(AWS_CLI, 'CI installs the AWS CLI (.ci/run)');
-    logs.cdk = join(work.path, 'cdk.log');
-    logs.iam = join(work.path, 'iam.log');
+    log = join(work.path, 'account.log');
     const doc = await readFile(DOC, 'utf8');
     const script = walkthroughScript(doc)
       .replaceAll('https://example.com/', `${site.origin}/`)
       .replaceAll('https://example.org/', `${site.origin}/`);
     const cwd = join(work.path, 'shell');
-    await writeFile(join(work.path, 'walkthrough.sh'), prelude(logs) + script);
+    await writeFile(join(work.path, 'walkthrough.sh'), prelude(log) + script);
     spawnSync('mkdir', ['-p', cwd]);
     await writeFile(join(cwd, 'seeds.txt'), `# seeds\n${site.origin}/docs/\n\n${site.origin}/about\n`);
     // The profile the walk-through exports, with dummy keys; URL parameters taken literally (CLI v1).
@@ -230,12 +230,14 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
   });
 
   it('deploys, diffs and destroys the app stack with context keys the app reads and values it accepts', async () => {
-    const commands = await recorded(logs.cdk);
+    const commands = (await recorded(log)).filter((c) => c[0] === 'cdk').map((c) => c.slice(1));
     const verbs = commands.map((c) => c[0]);
     for (const verb of ['bootstrap', 'deploy', 'destroy']) assert.ok(verbs.includes(verb), `cdk ${verb}`);
     for (const args of commands) {
       assert.ok(['bootstrap', 'deploy', 'diff', 'destroy'].includes(args[0] ?? ''), `cdk ${args.join(' ')}`);
-      const stacks = args.slice(1).filter((a, i, all) => !a.startsWith('-') && all[i - 1] !== '-c');
+      const stacks = args
+        .slice(1)
+        .filter((a, i, all) => !a.startsWith('-') && all[i] !== '-c' && all[i - 1] !== '-c');
       for (const stack of stacks) assert.equal(stack, STACK_NAME, `cdk ${args.join(' ')} names the stack`);
       const context: Record<string, string> = {};
       args.forEach((a, i) => {
@@ -253,14 +255,33 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
     }
   });
 
-  it('attaches the operator policy the stack outputs', async () => {
-    const commands = await recorded(logs.iam);
-    assert.ok(commands.length > 0, 'an aws iam attach-*-policy command');
-    for (const args of commands) {
-      assert.match(args[1] ?? '', /^attach-(user|role|group)-policy$/);
-      const arn = args[args.indexOf('--policy-arn') + 1];
-      assert.equal(arn, outputs[OUTPUTS.operatorPolicyArn], 'the policy ARN comes from the stack output');
+  it('attaches the operator policy the stack outputs, and detaches it before the stack is destroyed', async () => {
+    const commands = await recorded(log);
+    const destroyAt = commands.findIndex((c) => c[0] === 'cdk' && c[1] === 'destroy');
+    const attached = new Map<string, number>();
+    for (const [at, args] of commands.entries()) {
+      if (args[0] !== 'iam') continue;
+      const [, verb = '', ...rest] = args;
+      const match = /^(attach|detach)-(user|role|group)-policy$/.exec(verb);
+      assert.ok(match, `aws iam ${verb}`);
+      assert.equal(
+        rest[rest.indexOf('--policy-arn') + 1],
+        outputs[OUTPUTS.operatorPolicyArn],
+        'the policy ARN is the stack output',
+      );
+      const who = `${match[2]} ${rest[rest.indexOf(`--${match[2]}-name`) + 1]}`;
+      if (match[1] === 'attach') attached.set(who, at);
+      else {
+        assert.ok(attached.has(who), `${who} is detached after it was attached`);
+        assert.ok(at < destroyAt, `${who} is detached before cdk destroy`);
+        attached.delete(who);
+      }
     }
+    assert.ok(
+      commands.some((c) => c[0] === 'iam'),
+      'the walk-through attaches the policy',
+    );
+    assert.deepEqual([...attached.keys()], [], 'every attachment is detached before cdk destroy');
   });
 
   it('tears down without the data, when asked: the bucket and the table are gone', () => {

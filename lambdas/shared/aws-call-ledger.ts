@@ -8,8 +8,9 @@
  * several permissions (a BatchGetItem on two tables; a GetObject of a missing key, which answers 404
  * instead of 403 only with s3:ListBucket on the bucket). `permissionsFor` is the mapping, pure.
  *
- * One ledger per process (`awsCallLedger`, on globalThis like the call counter). `snapshot()` is plain
- * data, and `absorb(snapshot)` adds one recorded elsewhere (a worker thread) into this one.
+ * One ledger per process (`awsCallLedger`, on globalThis like the call counter), off until `enable()`.
+ * `snapshot()` is plain data, and `absorb(snapshot)` adds one recorded elsewhere (a worker thread)
+ * into this one.
  */
 
 /** The principal of the CLI's clients: whoever runs `crawler submit/status/...` (docs/deploy.md). */
@@ -197,8 +198,23 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export class AwsCallLedger {
   readonly #entries = new Map<string, LedgerEntry>();
 
+  #enabled = false;
+
+  /**
+   * Off until a test turns it on: it keeps one entry per object key, so a long-lived Lambda container
+   * or a big local crawl would grow it without bound.
+   */
+  get enabled(): boolean {
+    return this.#enabled;
+  }
+
+  enable(): void {
+    this.#enabled = true;
+  }
+
   /** One call by `principal` that needed `permissions`. */
   record(principal: string, permissions: readonly Permission[], failed: boolean): void {
+    if (!this.#enabled) return;
     for (const { action, resource } of permissions) {
       this.#add({ principal, action, resource, calls: 1, errors: failed ? 1 : 0 });
     }
@@ -282,6 +298,7 @@ export function recordAwsCalls<T extends LedgerClient>(client: T, tag: LedgerTag
   const middleware =
     (next: Next, context: MiddlewareContext) =>
     async (args: { input: Record<string, unknown> }): Promise<{ output: unknown }> => {
+      if (!ledger.enabled) return next(args);
       const service = (context.clientName ?? 'Unknown').replace(/Client$/, '');
       const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
       const facts = { service, operation, input: args.input, accountId: tag.accountId };

@@ -117,7 +117,9 @@ before(async () => {
     { [STACK_NAME]: { stackId: STACK_ID, status: 'CREATE_COMPLETE', outputs: aws.outputs } },
     aws.endpoints.s3,
   );
-  awsCallLedger.reset(); // provisioning is CloudFormation's work, not a principal's of the stack
+  // On from here: provisioning is CloudFormation's work, not a principal's of the stack.
+  awsCallLedger.reset();
+  awsCallLedger.enable();
   await aws.start();
 
   // A whole crawl, read back every way the CLI reads.

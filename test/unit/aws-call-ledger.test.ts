@@ -108,8 +108,16 @@ describe('permissionsFor', () => {
 });
 
 describe('AwsCallLedger', () => {
+  it('records nothing until enabled (it keeps an entry per object key: unbounded in a long-lived container)', () => {
+    const ledger = new AwsCallLedger();
+    ledger.record('fn', [{ action: 'sqs:SendMessage', resource: 'arn:aws:sqs:r:1:q' }], false);
+    assert.equal(ledger.enabled, false);
+    assert.deepEqual(ledger.snapshot().entries, []);
+  });
+
   it('keeps distinct (principal, action, resource) with counts; a snapshot is plain data that absorb adds up', () => {
     const ledger = new AwsCallLedger();
+    ledger.enable();
     const send = { action: 'sqs:SendMessage', resource: 'arn:aws:sqs:r:1:q' };
     ledger.record('fn', [send], false);
     ledger.record('fn', [send], true);
@@ -121,6 +129,7 @@ describe('AwsCallLedger', () => {
       { principal: 'operator', ...send, calls: 1, errors: 0 },
     ]);
     const main = new AwsCallLedger();
+    main.enable();
     main.record('fn', [send], false);
     main.absorb(structuredClone(snapshot));
     assert.deepEqual(main.snapshot().entries[0], { principal: 'fn', ...send, calls: 3, errors: 1 });

@@ -270,7 +270,7 @@ async function handleForm(
   const action = form.get('Action') ?? '';
   const described = action === 'DescribeStacks' ? stack?.() : undefined;
   if (described) {
-    const answer = describeStacksAnswer(form, described);
+    const answer = describeStacksAnswer(form, [described]);
     res.writeHead(answer.status, { 'content-type': 'text/xml' });
     res.end(answer.body);
     return;

@@ -27,6 +27,11 @@ export const SQS_LIMITS = {
   maxMessageGroupIdLength: 128,
 } as const;
 
+/** The characters SQS accepts in a message body and in string attribute values (XML 1.0's Char). */
+const SQS_CHARS = '#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF';
+// With the u flag a lone surrogate is one code point, outside every allowed range.
+const INVALID_SQS_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
 /** MessageGroupId: 1 to 128 of `a-z A-Z 0-9` and punctuation ``!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~``. */
 const MESSAGE_GROUP_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
@@ -97,7 +102,30 @@ export function checkSqsMessage(message: SqsMessageInput, queue: QueueLimits): A
       `Value ${String(group)} for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to ${SQS_LIMITS.maxMessageGroupIdLength} in length.`,
     );
   }
-  const attributes = attributeEntries(message.MessageAttributes).length;
+  if (typeof message.MessageBody === 'string' && INVALID_SQS_CHAR.test(message.MessageBody)) {
+    return {
+      status: 400,
+      code: 'InvalidMessageContents',
+      message: `Invalid characters found. Valid unicode characters are ${SQS_CHARS}.`,
+    };
+  }
+  const entries = attributeEntries(message.MessageAttributes);
+  for (const [name, value] of entries) {
+    // A string value "has the same restrictions on the content as the message body", and none is empty.
+    if (value.DataType?.startsWith('String') || value.DataType?.startsWith('Number')) {
+      if (!value.StringValue) {
+        return invalidValue(
+          `Message (user) attribute '${name}' must contain a non-empty value of type '${value.DataType}'.`,
+        );
+      }
+      if (INVALID_SQS_CHAR.test(value.StringValue)) {
+        return invalidValue(
+          `Message (user) attribute '${name}' value contains invalid characters (${SQS_CHARS}).`,
+        );
+      }
+    }
+  }
+  const attributes = entries.length;
   if (attributes > SQS_LIMITS.maxMessageAttributes) {
     return invalidValue(
       `Number of message attributes [${attributes}] exceeds the allowed maximum [${SQS_LIMITS.maxMessageAttributes}].`,

@@ -120,7 +120,10 @@ function deadLetterMessage(letter: DeadLetter): QueueMessage {
 /** SQS accepts only these characters (and limits sizes): anything else in a reason becomes U+FFFD. */
 function sqsSafe(text: string, maxLength: number): string {
   const safe = text.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
-  return (safe.length > maxLength ? `${safe.slice(0, maxLength - 1)}…` : safe) || '-';
+  if (safe.length <= maxLength) return safe || '-';
+  // Cut between code points: half a surrogate pair is a character SQS refuses.
+  const cut = safe.slice(0, maxLength - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 
 /**

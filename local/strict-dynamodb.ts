@@ -17,7 +17,7 @@ import { DYNAMODB_MAX_ITEM_BYTES, type DynamoValue, dynamoItemSize } from './str
 export const DYNAMODB_THROTTLE_ENV = 'CRAWLER_LOCAL_DYNAMODB_THROTTLE';
 
 export interface ThrottleOptions {
-  /** Fraction of the matching requests answered ProvisionedThroughputExceededException, 0..1. */
+  /** Fraction of the matching requests answered ProvisionedThroughputExceededException, 0..1; read per request. */
   rate: number;
   /** Only requests naming a key value that starts with this (the hot partition); default every request. */
   keyPrefix?: string;

@@ -230,11 +230,3 @@ function binarySize(raw: unknown): number {
   if (raw instanceof Uint8Array) return raw.length;
   return 0;
 }
-
-export const itemTooLarge = (updating: boolean): AwsError => ({
-  status: 400,
-  code: 'ValidationException',
-  message: updating
-    ? 'Item size to update has exceeded the maximum allowed size'
-    : 'Item size has exceeded the maximum allowed size',
-});

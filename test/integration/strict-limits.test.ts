@@ -31,6 +31,7 @@ import { clientSettings, dynamodbConfig, s3Config, sqsConfig } from '../../local
 import { startDynaliteServer } from '../../local/dynalite-server.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';
+import { DYNAMODB_THROTTLE_ENV } from '../../local/strict-dynamodb.ts';
 
 let emulators: Emulators;
 let sqs: SQSClient;
@@ -340,5 +341,32 @@ describe('DynamoDB: throttling a hot partition', () => {
   it('leaves other partitions alone', async () => {
     for (let i = 0; i < 6; i++)
       await client.send(new PutItemCommand({ TableName: 'hot', Item: { pk: { S: `COLD#${i}` } } }));
+  });
+
+  it(`is configured by ${DYNAMODB_THROTTLE_ENV} when no option is given`, async () => {
+    const saved = process.env[DYNAMODB_THROTTLE_ENV];
+    process.env[DYNAMODB_THROTTLE_ENV] = '1:ALWAYS#';
+    let fromEnv: RunningServer | undefined;
+    try {
+      fromEnv = await startDynaliteServer();
+    } finally {
+      if (saved === undefined) delete process.env[DYNAMODB_THROTTLE_ENV];
+      else process.env[DYNAMODB_THROTTLE_ENV] = saved;
+    }
+    const endpoints = { sqs: fromEnv.url, s3: fromEnv.url, dynamodb: fromEnv.url };
+    const envClient = new DynamoDBClient(dynamodbConfig(endpoints, clientSettings({ maxAttempts: 1 })));
+    try {
+      const err = await failure(
+        envClient.send(new GetItemCommand({ TableName: 'any', Key: { pk: { S: 'ALWAYS#1' } } })),
+      );
+      assert.ok(err instanceof ProvisionedThroughputExceededException, err.name);
+      const other = await failure(
+        envClient.send(new GetItemCommand({ TableName: 'any', Key: { pk: { S: 'OTHER#1' } } })),
+      );
+      assert.equal(other.name, 'ResourceNotFoundException', 'other keys reach dynalite');
+    } finally {
+      envClient.destroy();
+      await fromEnv.stop();
+    }
   });
 });

@@ -4,9 +4,25 @@ import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 import type { RunningServer } from './fauxqs-server.ts';
 import { guardServer } from './request-guard.ts';
+import {
+  patchDynaliteItemSize,
+  type ThrottleOptions,
+  throttleFromEnv,
+  throttleServer,
+} from './strict-dynamodb.ts';
 
-export async function startDynaliteServer(options: { path?: string } = {}): Promise<RunningServer> {
+export interface DynaliteOptions {
+  /** LevelDB under this directory; in-memory otherwise. */
+  path?: string;
+  /** Throttle a hot partition (strict-dynamodb.ts); default: CRAWLER_LOCAL_DYNAMODB_THROTTLE, else none. */
+  throttle?: ThrottleOptions;
+}
+
+export async function startDynaliteServer(options: DynaliteOptions = {}): Promise<RunningServer> {
   if (options.path) await mkdir(options.path, { recursive: true });
+  // Item sizes as DynamoDB counts them (UTF-8 bytes): always on, so local runs fail where AWS would.
+  patchDynaliteItemSize();
+  const throttle = options.throttle ?? throttleFromEnv(process.env);
   // 0 ms table state transitions: CreateTable is ACTIVE at once, as provisioning expects.
   const server = dynalite({
     createTableMs: 0,
@@ -14,6 +30,7 @@ export async function startDynaliteServer(options: { path?: string } = {}): Prom
     updateTableMs: 0,
     ...(options.path ? { path: options.path } : {}),
   });
+  if (throttle) throttleServer(server, throttle);
   // A web page can port-scan loopback too. Any port in Host: the router and proxies in front keep theirs.
   guardServer(server, { port: 'any' });
   await new Promise<void>((resolve, reject) => {

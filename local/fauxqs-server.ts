@@ -7,6 +7,7 @@
 // host, e.g. http://127.0.0.1:PORT/000000000000/name) and listen on loopback.
 import { buildApp } from 'fauxqs';
 import { guardServer } from './request-guard.ts';
+import { installStrictLimits, type StrictStores } from './strict-fauxqs.ts';
 
 export interface RunningServer {
   url: string;
@@ -46,6 +47,8 @@ export interface FauxqsServer extends RunningServer {
 export async function startFauxqsServer(options: FauxqsOptions = {}): Promise<FauxqsServer> {
   const { stores, closers, sqsStore } = await createStores(options);
   const app = buildApp({ logger: false, stores });
+  // AWS's limits where fauxqs is lenient (strict-fauxqs.ts): always on, so local runs fail where AWS would.
+  installStrictLimits(app, strictStores(stores));
   app.addHook('preClose', () => {
     for (const close of closers) close();
   });
@@ -158,6 +161,16 @@ function isSqsPersistence(value: object): value is SqsPersistenceLike {
     db !== null &&
     typeof Reflect.get(db, 'exec') === 'function'
   );
+}
+
+function strictStores(stores: Stores): StrictStores {
+  const sqs: unknown = Reflect.get(stores, 'sqsStore');
+  const s3: unknown = Reflect.get(stores, 's3Store');
+  if (typeof sqs !== 'object' || sqs === null || typeof Reflect.get(sqs, 'getQueue') !== 'function')
+    throw internalsMoved('SqsStore.getQueue');
+  if (typeof s3 !== 'object' || s3 === null || !(Reflect.get(s3, 'buckets') instanceof Map))
+    throw internalsMoved('S3Store.buckets');
+  return { sqs, s3 } as StrictStores;
 }
 
 function internalsMoved(what: string): Error {

@@ -1,4 +1,5 @@
 /** The task and results queues as the core's ports. */
+import { createHash } from 'node:crypto';
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DrainedRecord } from '../core/aggregate-batch.ts';
 import type { DeadLetter, DeadLetterSender, OutgoingVisit, ResultSender, TaskSender } from '../core/ports.ts';
@@ -27,7 +28,7 @@ export class SqsTaskSender implements TaskSender {
       visits.map(({ visit, delaySeconds }) => ({
         body: JSON.stringify(visit),
         delaySeconds,
-        groupId: groupOf(visit.host),
+        groupId: messageGroupOf(visit.host),
       })),
     );
   }
@@ -44,13 +45,23 @@ export class SqsTaskSender implements TaskSender {
 
 /**
  * Fair queues: the host is the message group, so one large host cannot starve the rest of a crawl.
- * SQS takes at most 128 characters of MessageGroupId.
+ * SQS takes 1 to 128 alphanumeric and punctuation characters; a host name may have up to 253 (and
+ * a port). A longer one keeps its first characters and ends in a hash of the whole, so two hosts
+ * that share a long prefix still get groups of their own.
  */
-function groupOf(host: string): string | undefined {
-  return host.slice(0, MAX_GROUP_ID_LENGTH) || undefined;
+export function messageGroupOf(host: string): string | undefined {
+  if (host === '') return undefined;
+  if (host.length <= MAX_GROUP_ID_LENGTH && GROUP_ID_CHARS.test(host)) return host;
+  const digest = createHash('sha256').update(host).digest('base64url').slice(0, GROUP_DIGEST_LENGTH);
+  const prefix = host.replace(NOT_GROUP_ID_CHAR, '_').slice(0, MAX_GROUP_ID_LENGTH - GROUP_DIGEST_LENGTH - 1);
+  return `${prefix}~${digest}`;
 }
 
 const MAX_GROUP_ID_LENGTH = 128;
+/** 132 bits of SHA-256 in base64url (whose characters SQS accepts). */
+const GROUP_DIGEST_LENGTH = 22;
+const GROUP_ID_CHARS = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]+$/;
+const NOT_GROUP_ID_CHAR = /[^A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]/g;
 
 export class SqsResultSender implements ResultSender {
   private readonly sqs: SQSClient;
@@ -109,7 +120,10 @@ function deadLetterMessage(letter: DeadLetter): QueueMessage {
 /** SQS accepts only these characters (and limits sizes): anything else in a reason becomes U+FFFD. */
 function sqsSafe(text: string, maxLength: number): string {
   const safe = text.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
-  return (safe.length > maxLength ? `${safe.slice(0, maxLength - 1)}…` : safe) || '-';
+  if (safe.length <= maxLength) return safe || '-';
+  // Cut between code points: half a surrogate pair is a character SQS refuses.
+  const cut = safe.slice(0, maxLength - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 
 /**

@@ -24,10 +24,12 @@ export class S3Blobs implements ResultStore {
   }
 
   /**
-   * Writes `key` once: a conditional PUT (`If-None-Match: *`), after a HEAD, because not every S3
-   * (the embedded emulator) honours the condition, and repeated with a HEAD before each attempt, so
-   * an attempt that took effect but lost its answer is not written again. False when the object
-   * already existed, including when an earlier attempt of this call wrote it.
+   * Writes `key` once: a conditional PUT (`If-None-Match: *`), which S3 (and the local strict layer)
+   * refuses with 412 when the key exists, so of concurrent writers exactly one wins. Each attempt
+   * starts with a HEAD: a key that exists costs a HEAD, not a refused PUT (a PUT is billed at over ten
+   * times a HEAD's price), and an S3 without conditional writes still writes nothing twice unless
+   * writers race. False when the object already existed, including when an earlier attempt of this
+   * call wrote it (its answer lost).
    */
   async putIfAbsent(key: string, body: Uint8Array, contentType: string): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {

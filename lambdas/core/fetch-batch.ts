@@ -18,7 +18,7 @@ import type { BodyBudget } from './body-budget.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { isCrawlError } from './errors.ts';
 import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
-import { type VisitDecision, type VisitEnd, visitHost } from './host-visit.ts';
+import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
 import { admitEnded, admitLinks, type DiscoveringPage, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
@@ -299,10 +299,18 @@ async function endVisit(
   const holder = deps.invocationId;
   if (ended === undefined || 'failed' in ended) {
     // The visit failed (an AWS call that kept failing): its output so far is out; the host is
-    // handed back so its message, tried again soon, finds it free.
-    const error = ended && 'failed' in ended ? ended.failed : new Error('visit did not run');
+    // handed back so its message, tried again soon, finds it free, knowing the URLs whose results
+    // are on their way (else they are fetched again) and the pace the visit kept.
+    const failed = ended && 'failed' in ended ? ended.failed : new Error('visit did not run');
+    const progress = failed instanceof VisitFailedError ? failed.progress : undefined;
+    const error = failed instanceof VisitFailedError ? failed.cause : failed;
     const ticket = run.visit.ticket ?? crypto.randomUUID();
-    await deps.hosts.release(crawlId, host, holder, { ...run.lease, visitAt: deps.now(), ticket });
+    await deps.hosts.release(crawlId, host, holder, {
+      ...run.lease,
+      ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
+      visitAt: deps.now(),
+      ticket,
+    });
     report.retries.push(failedRetry(run.message, error));
     return;
   }

@@ -111,65 +111,82 @@ export async function visitHost(
     },
   };
 
-  for (;;) {
-    const urls = await deps.hostUrls.urls(crawlId, host);
-    for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
-    const now = deps.now();
-    const ready = urls
-      .filter((url) => url.st === 'new' && !inflight.has(url.key) && (url.retryAt ?? 0) <= now)
-      .sort((a, b) => a.depth - b.depth);
-    if (ready.length === 0) {
-      const open = urls.filter((url) => url.st !== 'done');
-      if (open.length === 0) {
-        if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
-        return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
+  // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
+  // it decided (their results go out with the batch) and its pace, for the host's release.
+  try {
+    for (;;) {
+      const urls = await deps.hostUrls.urls(crawlId, host);
+      for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      const now = deps.now();
+      const ready = urls
+        .filter((url) => url.st === 'new' && !inflight.has(url.key) && (url.retryAt ?? 0) <= now)
+        .sort((a, b) => a.depth - b.depth);
+      if (ready.length === 0) {
+        const open = urls.filter((url) => url.st !== 'done');
+        if (open.length === 0) {
+          if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
+          return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
+        }
+        if (unsettled > 0 && deps.settle) {
+          unsettled = 0;
+          await deps.settle();
+          continue;
+        }
+        const retries = open.flatMap((url) =>
+          url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
+        );
+        const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
+        return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
       }
-      if (unsettled > 0 && deps.settle) {
-        unsettled = 0;
-        await deps.settle();
-        continue;
-      }
-      const retries = open.flatMap((url) =>
-        url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
-      );
-      const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
-      return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
-    }
-    for (const url of ready) {
-      // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
-      const startAt = Math.max(deps.now(), pacer.state.nextAt);
-      if (startAt + requestBudget > deps.deadline)
-        return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-      if (startAt > deps.now()) await deps.sleep(startAt - deps.now());
-      attemptsOf = url.attempts ?? 0;
-      const decision = await decideTask(
-        { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
-        { ...deps, fetcher, slots: pacer, frontier },
-      );
-      decided++;
-      if (decision.kind === 'result' || decision.kind === 'captured') {
-        inflight.add(url.key);
-        unsettled++;
-        onDecision(decision);
-        continue;
-      }
-      if (decision.kind === 'defer') {
-        // A retry is postponed on its item; a robots.txt wait holds the whole host; a page slot past
-        // the decision's own wait is waited for on the next round.
-        if (decision.retry) continue;
-        if (decision.code === 'robots-pending')
-          return report({
-            kind: 'hand-back',
-            visitAt: deps.now() + decision.delaySeconds * 1000,
-            why: 'robots',
-          });
+      for (const url of ready) {
+        // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
+        const startAt = Math.max(deps.now(), pacer.state.nextAt);
+        if (startAt + requestBudget > deps.deadline)
+          return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
+        if (startAt > deps.now()) await deps.sleep(startAt - deps.now());
+        attemptsOf = url.attempts ?? 0;
+        const decision = await decideTask(
+          { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
+          { ...deps, fetcher, slots: pacer, frontier },
+        );
+        decided++;
+        if (decision.kind === 'result' || decision.kind === 'captured') {
+          inflight.add(url.key);
+          unsettled++;
+          onDecision(decision);
+          continue;
+        }
+        if (decision.kind === 'defer') {
+          // A retry is postponed on its item; a robots.txt wait holds the whole host; a page slot past
+          // the decision's own wait is waited for on the next round.
+          if (decision.retry) continue;
+          if (decision.code === 'robots-pending')
+            return report({
+              kind: 'hand-back',
+              visitAt: deps.now() + decision.delaySeconds * 1000,
+              why: 'robots',
+            });
+          break;
+        }
+        if (decision.kind === 'drop' || decision.kind === 'reject')
+          return report({ kind: 'stop', why: decision.kind === 'drop' ? decision.why : decision.code });
+        // 'retry' is a task's infrastructure failure (a claim held, which a visit never meets): look again.
         break;
       }
-      if (decision.kind === 'drop' || decision.kind === 'reject')
-        return report({ kind: 'stop', why: decision.kind === 'drop' ? decision.why : decision.code });
-      // 'retry' is a task's infrastructure failure (a claim held, which a visit never meets): look again.
-      break;
     }
+  } catch (error) {
+    throw new VisitFailedError(error, { pace: pacer.state, inflight: [...inflight] });
+  }
+}
+
+/** A visit that failed part way, with what it did so far (VisitReport's pace and inflight). */
+export class VisitFailedError extends Error {
+  readonly progress: Pick<VisitReport, 'pace' | 'inflight'>;
+
+  constructor(cause: unknown, progress: Pick<VisitReport, 'pace' | 'inflight'>) {
+    super(`visit failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'VisitFailedError';
+    this.progress = progress;
   }
 }
 

@@ -41,9 +41,10 @@
  * without a usable Location → allow all; 5xx, 429 (Retry-After honoured and pushed onto the host's
  * slot), timeouts (also a body cut by the deadline), network and TLS errors, undecodable content →
  * `saveUnavailable` with `retryAt = now + 30 s · 2^(earlier failures)` and defer. After a fetch the
- * host's next slot is pushed back to honour a Crawl-delay above `delayMs`. A hop the fetcher refuses
- * with `OutOfTime` (the visit's deadline) saves nothing and counts no failure: defer until the
- * claim's lease ends.
+ * host's next slot is pushed back to honour a Crawl-delay above `delayMs`. The fetcher may refuse a
+ * request with `OutOfTime` (the visit's deadline): robots.txt itself then saves nothing and counts
+ * no failure (defer until the claim's lease ends); a redirect hop counts as unreachable, since a
+ * chain too slow for one invocation would otherwise be started again for ever.
  *
  * Store expectations (the adapter's conditional writes): `claim` succeeds when the item is missing,
  * `fetching` with an expired lease, `unavailable` with `retryAt <= now`, or `ready` but older than
@@ -512,7 +513,16 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
         limits: { ...config.limits, maxBodyBytes: MAX_ROBOTS_BYTES },
       });
     } catch (error) {
-      if (error instanceof OutOfTime) return { kind: 'out-of-time' };
+      if (error instanceof OutOfTime) {
+        // A chain that started and cannot end in this invocation may never fit in one: it counts
+        // as a failed attempt (backoff, at most MAX_ROBOTS_FAILURES), so it cannot loop for ever.
+        if (hop > 0)
+          return {
+            kind: 'unreachable',
+            reason: `redirect ${hop} not followed before the invocation's deadline`,
+          };
+        return { kind: 'out-of-time' };
+      }
       if (error instanceof PermanentError && error.outcome === 'blocked') {
         // The origin itself is refused: so are all its URLs. A refused redirect target is a
         // redirect that cannot be followed: robots.txt unavailable, allow all (RFC 9309 §2.3.1.3).

@@ -14,6 +14,11 @@ export type RawOutcome =
   | { kind: 'unserializable'; reason: string };
 
 export interface Container {
+  /**
+   * Lambda's Init phase: the module imported (a new worker started) before the invocation's clock
+   * starts, as Lambda does not count it against the function timeout. Rejects if it fails.
+   */
+  init(): Promise<void>;
   /** Runs one invocation until it settles or `deadline` (epoch ms) passes; never rejects. */
   invoke(
     event: SQSEvent,
@@ -28,6 +33,8 @@ export interface Container {
 export function inProcessContainer(factory: HandlerFactory, env: Record<string, string>): Container {
   let instance: HandlerInstance | undefined;
   return {
+    // The module was imported once for the whole process (loadHandlerModule).
+    init: async () => {},
     async invoke(event, context, deadline) {
       let coldStart = false;
       const call = async (): Promise<unknown> => {

@@ -195,16 +195,24 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     container: Container,
     stream: string,
   ): Promise<{ recycle: boolean }> {
+    stats.invocations++;
+    running++;
+    activity++;
+    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
+    // Init (a new worker importing the module) happens before the invocation's clock starts.
+    const initError = await container.init().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     const started = Date.now();
     const deadline = started + fn.timeoutSeconds * 1000;
     const context = createLambdaContext(fn, deadline, stream);
     const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source.queueArn, options.region)) };
     const ids = event.Records.map((r) => r.messageId);
-    stats.invocations++;
-    running++;
-    activity++;
-    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
-    const { raw, coldStart } = await container.invoke(event, context, deadline);
+    const { raw, coldStart } =
+      initError === undefined
+        ? await container.invoke(event, context, deadline)
+        : { raw: { kind: 'threw' as const, error: initError }, coldStart: true };
     if (coldStart) stats.coldStarts++;
     running--;
 

@@ -22,11 +22,17 @@ const relay = () => {
 setInterval(relay, RELAY_EVERY_MS).unref();
 
 let instance: HandlerInstance | undefined;
+// Init: the module imported before any invocation (Lambda does not count it against the timeout).
+const loaded = loadHandlerModule(data.fn);
+loaded.then(
+  () => post({ type: 'ready' }),
+  (error: unknown) => post({ type: 'init-failed', error: describe(error) }),
+);
 
 port.on('message', async (message: ToWorker) => {
   try {
     if (!instance) {
-      const { factory } = await loadHandlerModule(data.fn);
+      const { factory } = await loaded;
       instance = await factory(data.env);
     }
     const context = createLambdaContext(data.fn, message.deadline, message.stream, message.requestId);

@@ -23,6 +23,9 @@ export interface ToWorker {
 
 export type FromWorker =
   | { type: 'relay'; deltas: Record<string, unknown> }
+  /** The handler module is imported (Init): invocations may come. */
+  | { type: 'ready' }
+  | { type: 'init-failed'; error: { name: string; message: string; stack?: string } }
   /** `warm`: the worker holds a handler instance now (its createHandler succeeded). */
   | { type: 'returned'; id: number; warm: boolean; json: string | undefined }
   | { type: 'unserializable'; id: number; warm: boolean; reason: string }
@@ -39,19 +42,31 @@ export function workerContainer(fn: LocalFunction, env: Record<string, string>):
   let sequence = 0;
   let settle: ((raw: RawOutcome) => void) | undefined;
   let pendingId = 0;
+  /** The current worker's Init: resolves once its module is imported. */
+  let ready: Promise<void> | undefined;
 
   const stop = async (): Promise<void> => {
     const ending = worker;
     worker = undefined;
+    ready = undefined;
     warm = false;
     await ending?.terminate();
   };
 
   const start = (): Worker => {
     const started = new Worker(WORKER_URL, { workerData: { fn, env } satisfies WorkerData });
+    let initDone: (error?: Error) => void = () => {};
+    ready = new Promise<void>((resolve, reject) => {
+      initDone = (error) => (error ? reject(error) : resolve());
+    });
+    ready.catch(() => {});
     started.on('message', (message: FromWorker) => {
       if (message.type === 'relay') {
         absorbAll(relays, message.deltas);
+        return;
+      }
+      if (message.type === 'ready' || message.type === 'init-failed') {
+        initDone(message.type === 'ready' ? undefined : rebuild(message.error));
         return;
       }
       if (message.id !== pendingId || !settle) return;
@@ -72,16 +87,29 @@ export function workerContainer(fn: LocalFunction, env: Record<string, string>):
     // fails and the next one is a cold start.
     started.on('error', (error) => {
       if (worker === started) worker = undefined;
+      initDone(error);
       settle?.({ kind: 'threw', error });
     });
     started.on('exit', (code) => {
       if (worker === started) worker = undefined;
-      settle?.({ kind: 'threw', error: new Error(`Runtime exited with status ${code}`) });
+      const error = new Error(`Runtime exited with status ${code}`);
+      initDone(error);
+      settle?.({ kind: 'threw', error });
     });
     return started;
   };
 
   return {
+    async init() {
+      if (!worker) worker = start();
+      try {
+        await ready;
+      } catch (error) {
+        // A worker whose Init failed is gone: the next batch starts another.
+        await stop();
+        throw error;
+      }
+    },
     async invoke(event, context, deadline) {
       const coldStart = !warm;
       worker ??= start();

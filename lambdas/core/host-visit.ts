@@ -128,7 +128,9 @@ export async function visitHost(
         if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
         return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
       }
-      if (unsettled > 0 && deps.settle) {
+      // Settling waits for the batch's running flush: worth it only if a request could still start.
+      const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+      if (unsettled > 0 && deps.settle && canStart) {
         unsettled = 0;
         await deps.settle();
         continue;

@@ -1,7 +1,7 @@
 // One poller per SQS event source mapping, keeping Lambda's semantics: `concurrency` slots, each a
-// warm "container" with its own createHandler(env) instance; batches gathered up to BatchSize within
-// MaximumBatchingWindowInSeconds; results settled the way Lambda settles them (see settle()).
-import { pathToFileURL } from 'node:url';
+// warm "container" with its own createHandler(env) instance (a worker thread terminated at a
+// timeout, or in process for fixtures that ask: container.ts); batches gathered up to BatchSize
+// within MaximumBatchingWindowInSeconds; results settled the way Lambda settles them.
 import {
   DeleteMessageBatchCommand,
   type DeleteMessageBatchRequestEntry,
@@ -9,13 +9,13 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Context, SQSEvent } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
+import { type Container, inProcessContainer } from './container.ts';
+import { type HandlerModule, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext, logStreamName } from './lambda-context.ts';
 import { judgeResponse, toSqsRecord } from './sqs-event.ts';
 import type { LocalEventSource, LocalFunction } from './stack-model.ts';
-
-export type HandlerInstance = (event: SQSEvent, context: Context) => unknown;
-export type HandlerFactory = (env: Record<string, string>) => HandlerInstance | Promise<HandlerInstance>;
+import { workerContainer } from './worker-container.ts';
 
 export type InvocationOutcome = 'success' | 'partial' | 'error' | 'timeout' | 'invalid-response';
 
@@ -103,7 +103,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     receiveErrors: 0,
     maxConcurrentInvocations: 0,
   };
-  let factory: HandlerFactory | undefined;
+  let handlerModule: HandlerModule | undefined;
   let stopping = false;
   let slots: Promise<void>[] = [];
   let busy = 0;
@@ -151,70 +151,69 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     return batch;
   }
 
+  function newContainer(): Container {
+    if (!handlerModule) throw new Error('poller not started');
+    return handlerModule.inProcess
+      ? inProcessContainer(handlerModule.factory, options.env)
+      : workerContainer(fn, { ...options.env });
+  }
+
   async function runSlot(slot: number): Promise<void> {
-    let instance: HandlerInstance | undefined;
+    // Started lazily: the worker (and createHandler) at the slot's first batch.
+    const container = newContainer();
     let stream = logStreamName();
-    while (!stopping) {
-      let holding = false;
-      try {
-        const messages = await gather(() => {
-          holding = true;
-          busy++;
-        });
-        if (messages.length === 0) continue;
-        const result = await invoke(slot, messages, instance, stream);
-        instance = result.instance;
-        if (result.recycle) {
-          // Lambda resets an execution environment after a timeout: next batch is a cold start.
-          instance = undefined;
-          stream = logStreamName();
+    try {
+      while (!stopping) {
+        let holding = false;
+        try {
+          const messages = await gather(() => {
+            holding = true;
+            busy++;
+          });
+          if (messages.length === 0) continue;
+          const result = await invoke(slot, messages, container, stream);
+          if (result.recycle) {
+            // Lambda resets an execution environment after a timeout: next batch is a cold start.
+            await container.dispose();
+            stream = logStreamName();
+          }
+        } catch (err) {
+          log(`${label} slot ${slot}: unexpected error: ${describe(err)}`);
+          await sleep(200);
+        } finally {
+          if (holding) busy--;
         }
-      } catch (err) {
-        log(`${label} slot ${slot}: unexpected error: ${describe(err)}`);
-        await sleep(200);
-      } finally {
-        if (holding) busy--;
       }
+    } finally {
+      await container.dispose();
     }
   }
 
   async function invoke(
     slot: number,
     messages: Message[],
-    current: HandlerInstance | undefined,
+    container: Container,
     stream: string,
-  ): Promise<{ instance: HandlerInstance | undefined; recycle: boolean }> {
+  ): Promise<{ recycle: boolean }> {
+    stats.invocations++;
+    running++;
+    activity++;
+    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
+    // Init (a new worker importing the module) happens before the invocation's clock starts.
+    const initError = await container.init().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     const started = Date.now();
     const deadline = started + fn.timeoutSeconds * 1000;
     const context = createLambdaContext(fn, deadline, stream);
     const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source.queueArn, options.region)) };
     const ids = event.Records.map((r) => r.messageId);
-    stats.invocations++;
-    running++;
-    activity++;
-    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
-    let instance = current;
-    let timer: NodeJS.Timeout | undefined;
-    type Raw = { kind: 'returned'; value: unknown } | { kind: 'threw'; error: unknown } | { kind: 'timeout' };
-    const call = async (): Promise<unknown> => {
-      if (!instance) {
-        if (!factory) throw new Error('poller not started');
-        stats.coldStarts++;
-        instance = await factory({ ...options.env });
-      }
-      return instance(event, context);
-    };
-    const timeout = new Promise<Raw>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: 'timeout' }), Math.max(0, deadline - Date.now()));
-    });
-    const raw = await Promise.race<Raw>([
-      call().then(
-        (value): Raw => ({ kind: 'returned', value }),
-        (error: unknown): Raw => ({ kind: 'threw', error }),
-      ),
-      timeout,
-    ]);
-    clearTimeout(timer);
+    const { raw, coldStart } =
+      initError === undefined
+        ? await container.invoke(event, context, deadline)
+        : { raw: { kind: 'threw' as const, error: initError }, coldStart: true };
+    if (coldStart) stats.coldStarts++;
     running--;
 
     let outcome: InvocationOutcome;
@@ -229,6 +228,10 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       outcome = 'error';
       stats.errors++;
       error = raw.error;
+    } else if (raw.kind === 'unserializable') {
+      outcome = 'invalid-response';
+      stats.invalidResponses++;
+      error = new Error(raw.reason);
     } else {
       const verdict = judgeResponse(raw.value, ids, source.reportBatchItemFailures);
       if (verdict.kind === 'invalid') {
@@ -272,7 +275,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       ...(error === undefined ? {} : { error }),
       ignoredBatchItemFailures: ignored,
     });
-    return { instance, recycle: outcome === 'timeout' };
+    return { recycle: outcome === 'timeout' };
   }
 
   async function deleteMessages(messages: Message[]): Promise<void> {
@@ -305,7 +308,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     concurrency: options.concurrency,
     async start() {
       if (slots.length > 0 || !source.enabled) return;
-      factory = await loadFactory(fn);
+      handlerModule = await loadHandlerModule(fn);
       stopping = false;
       slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
     },
@@ -317,23 +320,6 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     stats: () => ({ ...stats }),
     busySlots: () => busy,
     activity: () => activity,
-  };
-}
-
-/** Imports the handler module (once per process, like Node's module cache) and checks its contract. */
-export async function loadFactory(fn: LocalFunction): Promise<HandlerFactory> {
-  const mod: unknown = await import(pathToFileURL(fn.handlerPath).href);
-  const createHandler =
-    typeof mod === 'object' && mod !== null ? Reflect.get(mod, 'createHandler') : undefined;
-  if (typeof createHandler !== 'function') {
-    throw new Error(`${fn.handlerModule} (function ${fn.logicalId}) does not export createHandler(env)`);
-  }
-  return async (env) => {
-    const instance: unknown = await createHandler(env);
-    if (typeof instance !== 'function') {
-      throw new Error(`${fn.handlerModule}: createHandler(env) did not return a handler function`);
-    }
-    return instance as HandlerInstance;
   };
 }
 

@@ -9,7 +9,12 @@ export function logStreamName(now = new Date()): string {
   return `${day}/[$LATEST]${randomBytes(16).toString('hex')}`;
 }
 
-export function createLambdaContext(fn: LocalFunction, deadline: number, stream: string): Context {
+export function createLambdaContext(
+  fn: LocalFunction,
+  deadline: number,
+  stream: string,
+  awsRequestId: string = randomUUID(),
+): Context {
   const unsupported = (name: string) => () => {
     // nodejs24.x dropped callback-style completion; fail loudly instead of pretending.
     throw new Error(`context.${name}() is not supported by the nodejs24.x runtime; return a promise`);
@@ -20,7 +25,7 @@ export function createLambdaContext(fn: LocalFunction, deadline: number, stream:
     functionVersion: '$LATEST',
     invokedFunctionArn: fn.functionArn,
     memoryLimitInMB: String(fn.memorySizeMb),
-    awsRequestId: randomUUID(),
+    awsRequestId,
     logGroupName: `/aws/lambda/${fn.functionName}`,
     logStreamName: stream,
     getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),

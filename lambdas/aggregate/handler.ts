@@ -7,12 +7,15 @@
  * (6× the function timeout): a malformed message at once, so its maxReceiveCount receives pass in
  * seconds and it lands in the ResultsDLQ promptly; a result whose processing failed after a short
  * backoff. The queue URL comes from the record's eventSourceARN (GetQueueUrl, once per container).
+ * Results the core did not start before the deadline (the remaining time less a reserve) are sent
+ * again as new messages: running out of time spends no receive toward the ResultsDLQ.
  */
 import { GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { delayRedelivery } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
+import { sendMessagesInBatches } from '../adapters/sqs-batch-sender.ts';
 import { processResultBatch } from '../core/aggregate-batch.ts';
 import { backoffSeconds } from '../core/backoff.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
@@ -42,15 +45,24 @@ export function createHandler(rawEnv: Env) {
     return url;
   };
 
-  return async (event: SQSEvent, context?: Pick<Context, 'awsRequestId'>): Promise<SQSBatchResponse> => {
+  return async (
+    event: SQSEvent,
+    context?: Pick<Context, 'awsRequestId'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>,
+  ): Promise<SQSBatchResponse> => {
     const byId = new Map(event.Records.map((record) => [record.messageId, record]));
+    const remaining = context?.getRemainingTimeInMillis?.();
     const report = await processResultBatch(
       event.Records.map((record) => ({
         id: record.messageId,
         body: record.body,
         receiveCount: Number(record.attributes.ApproximateReceiveCount) || 1,
       })),
-      { frontier, blobs, invocationId: context?.awsRequestId ?? crypto.randomUUID() },
+      {
+        frontier,
+        blobs,
+        invocationId: context?.awsRequestId ?? crypto.randomUUID(),
+        ...(remaining === undefined ? {} : { deadline: Date.now() + remaining - reserveMs(remaining) }),
+      },
     );
     for (const part of report.written) log.info('index part written', part);
     for (const dup of report.duplicates) log.info('duplicate result dropped', dup);
@@ -61,7 +73,17 @@ export function createHandler(rawEnv: Env) {
       log.error('not a result record', { messageId: bad.id, reason: bad.reason });
     for (const retry of report.retry) log.warn('result will be retried', retry);
 
+    // Not started for lack of time: sent again as new messages (a failure report would spend a
+    // receive toward the DLQ); only if that send fails do they come back as failures, at once.
+    const deferred = report.deferred.flatMap(({ id }) => byId.get(id) ?? []);
+    const unsent = await handBack(clients.sqs, deferred, queueUrlOf).catch((error: unknown) => {
+      log.warn('could not send back the results not started in time', { error: String(error) });
+      return deferred;
+    });
+    if (deferred.length > 0) log.info('results not started in time sent back', { count: deferred.length });
+
     const redeliver = [
+      ...unsent.map((record) => ({ id: record.messageId, seconds: 0 })),
       ...report.rejected.map((bad) => ({ id: bad.id, seconds: 0 })),
       ...report.retry.map((retry) => ({
         id: retry.id,
@@ -73,6 +95,36 @@ export function createHandler(rawEnv: Env) {
     );
     return { batchItemFailures: redeliver.map((entry) => ({ itemIdentifier: entry.id })) };
   };
+}
+
+/**
+ * Time kept after the last crawl's results start: its steps (finalize with retries, the part PUT,
+ * counters, completion) and the hand-back of the rest. 20 s, or a third of a short timeout, but at
+ * least 1 s: with less than that left nothing is started.
+ */
+const RESERVE_MS = 20_000;
+const RESERVE_SHARE = 1 / 3;
+const MIN_RESERVE_MS = 1_000;
+
+function reserveMs(remaining: number): number {
+  return Math.min(RESERVE_MS, Math.max(MIN_RESERVE_MS, remaining * RESERVE_SHARE));
+}
+
+/** Sends `records` again, as they are, to the queues they came from; returns none (it throws instead). */
+async function handBack(
+  sqs: SQSClient,
+  records: readonly SQSRecord[],
+  queueUrlOf: (arn: string) => Promise<string>,
+): Promise<SQSRecord[]> {
+  for (const [arn, group] of Map.groupBy(records, (record) => record.eventSourceARN)) {
+    const queueUrl = await queueUrlOf(arn);
+    await sendMessagesInBatches(
+      sqs,
+      queueUrl,
+      group.map((record) => ({ body: record.body })),
+    );
+  }
+  return [];
 }
 
 function receiveCount(record: SQSRecord | undefined): number {

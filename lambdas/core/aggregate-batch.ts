@@ -45,6 +45,10 @@
  * later step that keeps failing (PUT, counters, completion, summary) makes the winners batch item
  * failures: they come back as repeats. Messages that are not result records are `rejected` (batch
  * item failures too) so they end in the ResultsDLQ.
+ *
+ * Time: with `deadline`, no crawl's results are started after it; the messages left are `deferred`
+ * (nothing was done for them), and the handler sends them again as new messages, so running out of
+ * time never spends a receive toward the DLQ (docs/failure-model.md, "Deadlines").
  */
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
@@ -75,6 +79,11 @@ export interface AggregateDeps {
   now?: () => Date;
   /** Finalize calls in flight at once (default 16). */
   concurrency?: number;
+  /**
+   * Epoch ms: no crawl's results (nor a drained record's completion check) are started after it.
+   * What is left is `deferred`: not failed, so the caller hands it back without spending a receive.
+   */
+  deadline?: number;
 }
 
 export interface AggregateReport {
@@ -96,6 +105,8 @@ export interface AggregateReport {
   counters: Record<string, CrawlCounters>;
   /** Crawls completed by this batch (or whose summary was rewritten on the recovery path). */
   summaries: Array<{ crawlId: string; key: string; completedNow: boolean }>;
+  /** Messages not started before the deadline (nothing done for them): to be sent again as they are. */
+  deferred: Array<{ id: string; crawlId: string }>;
 }
 
 export const DEFAULT_FINALIZE_CONCURRENCY = 16;
@@ -183,7 +194,10 @@ export async function processResultBatch(
     rewritten: [],
     counters: {},
     summaries: [],
+    deferred: [],
   };
+  const now = deps.now ?? (() => new Date());
+  const outOfTime = () => deps.deadline !== undefined && now().getTime() >= deps.deadline;
   const valid: Item[] = [];
   const drained = new Map<string, ResultMessage[]>();
   for (const message of messages) {
@@ -197,12 +211,25 @@ export async function processResultBatch(
     else report.rejected.push({ id: message.id, reason: parsed.reason });
   }
   const checked = new Set<string>();
-  for (const [crawlId, items] of Map.groupBy(valid, (item) => item.result.crawlId))
+  // One crawl's results at a time, each started only before the deadline: a crawl's results are
+  // one unit (one index part), never cut in the middle.
+  const skipped = new Set<string>();
+  for (const [crawlId, items] of Map.groupBy(valid, (item) => item.result.crawlId)) {
+    if (outOfTime()) {
+      skipped.add(crawlId);
+      for (const { message } of items) report.deferred.push({ id: message.id, crawlId });
+      continue;
+    }
     await processCrawl(crawlId, items, { ...deps, checked }, report);
+  }
   // A drained host: completion is checked here unless this batch's results of the crawl did (they
   // may not have: all of them lost finalize, or came late).
   for (const [crawlId, records] of drained) {
     if (checked.has(crawlId)) continue;
+    if (skipped.has(crawlId) || outOfTime()) {
+      for (const message of records) report.deferred.push({ id: message.id, crawlId });
+      continue;
+    }
     try {
       await retryStep(async () => {
         const counters = await deps.frontier.readCounters(crawlId);

@@ -4,6 +4,8 @@
  * - PermanentError: record a result with `outcome` and `code` as its reason, then drop the task.
  * - FatalError: the crawl (or process) cannot go on; give up and report it.
  * Every error carries a stable `code` that appears in result records, logs and tests.
+ * - OutOfTime (not a CrawlError): the invocation's time ran out before the work started; nothing
+ *   failed, so nothing is recorded or counted as an attempt: the caller hands the work back.
  */
 import type { Outcome } from './outcome.ts';
 
@@ -43,6 +45,18 @@ export class PermanentError extends CrawlError {
 
 export class FatalError extends CrawlError {
   readonly disposition = 'fatal' as const;
+}
+
+/**
+ * A request was not started because it could not end before the invocation's deadline. Not a crawl
+ * error on purpose: a robots.txt fetch or a page is not failed by it (no attempt, no backoff), the
+ * visit that owns it hands its host back (host-visit.ts).
+ */
+export class OutOfTime extends Error {
+  constructor(message = 'not started: the invocation would end before the request could') {
+    super(message);
+    this.name = 'OutOfTime';
+  }
 }
 
 export function isCrawlError(error: unknown): error is CrawlError {

@@ -65,6 +65,12 @@ export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'
   partExists?: (key: string) => Promise<boolean>;
   /** Epoch ms: no request starts that could not end before it; the batch's last flush follows it. */
   deadline: number;
+  /**
+   * Epoch ms: when the invocation is cut off (its timeout). The visits stop before `deadline` when the
+   * flushes seen so far say the last one would not end before this: AWS answering slowly makes the
+   * batch's last sends slow, and an invocation cut off loses what it had not sent.
+   */
+  end?: number;
   /** How often the visits' output is sent while they run (ms). Default 5 s. */
   flushEveryMs?: number;
   /**
@@ -103,6 +109,8 @@ export interface FetchBatchReport {
   budgetStopped: string[];
 }
 
+/** The last flush is given this many times the longest flush seen so far before `end`. */
+const LAST_FLUSH_FACTOR = 2;
 /** Lease beyond the deadline: the batch's last flush and the visits' release happen inside it. */
 const LEASE_MARGIN_MS = 15_000;
 const DEFAULT_FLUSH_EVERY_MS = 5_000;
@@ -280,7 +288,15 @@ async function startVisit(
   run.done = visitHost(
     { crawlId, host, pace: lease, inflight: lease.inflight },
     config,
-    { ...deps, hostUrls: deps.frontier, settle: () => output.admitFound() },
+    {
+      ...deps,
+      hostUrls: deps.frontier,
+      settle: () => output.admitFound(),
+      // Read at each check: it moves earlier as slow flushes are seen.
+      get deadline() {
+        return output.visitDeadline();
+      },
+    },
     (decision) => {
       run.fetched++;
       output.addVisit(decision);
@@ -394,6 +410,9 @@ class BatchOutput {
   /** Serializes flushes (the periodic one and the last). */
   private flushing: Promise<void> = Promise.resolve();
   private broken: { error: unknown } | undefined;
+  /** The longest flush so far (ms), the one running included: what the batch's last flush may take. */
+  private longestFlushMs = 0;
+  private flushStartedAt: number | undefined;
   /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
   private flushDue = false;
 
@@ -553,7 +572,26 @@ class BatchOutput {
     return { results: admitted.results, seenKeys: admitted.seenKeys };
   }
 
+  /** When the visits stop starting requests: the deadline, or earlier if the last flush would not fit. */
+  visitDeadline(): number {
+    const { deadline, end } = this.deps;
+    if (end === undefined) return deadline;
+    const running = this.flushStartedAt === undefined ? 0 : this.deps.now() - this.flushStartedAt;
+    return Math.min(deadline, end - LAST_FLUSH_FACTOR * Math.max(this.longestFlushMs, running));
+  }
+
   private async flushOnce(): Promise<void> {
+    const started = this.deps.now();
+    this.flushStartedAt = started;
+    try {
+      await this.sendAll();
+    } finally {
+      this.flushStartedAt = undefined;
+      this.longestFlushMs = Math.max(this.longestFlushMs, this.deps.now() - started);
+    }
+  }
+
+  private async sendAll(): Promise<void> {
     const deps = this.deps;
     // Everything pending is taken at once, before any await: a page written to this flush's WARC
     // files has its links admitted by this flush, before its result is sent, never by a later one.

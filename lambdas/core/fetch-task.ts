@@ -10,7 +10,13 @@
  */
 import { backoffSeconds } from './backoff.ts';
 import type { CrawlConfig } from './crawl-config.ts';
-import { describeError, isCrawlError, type PermanentError, type RetryableError } from './errors.ts';
+import {
+  describeError,
+  isCrawlError,
+  OutOfTime,
+  type PermanentError,
+  type RetryableError,
+} from './errors.ts';
 import { headerValue } from './http-headers.ts';
 import { crawlScope, type DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
@@ -269,6 +275,8 @@ async function decide(
       limits: config.limits,
     });
   } catch (error) {
+    // Not started for lack of time: no attempt spent; the visit hands its host back.
+    if (error instanceof OutOfTime) throw error;
     const elapsed = deps.now() - started;
     if (isCrawlError(error) && error.disposition === 'record') {
       const permanent = error as PermanentError;

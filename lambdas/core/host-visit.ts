@@ -10,6 +10,7 @@
  * hands it back with a delay, or drops the message.
  */
 import type { CrawlConfig } from './crawl-config.ts';
+import { OutOfTime } from './errors.ts';
 import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
 import type { HostUrl, HostUrlStore, PageFetcher, UrlClaims } from './ports.ts';
 import type { Task } from './task.ts';
@@ -101,9 +102,12 @@ export async function visitHost(
       deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
   };
 
-  // Every request of the visit (robots.txt and pages) leaves through the pacer's last check.
+  // Every request of the visit (robots.txt and its redirects, pages) leaves through the pacer's
+  // last check, and none starts that could not end before the deadline (after a slot wait, a
+  // robots.txt fetch or its redirects): the visit then hands its host back, no attempt spent.
   const fetcher: PageFetcher = {
     fetch: async (request) => {
+      if (pacer.departureAt(deps.now()) + requestBudget > deps.deadline) throw new OutOfTime();
       await pacer.depart(deps.now, deps.sleep);
       const response = await deps.fetcher.fetch(request);
       if (response.sentAt !== undefined) pacer.sent(response.sentAt);
@@ -127,7 +131,9 @@ export async function visitHost(
           if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
           return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
         }
-        if (unsettled > 0 && deps.settle) {
+        // Settling waits for the batch's running flush: worth it only if a request could still start.
+        const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+        if (unsettled > 0 && deps.settle && canStart) {
           unsettled = 0;
           await deps.settle();
           continue;
@@ -140,15 +146,23 @@ export async function visitHost(
       }
       for (const url of ready) {
         // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
+        // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
         const startAt = Math.max(deps.now(), pacer.state.nextAt);
         if (startAt + requestBudget > deps.deadline)
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         if (startAt > deps.now()) await deps.sleep(startAt - deps.now());
         attemptsOf = url.attempts ?? 0;
-        const decision = await decideTask(
-          { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
-          { ...deps, fetcher, slots: pacer, frontier },
-        );
+        let decision: TaskDecision;
+        try {
+          decision = await decideTask(
+            { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
+            { ...deps, fetcher, slots: pacer, frontier },
+          );
+        } catch (error) {
+          if (!(error instanceof OutOfTime)) throw error;
+          const visitAt = Math.max(deps.now(), pacer.state.nextAt);
+          return report({ kind: 'hand-back', visitAt, why: 'deadline' });
+        }
         decided++;
         if (decision.kind === 'result' || decision.kind === 'captured') {
           inflight.add(url.key);

@@ -41,7 +41,10 @@
  * without a usable Location → allow all; 5xx, 429 (Retry-After honoured and pushed onto the host's
  * slot), timeouts (also a body cut by the deadline), network and TLS errors, undecodable content →
  * `saveUnavailable` with `retryAt = now + 30 s · 2^(earlier failures)` and defer. After a fetch the
- * host's next slot is pushed back to honour a Crawl-delay above `delayMs`.
+ * host's next slot is pushed back to honour a Crawl-delay above `delayMs`. The fetcher may refuse a
+ * request with `OutOfTime` (the visit's deadline): robots.txt itself then saves nothing and counts
+ * no failure (defer until the claim's lease ends); a redirect hop counts as unreachable, since a
+ * chain too slow for one invocation would otherwise be started again for ever.
  *
  * Store expectations (the adapter's conditional writes): `claim` succeeds when the item is missing,
  * `fetching` with an expired lease, `unavailable` with `retryAt <= now`, or `ready` but older than
@@ -51,7 +54,14 @@
  * released and its message retried).
  */
 import type { CrawlConfig } from './crawl-config.ts';
-import { describeError, FatalError, isCrawlError, PermanentError, RetryableError } from './errors.ts';
+import {
+  describeError,
+  FatalError,
+  isCrawlError,
+  OutOfTime,
+  PermanentError,
+  RetryableError,
+} from './errors.ts';
 import { headerValue, retryAfterMs } from './http-headers.ts';
 import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
@@ -436,6 +446,13 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
     }
     case 'blocked':
       return { kind: 'failed', code: 'address-blocked', reason: outcome.reason };
+    case 'out-of-time':
+      // Nothing is saved: the claim stands until its lease ends, and the origin is fetched again then.
+      return {
+        kind: 'defer',
+        untilMs: now + ctx.budgetMs,
+        reason: `robots.txt of ${origin} not fetched: the invocation's time ran out`,
+      };
     case 'unreachable': {
       const backoff = ROBOTS_BACKOFF_BASE_MS * 2 ** Math.min(10, Math.max(0, priorFailures));
       const retryAt = now + Math.max(backoff, outcome.retryAfterMs ?? 0);
@@ -459,7 +476,9 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
 type ChainOutcome =
   | { kind: 'policy'; policy: RobotsPolicy; originRequestAt: number | undefined }
   | { kind: 'unreachable'; reason: string; retryAfterMs?: number }
-  | { kind: 'blocked'; reason: string };
+  | { kind: 'blocked'; reason: string }
+  /** The caller's deadline came before the next request could start: not a failed attempt. */
+  | { kind: 'out-of-time' };
 
 /** GET /robots.txt, following up to 5 redirects by hand, each hop through its host's slot. */
 async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
@@ -494,6 +513,16 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
         limits: { ...config.limits, maxBodyBytes: MAX_ROBOTS_BYTES },
       });
     } catch (error) {
+      if (error instanceof OutOfTime) {
+        // A chain that started and cannot end in this invocation may never fit in one: it counts
+        // as a failed attempt (backoff, at most MAX_ROBOTS_FAILURES), so it cannot loop for ever.
+        if (hop > 0)
+          return {
+            kind: 'unreachable',
+            reason: `redirect ${hop} not followed before the invocation's deadline`,
+          };
+        return { kind: 'out-of-time' };
+      }
       if (error instanceof PermanentError && error.outcome === 'blocked') {
         // The origin itself is refused: so are all its URLs. A refused redirect target is a
         // redirect that cannot be followed: robots.txt unavailable, allow all (RFC 9309 §2.3.1.3).

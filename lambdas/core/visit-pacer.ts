@@ -35,16 +35,19 @@ export class VisitPacer implements HostSlots {
     return slot;
   }
 
+  /** When a request that called `depart` at `now` would leave. */
+  departureAt(now: number): number {
+    return this.lastDeparture === undefined ? now : Math.max(now, this.lastDeparture + this.gap);
+  }
+
   /**
    * The last word before a request leaves: it waits until the gap since the previous request's real
    * departure has passed, then records this departure. A slot handed out earlier cannot be used late
    * enough to crowd the next request.
    */
   async depart(now: () => number, sleep: (ms: number) => Promise<void>): Promise<void> {
-    if (this.lastDeparture !== undefined) {
-      const wait = this.lastDeparture + this.gap - now();
-      if (wait > 0) await sleep(wait);
-    }
+    const wait = this.departureAt(now()) - now();
+    if (wait > 0) await sleep(wait);
     this.lastDeparture = now();
     this.next = Math.max(this.next, this.lastDeparture + this.gap);
   }

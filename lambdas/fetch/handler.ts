@@ -102,6 +102,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
         ...deps,
         invocationId: context?.awsRequestId ?? crypto.randomUUID(),
         deadline: Date.now() + remaining - Math.min(SEND_RESERVE_MS, remaining * SEND_RESERVE_SHARE),
+        end: Date.now() + remaining,
       },
     );
     for (const result of report.results) {

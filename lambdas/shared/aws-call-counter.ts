@@ -19,6 +19,8 @@
  * One counter per process (`awsCallCounter`, kept on globalThis so every module instance of this file
  * shares it): the local runtime runs every function's handlers and the CLI in one process, so the
  * counter sees all of them. `snapshot()` and `diffSnapshots()` cut out a window (e.g. one crawl).
+ * Handlers the local runtime runs in worker threads count in the worker's own counter; the runtime
+ * relays each window to this one with `absorb()` (local/worker-relays.ts).
  */
 
 export type S3RequestClass = 'put' | 'get' | 'free';
@@ -162,6 +164,15 @@ export class AwsCallCounter {
       operations[key] = { ...value };
     }
     return { operations };
+  }
+
+  /** Adds counts made elsewhere (a `diffSnapshots` window of another thread's counter). */
+  absorb(delta: CounterSnapshot): void {
+    for (const [key, counts] of Object.entries(delta.operations)) {
+      const split = key.indexOf(':');
+      const entry = this.#entry(key.slice(0, split), key.slice(split + 1));
+      for (const field of NUMERIC_FIELDS) entry[field] += counts[field];
+    }
   }
 
   reset(): void {

@@ -384,7 +384,7 @@ function setup() {
   const blobs = new MemoryBlobs(crash);
   let clock = Date.parse('2024-05-01T12:00:10.000Z');
   let invocation = 0;
-  const run = (messages: ResultMessage[]) =>
+  const run = (messages: ResultMessage[], deadline?: number) =>
     processResultBatch(messages, {
       frontier,
       blobs,
@@ -393,6 +393,7 @@ function setup() {
         clock += 1000;
         return new Date(clock);
       },
+      ...(deadline === undefined ? {} : { deadline }),
     });
   /** Runs an invocation that dies at `point`; resolves when it has (it never returns). */
   const crashingRun = async (point: CrashPoint, messages: ResultMessage[]) => {
@@ -400,7 +401,7 @@ function setup() {
     void run(messages);
     await reached;
   };
-  return { frontier, blobs, run, crashingRun };
+  return { frontier, blobs, run, crashingRun, clock: () => clock };
 }
 
 /** The exact numbers of a crawl from its URLs' winning results. */
@@ -1153,5 +1154,41 @@ describe('helpers', () => {
     assert.equal(summary.seconds, undefined);
     assert.equal(summary.pagesPerSecond, undefined);
     assert.equal(summary.endedAt, '2024-05-01T00:00:00.000Z');
+  });
+});
+
+describe('processResultBatch near its deadline', () => {
+  it('starts no crawl after the deadline: what is left is deferred untouched, not failed, and done when sent again', async () => {
+    const { frontier, blobs, run, clock } = setup();
+    for (const p of ['/a', '/b']) frontier.admit('c1', keyOf(`http://site.test${p}`));
+    frontier.admit('c2', keyOf('http://site.test/x'));
+    const first = [message(result('c1', '/a')), message(result('c1', '/b'))];
+    const late = [message(result('c2', '/x')), message(drained('c3'))];
+    // Each read of the fake clock is a second: c1 starts before the deadline, and once it is done
+    // (its part key, its steps) the deadline has passed.
+    const report = await run([...first, ...late], clock() + 1_500);
+    assert.deepEqual(report.retry, [], 'running out of time is no failure');
+    assert.deepEqual(report.rejected, []);
+    assert.deepEqual(ids(report.deferred), ids(late));
+    assert.deepEqual(
+      report.written.map((w) => [w.crawlId, w.lines]),
+      [['c1', 2]],
+    );
+    assert.equal(frontier.calls.finalize, 2, 'nothing of c2 was started');
+    assert.deepEqual(blobs.lines('c2'), []);
+    // Sent again as new messages (receive count 1), they are done like any others.
+    const again = await run(late.map((m) => ({ ...m, receiveCount: 1 })));
+    assert.deepEqual(again.deferred, []);
+    assert.deepEqual(
+      again.written.map((w) => [w.crawlId, w.lines]),
+      [['c2', 1]],
+    );
+  });
+
+  it('without a deadline nothing is deferred', async () => {
+    const { frontier, run } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    const report = await run([message(result('c1', '/a')), message(drained('c1'))]);
+    assert.deepEqual(report.deferred, []);
   });
 });

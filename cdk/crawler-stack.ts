@@ -168,7 +168,12 @@ export class CrawlerStack extends Stack {
 
     // A malformed or retried result is made visible again soon (ChangeMessageVisibility on the queue
     // its record names, found by GetQueueUrl); SQS itself parks it in ResultsDLQ after maxReceiveCount.
-    allow(aggregateFunction, ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], [resultsQueue.queueArn]);
+    // Results it had no time to start go back to the queue as new messages (SendMessage).
+    allow(
+      aggregateFunction,
+      ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility', 'sqs:SendMessage'],
+      [resultsQueue.queueArn],
+    );
     allow(aggregateFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // index parts, summaries
     allow(aggregateFunction, ['s3:ListBucket'], [pageStore.bucketArn]); // listing parts; 404 on a missing one
     allow(

@@ -2,6 +2,7 @@
 // instance at its first invocation (the cold start), runs invocations posted to it, and relays what
 // its thread counted (worker-relays.ts) often enough that a terminated worker loses little.
 import { parentPort, workerData } from 'node:worker_threads';
+import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
 import { type HandlerInstance, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext } from './lambda-context.ts';
 import type { FromWorker, ToWorker, WorkerData } from './worker-container.ts';
@@ -13,6 +14,7 @@ const RELAY_EVERY_MS = 50;
 const port = parentPort;
 if (!port) throw new Error('handler-worker.ts runs only as a worker thread');
 const data = workerData as WorkerData;
+if (data.ledger) awsCallLedger.enable();
 const relays = createRelays();
 const post = (message: FromWorker) => port.postMessage(message);
 const relay = () => {

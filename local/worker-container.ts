@@ -4,6 +4,7 @@
 // new worker. What the worker counts reaches this thread through the relays (worker-relays.ts).
 import { Worker } from 'node:worker_threads';
 import type { SQSEvent } from 'aws-lambda';
+import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
 import type { Container, RawOutcome } from './container.ts';
 import type { LocalFunction } from './stack-model.ts';
 import { absorbAll, createRelays } from './worker-relays.ts';
@@ -11,6 +12,8 @@ import { absorbAll, createRelays } from './worker-relays.ts';
 export interface WorkerData {
   fn: LocalFunction;
   env: Record<string, string>;
+  /** The IAM ledger records in the worker too when it does on the main thread (a test enabled it). */
+  ledger: boolean;
 }
 
 export interface ToWorker {
@@ -54,7 +57,9 @@ export function workerContainer(fn: LocalFunction, env: Record<string, string>):
   };
 
   const start = (): Worker => {
-    const started = new Worker(WORKER_URL, { workerData: { fn, env } satisfies WorkerData });
+    const started = new Worker(WORKER_URL, {
+      workerData: { fn, env, ledger: awsCallLedger.enabled } satisfies WorkerData,
+    });
     let initDone: (error?: Error) => void = () => {};
     ready = new Promise<void>((resolve, reject) => {
       initDone = (error) => (error ? reject(error) : resolve());

@@ -2,6 +2,7 @@
 // relay takes what accumulated in the worker since its last take, and absorbs it on the main thread.
 // Another process-wide tally is one more entry in RELAYS.
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import { type AwsCallLedger, awsCallLedger, type LedgerSnapshot } from '../lambdas/shared/aws-call-ledger.ts';
 
 export interface Relay<T> {
   name: string;
@@ -28,9 +29,22 @@ export function counterRelay(
   };
 }
 
+/** The IAM ledger (test/integration/iam-calls.test.ts): the worker's entries, handed over and cleared. */
+export function ledgerRelay(ledger: AwsCallLedger = awsCallLedger): Relay<LedgerSnapshot> {
+  return {
+    name: 'aws-call-ledger',
+    take() {
+      const { entries } = ledger.snapshot();
+      ledger.reset();
+      return entries.length > 0 ? { entries } : undefined;
+    },
+    absorb: (delta) => ledger.absorb(delta),
+  };
+}
+
 /** Built once per thread: in a worker, each relay's baseline is the worker's start. */
 export function createRelays(): ReadonlyArray<Relay<unknown>> {
-  return [counterRelay() as Relay<unknown>];
+  return [counterRelay() as Relay<unknown>, ledgerRelay() as Relay<unknown>];
 }
 
 /** In the worker: every relay's delta, by name (undefined when there is nothing to send). */

@@ -20,7 +20,13 @@ import { processResultBatch } from '../core/aggregate-batch.ts';
 import { backoffSeconds } from '../core/backoff.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { AggregateEnvSchema, type Env, loadEnv } from '../shared/env.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger, logsAt } from '../shared/logger.ts';
+import {
+  CRAWLER_NAMESPACE,
+  createMetrics,
+  METRIC_DIMENSIONS,
+  recordRedeliveredAges,
+} from '../shared/metrics.ts';
 
 /** Retries of a failed step wait a little (seconds), not the 6× timeout visibility. */
 const RETRY_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };
@@ -33,6 +39,12 @@ export function createHandler(rawEnv: Env) {
     singleAttemptClient: clients.singleAttempt.dynamodb,
   });
   const log = createLogger('aggregate', rawEnv.LOG_LEVEL);
+  // EMF lines are log lines: a quiet local run (LOG_LEVEL=warn) keeps them out of the CLI's output.
+  const metrics = createMetrics(
+    CRAWLER_NAMESPACE,
+    { [METRIC_DIMENSIONS.function]: 'aggregate' },
+    logsAt(rawEnv.LOG_LEVEL, 'info') ? undefined : () => {},
+  );
   const queueUrls = new Map<string, Promise<string>>();
 
   const queueUrlOf = (arn: string): Promise<string> => {
@@ -50,6 +62,8 @@ export function createHandler(rawEnv: Env) {
     context?: Pick<Context, 'awsRequestId'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>,
   ): Promise<SQSBatchResponse> => {
     const byId = new Map(event.Records.map((record) => [record.messageId, record]));
+    recordRedeliveredAges(metrics, event.Records, Date.now());
+    metrics.flush();
     const remaining = context?.getRemainingTimeInMillis?.();
     const report = await processResultBatch(
       event.Records.map((record) => ({

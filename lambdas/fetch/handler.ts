@@ -17,7 +17,12 @@ import { createRobotsCache } from '../core/robots-gate.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { type Env, type FetchEnv, FetchEnvSchema, loadEnv } from '../shared/env.ts';
 import { createLogger, logsAt } from '../shared/logger.ts';
-import { CRAWLER_METRICS, CRAWLER_NAMESPACE, createMetrics } from '../shared/metrics.ts';
+import {
+  CRAWLER_METRICS,
+  CRAWLER_NAMESPACE,
+  createMetrics,
+  recordRedeliveredAges,
+} from '../shared/metrics.ts';
 
 /** Links this container has seen (per crawl): bounded so a long-lived container stays small. */
 const SEEN_CACHE_ENTRIES = 100_000;
@@ -120,6 +125,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
       if (result.status !== undefined) metrics.timing(CRAWLER_METRICS.fetchLatency, result.ms);
     }
     if (report.retries.length > 0) metrics.count(CRAWLER_METRICS.retries, report.retries.length);
+    recordRedeliveredAges(metrics, event.Records, Date.now());
     metrics.flush();
     for (const retry of report.retries)
       log.info('retry', { messageId: retry.id, code: retry.code, inSeconds: retry.delaySeconds });

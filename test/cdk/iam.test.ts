@@ -124,8 +124,12 @@ describe('AggregateFunction role', () => {
     }
   });
 
-  it('sends to no queue (SQS parks a malformed result in ResultsDLQ after maxReceiveCount) and touches only ResultsQueue', () => {
-    assert.ok(!aggregate.some((s) => s.Actions.includes('sqs:SendMessage')));
+  it('sends only to ResultsQueue (results it had no time to start; SQS parks a malformed result in ResultsDLQ after maxReceiveCount) and touches only ResultsQueue', () => {
+    const sends = aggregate.filter((s) => s.Actions.includes('sqs:SendMessage'));
+    assert.deepEqual(
+      sends.flatMap((s) => resourceTargets(s)),
+      [IDS.resultsQueue],
+    );
     for (const queue of [IDS.taskQueue, IDS.taskDlq, IDS.resultsDlq]) {
       assert.ok(!aggregate.some((s) => resourceTargets(s).includes(queue)), queue);
     }

@@ -1,9 +1,10 @@
-// A worker's AWS call counts reach the main thread's counter: each take is what accumulated since the
-// last one, and absorbing every take adds up to what the worker counted.
+// A worker's AWS call counts and IAM ledger entries reach the main thread's: each take is what
+// accumulated since the last one, and absorbing every take adds up to what the worker counted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AwsCallCounter } from '../../lambdas/shared/aws-call-counter.ts';
-import { counterRelay } from '../../local/worker-relays.ts';
+import { AwsCallLedger } from '../../lambdas/shared/aws-call-ledger.ts';
+import { counterRelay, ledgerRelay } from '../../local/worker-relays.ts';
 
 describe('worker relays: the AWS call counter', () => {
   it('relays windows that add up to the worker’s counts, with nothing twice and nothing empty', () => {
@@ -37,5 +38,25 @@ describe('worker relays: the AWS call counter', () => {
     assert.deepEqual(mainCounts['DynamoDB:UpdateItem'], workerCounts['DynamoDB:UpdateItem']);
     assert.deepEqual(mainCounts['SQS:ReceiveMessage'], mainBefore.operations['SQS:ReceiveMessage']);
     assert.equal(mainCounts['S3:PutObject']?.s3Class, 'put');
+  });
+});
+
+describe('worker relays: the IAM ledger', () => {
+  it('hands each recorded call to the main ledger once', () => {
+    const worker = new AwsCallLedger();
+    const main = new AwsCallLedger();
+    worker.enable();
+    main.enable();
+    const inWorker = ledgerRelay(worker);
+    const onMain = ledgerRelay(main);
+    const put = { action: 's3:PutObject', resource: 'arn:aws:s3:::b/k' };
+    assert.equal(inWorker.take(), undefined, 'nothing recorded yet');
+    worker.record('fn', [put], false);
+    worker.record('fn', [put], true);
+    onMain.absorb(inWorker.take() ?? { entries: [] });
+    worker.record('fn', [put], false);
+    onMain.absorb(inWorker.take() ?? { entries: [] });
+    assert.equal(inWorker.take(), undefined, 'each call relayed once');
+    assert.deepEqual(main.snapshot().entries, [{ principal: 'fn', ...put, calls: 3, errors: 1 }]);
   });
 });

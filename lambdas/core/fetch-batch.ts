@@ -560,10 +560,12 @@ class BatchOutput {
     );
     const visits = [...admitted.visits, ...endedVisits];
     await retryStep(() => deps.tasks.sendVisits(visits)).catch(async (error: unknown) => {
-      // The wakes claimed these sends: given back, so the retried batch's wakes send them again.
+      // The wakes claimed these sends: given back, so the retried batch's wakes send them again. A
+      // claim left standing holds its host until VISIT_GRACE_MS, longer than the retry's backoff,
+      // and then only a new link wakes it: each give-back is tried as hard as the send.
       await Promise.all(
         visits.map(({ visit }) =>
-          deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '').catch(() => {}),
+          retryStep(() => deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '')).catch(() => {}),
         ),
       );
       throw error;

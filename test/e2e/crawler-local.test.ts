@@ -51,6 +51,18 @@ const routes: Record<string, Route> = {
   '/many/': html(Array.from({ length: MANY }, (_, i) => `<a href="/many/${i}">${i}</a>`).join(' ')),
 };
 for (let i = 0; i < MANY; i++) routes[`/many/${i}`] = html(`many ${i}`);
+// The cancel test's pages answer only once the cancel is done: the crawl cannot end before it,
+// however slow the machine.
+let releaseHeld: () => void = () => {};
+const held = new Promise<void>((resolve) => {
+  releaseHeld = resolve;
+});
+routes['/held/'] = html(Array.from({ length: MANY }, (_, i) => `<a href="/held/${i}">${i}</a>`).join(' '));
+for (let i = 0; i < MANY; i++) {
+  routes[`/held/${i}`] = (request, response) => {
+    void held.then(() => html(`held ${i}`)(request, response));
+  };
+}
 
 let site: TestSite;
 let work: Awaited<ReturnType<typeof tempDir>>;
@@ -275,7 +287,7 @@ describe('crawler local', () => {
   });
 
   it('crawler cancel stops a running crawl: its queued tasks end as `cancelled`', async (t) => {
-    const submitted = await crawler('submit', `${site.origin}/many/`, '--allow-private', '--delay', '400');
+    const submitted = await crawler('submit', `${site.origin}/held/`, '--allow-private', '--delay', '400');
     assert.equal(submitted.code, 0, submitted.stderr);
     const crawlId = submitted.stdout.trim();
     await until('the links of the first page to be queued', async () => {
@@ -283,6 +295,7 @@ describe('crawler local', () => {
       return (JSON.parse(run.stdout) as { queued: number }).queued > MANY ? true : undefined;
     });
     const cancel = await crawler('cancel', crawlId);
+    releaseHeld();
     assert.equal(cancel.code, 0, cancel.stderr);
     assert.match(cancel.stdout, new RegExp(`crawl ${crawlId} cancelled`));
 

@@ -78,7 +78,7 @@ describe('crawler crawl: Ctrl-C, kill -9 and --resume', () => {
     }
   });
 
-  it('resumes an interrupted and a killed crawl exactly: every URL one result line, nothing fetched again that was handed back', async () => {
+  it('resumes an interrupted and a killed crawl: every URL one result line, nothing the Ctrl-C run fetched is fetched again', async () => {
     const state = await tempDir('crawler-resume-state-');
     const out = await tempDir('crawler-resume-out-');
     try {

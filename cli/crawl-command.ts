@@ -1,20 +1,30 @@
 /**
  * `crawler crawl URL...`: the main job. Starts the local AWS (embedded emulators, or --endpoint),
  * provisions the synthesized stack into it, submits the URLs as one crawl, runs the real handlers
- * until every task is finished, then writes results.jsonl, warc/ and summary.json.
+ * until THIS crawl is done (cli/crawl-wait.ts: other crawls' messages in the state dir are still
+ * processed as they come, but neither hold nor time this one), then writes results.jsonl, warc/ and
+ * summary.json.
+ *
+ * Ctrl-C once: no new messages are taken, the invocations in flight finish (a visit hands its host
+ * back), what exists is written to --out as `interrupted`, and the command that resumes is printed.
+ * Ctrl-C twice: exit at once. `--resume ID` goes on with the crawl's stored config and frontier, so a
+ * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
 import { join, resolve } from 'node:path';
 import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
+import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
-import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
+import { CRAWL_USAGE, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
+import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
 import { type CrawlSummary, damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { requiredOutput, submitCrawl } from './submit-crawl.ts';
@@ -25,65 +35,134 @@ export async function crawlCommand(args: string[]): Promise<number> {
     return 0;
   }
   const options = parseCrawlOptions(args);
-  const crawlId = newCrawlId();
-  const config = parseCrawlConfig({
-    ...options.config,
-    crawlId,
-    seeds: options.urls,
-    createdAt: new Date().toISOString(),
-  });
+  const crawlId = options.resume ?? newCrawlId();
+  const fresh: CrawlConfig | undefined = options.resume
+    ? undefined
+    : parseCrawlConfig({
+        ...options.config,
+        crawlId,
+        seeds: options.urls,
+        createdAt: new Date().toISOString(),
+      });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
   const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
 
-  const sitemapUrls = options.sitemap ? await discoverSitemapUrls(options.sitemap, config, progress) : [];
-  progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
-  const startedAt = new Date();
-  // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
-  const lambdaUsage: Record<string, LambdaUsage> = {};
-  const local = await startLocalAws({
-    template: parseTemplate(synthesizeTemplate()),
-    stackName: STACK_NAME,
-    ...(options.endpoint ? { endpoint: options.endpoint } : { stateDir: resolveStateDir(options.stateDir) }),
-    ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
-    handlerEnvOverrides: { LOG_LEVEL: 'warn' },
-    onInvocation: (report) => {
-      const id = report.functionLogicalId;
-      const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
-      const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
-      usage.invocations++;
-      usage.durationMs += report.durationMs;
-      lambdaUsage[id] = usage;
-    },
-  });
-  try {
-    // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
-    const countedFrom = awsCallCounter.snapshot();
-    const submitted = await submitCrawl(local, config, sitemapUrls);
-    progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
-    await local.start();
-    const ticker = setInterval(() => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`), 2000);
-    try {
-      await local.waitForIdle();
-    } finally {
-      clearInterval(ticker);
+  // Ctrl-C once: stop taking work and write what exists; twice: exit at once.
+  const interrupt = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupt.signal.aborted) {
+      process.stderr.write(`crawl ${crawlId}: ${signal} again: exiting at once\n`);
+      process.exit(130);
     }
-    const endedAt = new Date();
-    const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
-
-    const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
-    const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-      seeds: config.seeds, // without any user:pass@ the command line had
-      startedAt,
-      endedAt,
-      costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
-      onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
+    process.stderr.write(
+      `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)\n`,
+    );
+    interrupt.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const sitemapUrls =
+      fresh && options.sitemap ? await discoverSitemapUrls(options.sitemap, fresh, progress) : [];
+    progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
+    const startedAt = new Date();
+    // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
+    const lambdaUsage: Record<string, LambdaUsage> = {};
+    const local = await startLocalAws({
+      template: parseTemplate(synthesizeTemplate()),
+      stackName: STACK_NAME,
+      ...(options.endpoint
+        ? { endpoint: options.endpoint }
+        : { stateDir: resolveStateDir(options.stateDir) }),
+      ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
+      handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+      ...(options.quiet ? {} : { onStaleLock: (line: string) => process.stderr.write(`${line}\n`) }),
+      onInvocation: (report) => {
+        const id = report.functionLogicalId;
+        const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
+        const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
+        usage.invocations++;
+        usage.durationMs += report.durationMs;
+        lambdaUsage[id] = usage;
+      },
     });
-    console.log(describeSummary(summary, outDir));
-    // Everything else was written; a skipped index part or line still makes the run incomplete.
-    return damages.length > 0 ? 1 : 0;
+    try {
+      const table = requiredOutput(local.outputs, 'FrontierTableName');
+      const frontier = createFrontierStore(local.clients.dynamodb, table);
+      // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
+      const countedFrom = awsCallCounter.snapshot();
+      let config: CrawlConfig;
+      if (fresh) {
+        config = fresh;
+        const submitted = await submitCrawl(local, config, sitemapUrls);
+        progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
+      } else {
+        if (!(await frontier.readCounters(crawlId))) {
+          process.stderr.write(
+            `crawler crawl: no crawl ${crawlId} to resume in ${local.stateDir ?? options.endpoint}; \`crawler list\` shows the crawls there\n`,
+          );
+          return 1;
+        }
+        config = await new CrawlConfigStore(local.clients.dynamodb, table).get(crawlId);
+        progress(`crawl ${crawlId}: resuming`);
+      }
+      let end: CrawlEnd = 'interrupted';
+      if (!interrupt.signal.aborted) {
+        await local.start();
+        const ticker = setInterval(
+          () => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`),
+          2000,
+        );
+        try {
+          end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
+        } finally {
+          clearInterval(ticker);
+        }
+      }
+      if (end === 'interrupted') await local.stopPolling();
+      const endedAt = new Date();
+      const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
+
+      const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
+      const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
+        seeds: config.seeds, // without any user:pass@ the command line had
+        startedAt,
+        endedAt,
+        state: end,
+        costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
+        onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
+      });
+      console.log(describeSummary(summary, outDir));
+      if (end === 'interrupted') {
+        process.stderr.write(
+          `crawl ${crawlId} interrupted; resume it with:\n  ${resumeCommand(crawlId, options)}\n`,
+        );
+        return 130;
+      }
+      // Everything else was written; a skipped index part or line still makes the run incomplete.
+      return damages.length > 0 ? 1 : 0;
+    } finally {
+      await local.stop();
+    }
   } finally {
-    await local.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
+}
+
+/** The command line that goes on with the crawl: same AWS, same --out. */
+function resumeCommand(crawlId: string, options: CrawlCommandOptions): string {
+  return [
+    `crawler crawl --resume ${crawlId}`,
+    ...(options.out === undefined ? [] : [`--out ${shellWord(options.out)}`]),
+    ...(options.stateDir === undefined ? [] : [`--state-dir ${shellWord(options.stateDir)}`]),
+    ...(options.endpoint === undefined ? [] : [`--endpoint ${options.endpoint}`]),
+    ...(options.concurrency === undefined ? [] : [`--concurrency ${options.concurrency}`]),
+  ].join(' ');
+}
+
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 function describeProgress(stats: RuntimeStats): string {
@@ -100,7 +179,7 @@ function describeSummary(summary: CrawlSummary, outDir: string): string {
     .map(([outcome, count]) => `${outcome} ${count}`)
     .join(', ');
   return [
-    `crawl ${summary.crawlId} finished in ${summary.seconds.toFixed(1)} s`,
+    `crawl ${summary.crawlId} ${summary.state === 'complete' || summary.state === undefined ? 'finished' : summary.state} in ${summary.seconds.toFixed(1)} s`,
     `  urls:     ${summary.urls} (${outcomes || 'none'})`,
     `  bytes:    ${summary.bytes}`,
     `  pages/s:  ${summary.pagesPerSecond}`,

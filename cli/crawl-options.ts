@@ -15,6 +15,8 @@ export interface CrawlCommandOptions {
   quiet: boolean;
   concurrency: number | undefined;
   sitemap: string | undefined;
+  /** `--resume ID`: go on with an interrupted crawl (its stored config; no URLs). */
+  resume: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -33,6 +35,8 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
+       crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
+  --resume ID          go on with an interrupted crawl (Ctrl-C, kill) where it stopped: nothing fetched twice
   --out DIR            where to write results.jsonl, warc/ and summary.json (default: crawl-out/<crawl id>)
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
@@ -56,6 +60,7 @@ const OPTIONS = {
   'respect-robots': { type: 'boolean' },
   sitemap: { type: 'string' },
   'max-cost-usd': { type: 'string' },
+  resume: { type: 'string' },
 } as const;
 
 export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
@@ -66,7 +71,14 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     throw new UsageError(`${(error as Error).message}\n${CRAWL_USAGE}`);
   }
   const { values, positionals } = parsed;
-  if (positionals.length === 0) throw new UsageError(`crawl needs at least one URL\n${CRAWL_USAGE}`);
+  if (values.resume !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(values.resume))
+    throw new UsageError(
+      `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
+    );
+  if (values.resume !== undefined && positionals.length > 0)
+    throw new UsageError('--resume goes on with the crawl as it was submitted: give no URLs with it');
+  if (positionals.length === 0 && values.resume === undefined)
+    throw new UsageError(`crawl needs at least one URL\n${CRAWL_USAGE}`);
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -99,6 +111,7 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     quiet: values.quiet ?? false,
     concurrency,
     sitemap: values.sitemap,
+    resume: values.resume,
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,

@@ -34,6 +34,8 @@ export interface CrawlOutputInfo {
   seeds: string[];
   startedAt: Date;
   endedAt: Date;
+  /** The crawl's state for summary.json (`interrupted`: written after Ctrl-C, resumable). */
+  state?: CrawlSummary['state'];
   /** The counted AWS cost for `summary.aws`, given the number of fetched pages. */
   costReport?: (fetchedPages: number) => CrawlCostReport;
   /** Told of each skipped index part or line as it is met. */
@@ -90,6 +92,7 @@ export async function writeCrawlOutput(
     endedAt: info.endedAt,
     warcFiles,
   });
+  if (info.state) summary.state = info.state;
   if (info.costReport) summary.aws = info.costReport(summary.byOutcome.fetched ?? 0);
   await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   return { summary, damages };

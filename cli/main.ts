@@ -14,6 +14,8 @@ commands:
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
   submit URL... [options]  start a crawl on a deployed stack (--stack, default ServerlessCrawler) or at --endpoint; prints its id
   cancel ID                stop a crawl: its queued tasks end as \`cancelled\` without being fetched
+  list                     the crawls in the local state (or --endpoint, --stack): id, state, pages, started
+  export ID --out DIR      write a finished or interrupted crawl's results.jsonl, warc/ and summary.json to DIR
   local [--port 4566]      a long-running local AWS (SQS, S3, DynamoDB, the handlers) for the AWS CLI and SDKs
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
@@ -32,6 +34,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cancel: async () => (await import('./cancel-command.ts')).cancelCommand,
   local: async () => (await import('./local-command.ts')).localCommand,
   redrive: async () => (await import('./redrive-command.ts')).redriveCommand,
+  list: async () => (await import('./list-command.ts')).listCommand,
+  export: async () => (await import('./export-command.ts')).exportCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

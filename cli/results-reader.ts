@@ -441,6 +441,8 @@ export function isOutcome(value: string): boolean {
 
 export interface CrawlSummary {
   crawlId: string;
+  /** How the crawl stood when this was written: `interrupted` (Ctrl-C) can be resumed. */
+  state?: 'complete' | 'cancelled' | 'interrupted' | 'running';
   seeds: string[];
   startedAt: string;
   endedAt: string;

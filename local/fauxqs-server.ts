@@ -116,6 +116,12 @@ async function createStores(
       // Every message operation writes through; WAL without an fsync per commit keeps that cheap
       // (a crash of the machine may lose the last moments, a crash of the process loses nothing).
       persistence.db.exec('PRAGMA synchronous = NORMAL');
+      // Whoever opens the SQLite holds the state dir's lock, so a message still in flight here was
+      // received by a process that is gone (Ctrl-C, kill -9): it is visible again at once, rather
+      // than after its visibility timeout (minutes), so a resumed crawl goes on without waiting.
+      persistence.db.exec(
+        'UPDATE sqs_messages SET receipt_handle = NULL, visibility_deadline = NULL WHERE receipt_handle IS NOT NULL',
+      );
       // Same order as startFauxqs: load first (with no persistence attached), then write through.
       persistence.loadSqsAndSns(sqsStore, snsStore);
       Object.assign(sqsStore, { persistence });

@@ -63,6 +63,8 @@ export interface LocalAwsOptions {
   receiveWaitSeconds?: number;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
+  /** Told when the state dir's lock was left by a process that is gone and is taken over. */
+  onStaleLock?: (message: string) => void;
 }
 
 export interface RuntimeStats {
@@ -83,6 +85,8 @@ export interface LocalAws {
   functionEnv: Record<string, Record<string, string>>;
   pollers: EventSourcePoller[];
   start(): Promise<void>;
+  /** Stops taking messages; in-flight invocations finish (and are settled) first. The AWS stays up. */
+  stopPolling(): Promise<void>;
   waitForIdle(options?: WaitForIdleOptions): Promise<IdleSnapshot>;
   stats(): RuntimeStats;
   stop(): Promise<void>;
@@ -101,7 +105,10 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
   if (layout) {
-    lock = await acquireStateLock(layout.dir);
+    lock = await acquireStateLock(
+      layout.dir,
+      options.onStaleLock ? { onStaleLock: options.onStaleLock } : {},
+    );
     try {
       await ignoreInGit(layout.dir);
       instanceId ??= await stateInstanceId(layout.dir);
@@ -194,6 +201,9 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       pollers,
       async start() {
         await Promise.all(pollers.map((p) => p.start()));
+      },
+      async stopPolling() {
+        await Promise.all(pollers.map((p) => p.stop()));
       },
       waitForIdle: (waitOptions) =>
         waitForIdle(

@@ -53,7 +53,12 @@ export class StateLockedError extends Error {
 
 const MAX_ATTEMPTS = 5;
 
-export async function acquireStateLock(dir: string): Promise<StateLock> {
+export interface AcquireOptions {
+  /** Told, in one line, when a stale lock (its process gone) is taken over. */
+  onStaleLock?: (message: string) => void;
+}
+
+export async function acquireStateLock(dir: string, options: AcquireOptions = {}): Promise<StateLock> {
   const { dir: stateDir, lockFile } = stateLayout(dir);
   await mkdir(stateDir, { recursive: true });
   let mine: LockHolder = {
@@ -79,6 +84,11 @@ export async function acquireStateLock(dir: string): Promise<StateLock> {
     if (existing === undefined) continue; // released meanwhile: try again
     const holder = parseLock(existing);
     if (holder && isHolderAlive(holder)) throw new StateLockedError(stateDir, holder);
+    options.onStaleLock?.(
+      holder
+        ? `local crawl state in ${stateDir} was locked by process ${holder.pid} (since ${holder.startedAt}), which is gone: taking the lock over`
+        : `local crawl state in ${stateDir} had an unreadable lock file: taking the lock over`,
+    );
     // Stale: move it aside, then make sure what we moved is what we judged stale.
     const aside = scratch('stale');
     try {

@@ -119,11 +119,16 @@ export async function visitHost(
   // it decided (their results go out with the batch) and its pace, for the host's release.
   try {
     for (;;) {
+      // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
+      // host's pace do not hold them, so a cancelled crawl's hosts drain on their first visit.
+      const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
       const urls = await deps.hostUrls.urls(crawlId, host);
       for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
       const now = deps.now();
       const ready = urls
-        .filter((url) => url.st === 'new' && !inflight.has(url.key) && (url.retryAt ?? 0) <= now)
+        .filter(
+          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (url.retryAt ?? 0) <= now),
+        )
         .sort((a, b) => a.depth - b.depth);
       if (ready.length === 0) {
         const open = urls.filter((url) => url.st !== 'done');
@@ -147,7 +152,7 @@ export async function visitHost(
       for (const url of ready) {
         // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
-        const startAt = Math.max(deps.now(), pacer.state.nextAt);
+        const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
         if (startAt + requestBudget > deps.deadline)
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         if (startAt > deps.now()) await deps.sleep(startAt - deps.now());

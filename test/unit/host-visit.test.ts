@@ -157,3 +157,35 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
     assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= urls.postponed[0]!.retryAt - 5_000);
   });
 });
+
+describe('visitHost: a cancelled crawl', () => {
+  it("ends every open URL at once as cancelled: postponed retries and the host's pace do not hold them", async () => {
+    const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 20 });
+    const farAhead = Date.now() + 600_000;
+    const urls = new MemoryHostUrls([
+      item('/', { retryAt: farAhead, attempts: 1 }),
+      item('/p/1'),
+      item('/p/2', { retryAt: farAhead, attempts: 2 }),
+    ]);
+    const crawl = config(5_000);
+    const decisions: VisitDecision[] = [];
+    const started = Date.now();
+    const report = await visitHost(
+      // The host's pace says its next request may leave in 60 s (a Crawl-delay or Retry-After).
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: started + 60_000 }, inflight: [] },
+      crawl,
+      {
+        ...deps(web, urls, started + 120_000, crawl),
+        crawlStates: { stateOf: async () => 'cancelled' as const },
+      },
+      (d) => decisions.push(d),
+    );
+    assert.equal(web.requests.length, 0, 'no request for a cancelled crawl');
+    assert.deepEqual(
+      decisions.map((d) => (d.kind === 'result' ? d.result.outcome : d.kind)),
+      ['cancelled', 'cancelled', 'cancelled'],
+    );
+    assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms: the pace held it`);
+    assert.equal(report.inflight.length, 3);
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * `crawler export ID --out DIR`: writes the `crawler crawl --out` layout (results.jsonl, warc/,
+ * summary.json; cli/crawl-output.ts) for any crawl the state dir (or --endpoint, --stack) holds:
+ * finished, cancelled or interrupted. The summary's times are the crawl's own (its counters); a crawl
+ * still `running` is written as `interrupted` (what exists so far).
+ */
+import { resolve } from 'node:path';
+import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
+import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
+import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import { writeCrawlOutput } from './crawl-output.ts';
+import {
+  type CliIo,
+  cliIo,
+  damageWarning,
+  requireOutput,
+  STACK_OPTIONS,
+  STACK_USAGE,
+  withStack,
+  write,
+} from './results-reader.ts';
+import { parseCommandArgs, UsageError } from './usage-error.ts';
+
+export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
+writes results.jsonl, warc/ and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does
+  --out DIR            where to write (required)
+${STACK_USAGE}`;
+
+export async function exportCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
+  const io = cliIo(overrides);
+  if (args.includes('--help') || args.includes('-h')) {
+    await write(io.stdout, `${EXPORT_USAGE}\n`);
+    return 0;
+  }
+  const { values, positionals } = parseCommandArgs(
+    args,
+    { out: { type: 'string' }, ...STACK_OPTIONS },
+    EXPORT_USAGE,
+  );
+  if (positionals.length !== 1) throw new UsageError(`export needs exactly one crawl id\n${EXPORT_USAGE}`);
+  if (values.out === undefined) throw new UsageError(`export needs --out DIR\n${EXPORT_USAGE}`);
+  const crawlId = positionals[0]!;
+  const outDir = resolve(values.out);
+  return withStack(values, io, async (stack) => {
+    const table = requireOutput(stack, 'FrontierTableName');
+    const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+    if (!counters) {
+      io.stderr.write(
+        `no crawl ${crawlId} in ${stack.description}; \`crawler list\` shows the crawls there\n`,
+      );
+      return 1;
+    }
+    const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
+    const now = new Date();
+    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
+    const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
+      seeds: config.seeds,
+      startedAt: counters.startedAt ? new Date(counters.startedAt) : now,
+      endedAt: counters.endedAt ? new Date(counters.endedAt) : now,
+      state: counters.state === 'running' ? 'interrupted' : counters.state,
+      onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+    });
+    await write(
+      io.stdout,
+      `crawl ${crawlId} (${summary.state}): ${summary.urls} URLs, ${summary.warcFiles} WARC files written to ${outDir}\n`,
+    );
+    return damages.length > 0 ? 1 : 0;
+  });
+}

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type CrawlProbe, waitForCrawl } from '../../cli/crawl-wait.ts';
+import type { CrawlCounters } from '../../lambdas/core/ports.ts';
+
+function counters(state: CrawlCounters['state']): CrawlCounters {
+  return { queued: 3, done: 1, admitted: 3, bytes: 0, requests: 1, byOutcome: {}, state };
+}
+
+/** Answers from a script, one read at a time; the last answer repeats. */
+function probe(
+  states: Array<CrawlCounters['state'] | undefined>,
+  active: boolean[],
+): CrawlProbe & { reads: number } {
+  const p = {
+    reads: 0,
+    async readCounters() {
+      const state = states[Math.min(p.reads++, states.length - 1)];
+      return state === undefined ? undefined : counters(state);
+    },
+    async anyActive() {
+      return active.shift() ?? false;
+    },
+  };
+  return p;
+}
+
+describe('waitForCrawl: done when this crawl is, whatever else the queues hold', () => {
+  it('waits while the crawl runs and ends when it is complete', async () => {
+    const p = probe([undefined, 'running', 'running', 'complete'], []);
+    assert.equal(await waitForCrawl(p, 'c', { intervalMs: 1 }), 'complete');
+    assert.equal(p.reads, 4);
+  });
+
+  it('a cancelled crawl ends once none of its hosts is active (every URL has its result)', async () => {
+    const p = probe(['cancelled'], [true, true, false]);
+    assert.equal(await waitForCrawl(p, 'c', { intervalMs: 1 }), 'cancelled');
+    assert.equal(p.reads, 3);
+  });
+
+  it('stops waiting at once when interrupted', async () => {
+    const controller = new AbortController();
+    const p = probe(['running'], []);
+    const waiting = waitForCrawl(p, 'c', { intervalMs: 60_000, signal: controller.signal });
+    setTimeout(() => controller.abort(), 10);
+    const started = Date.now();
+    assert.equal(await waiting, 'interrupted');
+    assert.ok(Date.now() - started < 5_000);
+  });
+});

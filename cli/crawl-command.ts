@@ -10,11 +10,13 @@ import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
-import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
+import { startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
+import { createRenderer, followProgress, longCrawlNotice } from './crawl-progress.ts';
+import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlSummary, damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { requiredOutput, submitCrawl } from './submit-crawl.ts';
@@ -33,7 +35,10 @@ export async function crawlCommand(args: string[]): Promise<number> {
     createdAt: new Date().toISOString(),
   });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
-  const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
+  const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
+  const progress = (line: string) => display.message(line);
+  const notice = longCrawlNotice(config);
+  if (notice) progress(notice);
 
   const sitemapUrls = options.sitemap ? await discoverSitemapUrls(options.sitemap, config, progress) : [];
   progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
@@ -61,11 +66,11 @@ export async function crawlCommand(args: string[]): Promise<number> {
     const submitted = await submitCrawl(local, config, sitemapUrls);
     progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
     await local.start();
-    const ticker = setInterval(() => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`), 2000);
+    const ticker = followProgress(localProgressSource(local, crawlId), display, { delayMs: config.delayMs });
     try {
       await local.waitForIdle();
     } finally {
-      clearInterval(ticker);
+      await ticker.stop();
     }
     const endedAt = new Date();
     const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
@@ -84,15 +89,6 @@ export async function crawlCommand(args: string[]): Promise<number> {
   } finally {
     await local.stop();
   }
-}
-
-function describeProgress(stats: RuntimeStats): string {
-  return Object.entries(stats.byFunction)
-    .map(
-      ([fn, s]) =>
-        `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
-    )
-    .join('; ');
 }
 
 function describeSummary(summary: CrawlSummary, outDir: string): string {

@@ -1,0 +1,36 @@
+/**
+ * The progress display's source for a crawl run by this process: counts and waits from the
+ * FrontierTable (lambdas/adapters/crawl-progress-reader.ts), retries from the local runtime.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CrawlProgressReader } from '../lambdas/adapters/crawl-progress-reader.ts';
+import type { RuntimeStats } from '../local/local-aws.ts';
+import type { ProgressSource } from './crawl-progress.ts';
+import { requiredOutput } from './submit-crawl.ts';
+
+export function localProgressSource(
+  local: { clients: { dynamodb: DynamoDBClient }; outputs: Record<string, string>; stats(): RuntimeStats },
+  crawlId: string,
+): ProgressSource {
+  const reader = new CrawlProgressReader(
+    local.clients.dynamodb,
+    requiredOutput(local.outputs, 'FrontierTableName'),
+  );
+  return {
+    async read() {
+      const counters = await reader.counters(crawlId);
+      const { itemFailures, batchFailures } = local.stats().total;
+      return {
+        done: counters.done,
+        queued: counters.queued,
+        byOutcome: counters.byOutcome,
+        retries: itemFailures + batchFailures,
+        state: counters.state,
+      };
+    },
+    async waits() {
+      const [hosts, robots] = await Promise.all([reader.hosts(crawlId), reader.robots(crawlId)]);
+      return { hosts, robots };
+    },
+  };
+}

@@ -65,6 +65,8 @@ export interface ProgressSource {
   read(): Promise<ProgressReading>;
   /** The crawl's waiting host and robots items (bounded: a few of each). */
   waits(): Promise<Waits>;
+  /** Releases what the source holds (its client). */
+  close?(): void;
 }
 
 export interface ProgressSnapshot {
@@ -230,6 +232,8 @@ export interface ProgressOutput {
 }
 
 export interface ProgressRenderer {
+  /** False when progress is not shown (`--quiet`, `--progress none`): the crawl is then not read. */
+  readonly showsProgress: boolean;
   /** A one-off message (starting, seeds sent, a notice). */
   message(text: string): void;
   update(snapshot: ProgressSnapshot): void;
@@ -241,6 +245,7 @@ const CLEAR_LINE = '\r\x1b[2K';
 
 /** A terminal: one line rewritten in place. Messages go above it. */
 export class LineRenderer implements ProgressRenderer {
+  readonly showsProgress = true;
   private drawn: string | undefined;
   private readonly out: ProgressOutput;
   constructor(out: ProgressOutput) {
@@ -270,6 +275,7 @@ function changeKey(s: ProgressSnapshot): string {
 
 /** A log or a pipe: a plain line at most every PLAIN_INTERVAL_MS, and only when something changed. */
 export class PlainRenderer implements ProgressRenderer {
+  readonly showsProgress = true;
   private lastAt = Number.NEGATIVE_INFINITY;
   private lastKey: string | undefined;
   private readonly out: ProgressOutput;
@@ -302,6 +308,7 @@ export class PlainRenderer implements ProgressRenderer {
 
 /** `--progress json`: one JSON object per line, `{"type":"progress",...}` or `{"type":"message",...}`. */
 export class JsonRenderer implements ProgressRenderer {
+  readonly showsProgress = true;
   private lastKey: string | undefined;
   private readonly out: ProgressOutput;
   private readonly crawlId: string;
@@ -331,6 +338,7 @@ export class JsonRenderer implements ProgressRenderer {
 
 /** `--progress none`: the messages only. `--quiet`: nothing at all (errors are not progress). */
 export class SilentRenderer implements ProgressRenderer {
+  readonly showsProgress = false;
   private readonly out: ProgressOutput | undefined;
   constructor(out: ProgressOutput | undefined) {
     this.out = out;
@@ -371,13 +379,18 @@ export interface FollowOptions {
 
 /**
  * Reads the crawl every `intervalMs` and renders it until `stop()`. A failed read is skipped: the
- * progress display never ends the crawl. `stop()` renders a last reading and ends the line.
+ * progress display never ends the crawl. `stop()` renders a last reading and ends the line. Nothing
+ * is read when the renderer shows no progress.
  */
 export function followProgress(
   source: ProgressSource,
   renderer: ProgressRenderer,
   options: FollowOptions,
 ): { stop(): Promise<void> } {
+  if (!renderer.showsProgress) {
+    source.close?.();
+    return { stop: async () => {} };
+  }
   const now = options.now ?? Date.now;
   const intervalMs = options.intervalMs ?? READ_INTERVAL_MS;
   const stallMs = options.stallMs ?? STALL_MS;
@@ -417,6 +430,7 @@ export function followProgress(
       clearTimeout(timer);
       await running;
       await tick(true);
+      source.close?.();
       renderer.finish(last);
     },
   };

@@ -3,9 +3,28 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { waitingReason } from '../../cli/crawl-progress.ts';
+import { localProgressSource } from '../../cli/crawl-progress-source.ts';
 import { CrawlProgressReader, WAIT_ITEMS_LIMIT } from '../../lambdas/adapters/crawl-progress-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
+import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import type { PollerStats } from '../../local/event-source-poller.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
+
+const idleStats = (): PollerStats => ({
+  invocations: 0,
+  coldStarts: 0,
+  messagesReceived: 0,
+  messagesDeleted: 0,
+  itemFailures: 0,
+  batchFailures: 0,
+  errors: 0,
+  timeouts: 0,
+  invalidResponses: 0,
+  ignoredBatchItemFailures: 0,
+  deleteFailures: 0,
+  receiveErrors: 0,
+  maxConcurrentInvocations: 0,
+});
 
 let table: FrontierTableFixture;
 let store: FrontierStore;
@@ -76,4 +95,31 @@ test('waits stay bounded: at most WAIT_ITEMS_LIMIT host items per look', async (
   const hosts = await reader.hosts(crawlId);
   assert.equal(hosts.length, WAIT_ITEMS_LIMIT);
   assert.ok(hosts.every((h) => h.visitAt === now && h.lease === undefined));
+});
+
+test("the CLI's progress source: its reads are not counted into the crawl's AWS cost", async () => {
+  await store.addQueued('p-4', 3);
+  await store.addCounters('p-4', { done: 1, byOutcome: { failed: 1 } });
+  const source = localProgressSource(
+    {
+      clientConfig: { dynamodb: table.dynamodbConfig },
+      outputs: { FrontierTableName: FRONTIER_TABLE },
+      stats: () => ({ total: { ...idleStats(), itemFailures: 2, batchFailures: 1 }, byFunction: {} }),
+    },
+    'p-4',
+  );
+  const before = awsCallCounter.snapshot();
+  try {
+    assert.deepEqual(await source.read(), {
+      done: 1,
+      queued: 3,
+      byOutcome: { failed: 1 },
+      retries: 3,
+      state: 'running',
+    });
+    await source.waits();
+  } finally {
+    source.close?.();
+  }
+  assert.deepEqual(diffSnapshots(before, awsCallCounter.snapshot()).operations, {});
 });

@@ -266,6 +266,31 @@ test('followProgress reads until stopped, looks up the waits only once the crawl
   assert.match(out.text, /10\/10 URLs[^\r]*\n$/);
 });
 
+test('nothing is read when no progress is shown (--quiet, --progress none)', async () => {
+  let reads = 0;
+  let closed = 0;
+  const source = {
+    read: async () => {
+      reads++;
+      return reading(0, 1);
+    },
+    waits: async () => ({ hosts: [], robots: [] }),
+    close: () => {
+      closed++;
+    },
+  };
+  for (const renderer of [
+    createRenderer('auto', true, capture(true), 'c'),
+    createRenderer('none', false, capture(), 'c'),
+  ]) {
+    const ticker = followProgress(source, renderer, { delayMs: 0, intervalMs: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await ticker.stop();
+  }
+  assert.equal(reads, 0);
+  assert.equal(closed, 2);
+});
+
 test('a long crawl is announced: one host, thousands of pages, 1 s apart', () => {
   const notice = longCrawlNotice({
     seeds: ['https://example.com/', 'https://example.com/b'],

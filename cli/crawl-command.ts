@@ -19,11 +19,13 @@ import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl-config
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
-import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
+import { startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
+import { createRenderer, followProgress, longCrawlNotice } from './crawl-progress.ts';
+import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
 import { type CrawlSummary, damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
@@ -45,17 +47,20 @@ export async function crawlCommand(args: string[]): Promise<number> {
         createdAt: new Date().toISOString(),
       });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
-  const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
+  const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
+  const progress = (line: string) => display.message(line);
+  const notice = fresh ? longCrawlNotice(fresh) : undefined;
+  if (notice) progress(notice);
 
   // Ctrl-C once: stop taking work and write what exists; twice: exit at once.
   const interrupt = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interrupt.signal.aborted) {
-      process.stderr.write(`crawl ${crawlId}: ${signal} again: exiting at once\n`);
+      progress(`crawl ${crawlId}: ${signal} again: exiting at once`);
       process.exit(130);
     }
-    process.stderr.write(
-      `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)\n`,
+    progress(
+      `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
     );
     interrupt.abort();
   };
@@ -109,14 +114,13 @@ export async function crawlCommand(args: string[]): Promise<number> {
       let end: CrawlEnd = 'interrupted';
       if (!interrupt.signal.aborted) {
         await local.start();
-        const ticker = setInterval(
-          () => progress(`crawl ${crawlId}: ${describeProgress(local.stats())}`),
-          2000,
-        );
+        const ticker = followProgress(localProgressSource(local, crawlId), display, {
+          delayMs: config.delayMs,
+        });
         try {
           end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
         } finally {
-          clearInterval(ticker);
+          await ticker.stop();
         }
       }
       if (end === 'interrupted') await local.stopPolling();
@@ -163,15 +167,6 @@ function resumeCommand(crawlId: string, options: CrawlCommandOptions): string {
 
 function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
-}
-
-function describeProgress(stats: RuntimeStats): string {
-  return Object.entries(stats.byFunction)
-    .map(
-      ([fn, s]) =>
-        `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
-    )
-    .join('; ');
 }
 
 function describeSummary(summary: CrawlSummary, outDir: string): string {

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { type CrawlConfigInput, DEFAULT_USER_AGENT } from '../lambdas/core/crawl-config.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
+import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
 import { UsageError } from './usage-error.ts';
 
 export interface CrawlCommandOptions {
@@ -13,6 +14,7 @@ export interface CrawlCommandOptions {
   endpoint: string | undefined;
   stateDir: string | undefined;
   quiet: boolean;
+  progress: ProgressMode;
   concurrency: number | undefined;
   sitemap: string | undefined;
   /** `--resume ID`: go on with an interrupted crawl (its stored config; no URLs). */
@@ -40,7 +42,8 @@ export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
   --out DIR            where to write results.jsonl, warc/ and summary.json (default: crawl-out/<crawl id>)
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
-  --quiet              no progress on stderr
+  --quiet              nothing on stderr but errors
+  --progress MODE      auto (default: one line updated in place on a terminal, else a plain line every few s) | line | json (one event per line) | none
 ${CRAWL_OPTIONS_HELP}`;
 
 const OPTIONS = {
@@ -48,6 +51,7 @@ const OPTIONS = {
   endpoint: { type: 'string' },
   'state-dir': { type: 'string' },
   quiet: { type: 'boolean' },
+  progress: { type: 'string' },
   'max-pages': { type: 'string' },
   'max-depth': { type: 'string' },
   scope: { type: 'string' },
@@ -93,6 +97,11 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
   if (values.sitemap !== undefined && values.sitemap !== 'auto' && !/^https?:\/\//.test(values.sitemap)) {
     throw new UsageError(`--sitemap expects an http(s) URL or "auto", got ${JSON.stringify(values.sitemap)}`);
   }
+  if (values.progress !== undefined && !PROGRESS_MODES.includes(values.progress as ProgressMode)) {
+    throw new UsageError(
+      `--progress expects one of ${PROGRESS_MODES.join(', ')}, got ${JSON.stringify(values.progress)}`,
+    );
+  }
   const maxPages = integer(values['max-pages'], '--max-pages', 1);
   const maxDepth = integer(values['max-depth'], '--max-depth', 0);
   const delayMs = integer(values.delay, '--delay', 0);
@@ -109,6 +118,7 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     endpoint: values.endpoint,
     stateDir: values['state-dir'],
     quiet: values.quiet ?? false,
+    progress: (values.progress as ProgressMode | undefined) ?? 'auto',
     concurrency,
     sitemap: values.sitemap,
     resume: values.resume,

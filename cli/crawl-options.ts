@@ -2,10 +2,11 @@
  * Options of `crawler crawl` (and `submit`): parsed strictly, so an unknown or malformed option fails
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
-import { parseArgs } from 'node:util';
 import { type CrawlConfigInput, DEFAULT_USER_AGENT } from '../lambdas/core/crawl-config.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
+import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { UsageError } from './usage-error.ts';
+import { parseOptions } from './usage-hints.ts';
 
 export interface CrawlCommandOptions {
   urls: string[];
@@ -13,6 +14,7 @@ export interface CrawlCommandOptions {
   endpoint: string | undefined;
   stateDir: string | undefined;
   quiet: boolean;
+  keepGoing: boolean;
   concurrency: number | undefined;
   sitemap: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
@@ -37,6 +39,7 @@ export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
   --quiet              no progress on stderr
+  --keep-going         crawl the other seeds when some are not URLs (they end as \`invalid\` results)
 ${CRAWL_OPTIONS_HELP}`;
 
 const OPTIONS = {
@@ -44,6 +47,7 @@ const OPTIONS = {
   endpoint: { type: 'string' },
   'state-dir': { type: 'string' },
   quiet: { type: 'boolean' },
+  'keep-going': { type: 'boolean' },
   'max-pages': { type: 'string' },
   'max-depth': { type: 'string' },
   scope: { type: 'string' },
@@ -58,15 +62,39 @@ const OPTIONS = {
   'max-cost-usd': { type: 'string' },
 } as const;
 
-export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${CRAWL_USAGE}`);
+/** How a command that takes the crawl options (crawl, submit, local) reads them. */
+export interface CrawlOptionsContext {
+  /** The command's usage text: what each option accepts is quoted from it. */
+  usage: string;
+  /** The command's own options, taken out before (for "did you mean"). */
+  ownOptions: readonly string[];
+  /** Seed URLs from elsewhere than the command line (a file): not checked, they end as `invalid` results. */
+  moreUrls: readonly string[];
+}
+
+export function parseCrawlOptions(
+  args: string[],
+  context: Partial<CrawlOptionsContext> = {},
+): CrawlCommandOptions {
+  const usage = context.usage ?? CRAWL_USAGE;
+  const { values, positionals } = parseOptions(args, OPTIONS, usage, {
+    allowNegative: true,
+    otherOptions: context.ownOptions ?? [],
+  });
+  const keepGoing = values['keep-going'] ?? false;
+  // A typo in a URL typed on the command line is a mistake to fix before anything starts.
+  if (!keepGoing) {
+    for (const url of positionals) {
+      const normalized = normalizeUrl(url);
+      if (!normalized.ok) {
+        throw new UsageError(
+          `seed URL: ${normalized.reason}; fix it, or pass --keep-going to crawl the other seeds`,
+        );
+      }
+    }
   }
-  const { values, positionals } = parsed;
-  if (positionals.length === 0) throw new UsageError(`crawl needs at least one URL\n${CRAWL_USAGE}`);
+  const urls = [...positionals, ...(context.moreUrls ?? [])];
+  if (urls.length === 0) throw new UsageError('crawl needs at least one URL');
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -92,11 +120,12 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     );
   }
   return {
-    urls: positionals,
+    urls,
     out: values.out,
     endpoint: values.endpoint,
     stateDir: values['state-dir'],
     quiet: values.quiet ?? false,
+    keepGoing,
     concurrency,
     sitemap: values.sitemap,
     config: {
@@ -112,10 +141,6 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
       exclude: patterns(values.exclude, '--exclude'),
     },
   };
-}
-
-function parse(args: string[]) {
-  return parseArgs({ args, allowPositionals: true, allowNegative: true, strict: true, options: OPTIONS });
 }
 
 function integer(

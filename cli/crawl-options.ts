@@ -14,7 +14,6 @@ export interface CrawlCommandOptions {
   endpoint: string | undefined;
   stateDir: string | undefined;
   quiet: boolean;
-  keepGoing: boolean;
   concurrency: number | undefined;
   sitemap: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
@@ -81,9 +80,8 @@ export function parseCrawlOptions(
     allowNegative: true,
     otherOptions: context.ownOptions ?? [],
   });
-  const keepGoing = values['keep-going'] ?? false;
   // A typo in a URL typed on the command line is a mistake to fix before anything starts.
-  if (!keepGoing) {
+  if (!values['keep-going']) {
     for (const url of positionals) {
       const normalized = normalizeUrl(url);
       if (!normalized.ok) {
@@ -125,7 +123,6 @@ export function parseCrawlOptions(
     endpoint: values.endpoint,
     stateDir: values['state-dir'],
     quiet: values.quiet ?? false,
-    keepGoing,
     concurrency,
     sitemap: values.sitemap,
     config: {

@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../cli/usage-error.ts';
-import { describeUnreachable, noSuchCrawl } from '../../cli/usage-failures.ts';
+import { describeFailure, describeUnreachable, noSuchCrawl } from '../../cli/usage-failures.ts';
 import { checkOptions, describeOption, editDistance, parseOptions, suggest } from '../../cli/usage-hints.ts';
+import { StateLockedError } from '../../local/state-lock.ts';
 
 const USAGE = `usage: crawler demo URL... [options]
   --max-pages N        fetch at most N pages
@@ -130,6 +131,27 @@ describe('failures', () => {
       /^cannot reach 127\.0\.0\.1:4566 \(ECONNREFUSED\); start .*crawler local.* or fix --endpoint$/,
     );
     assert.equal(describeUnreachable(new Error('other')), undefined);
+  });
+
+  it('is typed by what the caller does next: 2 for the command line, 1 for a failure, one line each', () => {
+    assert.deepEqual(describeFailure(new UsageError('--x expects N'), 'crawl'), {
+      exitCode: 2,
+      line: 'crawler crawl: --x expects N',
+    });
+    const locked = describeFailure(
+      new StateLockedError('/s', { pid: 42, host: 'elsewhere', startedAt: 'then', token: '' }),
+      'crawl',
+    );
+    assert.equal(locked.exitCode, 1);
+    assert.match(
+      locked.line,
+      /^crawler crawl: local crawl state in \/s is in use by process 42 on elsewhere .*--state-dir/,
+    );
+    const other = describeFailure(new TypeError('boom\nsecond line'), 'status');
+    assert.deepEqual(other, {
+      exitCode: 1,
+      line: 'crawler status failed: TypeError: boom (run it again with --debug for the stack trace)',
+    });
   });
 
   it('an unknown crawl says where to look', () => {

@@ -10,6 +10,11 @@ import { CONTEXT_KEYS } from './limits.ts';
 export const MIN_EVENT_SOURCE_CONCURRENCY = 2;
 export const MAX_EVENT_SOURCE_CONCURRENCY = 1000;
 
+/** A `-c key=value` the app cannot use: the message names the key, what it accepts and an example; no stack trace. */
+export class ContextError extends Error {
+  override name = 'ContextError';
+}
+
 export interface CrawlerContext {
   /** `fetchConcurrency`: the fetch event source's maximum concurrency; the limits file's default when absent. */
   readonly fetchConcurrency?: number;
@@ -36,7 +41,7 @@ export function parseFetchConcurrency(value: unknown): number | undefined {
         ? Number(value)
         : NaN;
   if (!Number.isInteger(n) || n < MIN_EVENT_SOURCE_CONCURRENCY || n > MAX_EVENT_SOURCE_CONCURRENCY) {
-    throw new Error(
+    throw new ContextError(
       `context ${CONTEXT_KEYS.fetchConcurrency}: expected an integer ${MIN_EVENT_SOURCE_CONCURRENCY}..${MAX_EVENT_SOURCE_CONCURRENCY} ` +
         `(the fetch event source's maximum concurrency; Lambda's bounds), got ${JSON.stringify(value)}. ` +
         `Example: npx cdk deploy -c ${CONTEXT_KEYS.fetchConcurrency}=50`,
@@ -49,7 +54,7 @@ export function parseFetchConcurrency(value: unknown): number | undefined {
 export function parseAlarmEmail(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value.length > 254 || !/^[^\s@,;]+@[^\s@,;]+\.[^\s@,;]+$/.test(value)) {
-    throw new Error(
+    throw new ContextError(
       `context ${CONTEXT_KEYS.alarmEmail}: expected one email address, got ${JSON.stringify(value)}. ` +
         `Example: npx cdk deploy -c ${CONTEXT_KEYS.alarmEmail}=ops@example.com`,
     );

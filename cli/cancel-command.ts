@@ -21,7 +21,9 @@ import {
   write,
 } from './results-reader.ts';
 import { stackOutputsReader } from './stack-outputs.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { noSuchCrawl } from './usage-failures.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const CANCEL_USAGE = `usage: crawler cancel ID [options]
 marks the crawl cancelled: its queued tasks end as \`cancelled\` results without being fetched
@@ -44,7 +46,7 @@ export async function cancelCommand(args: string[], overrides: Partial<CliIo> = 
     const table = requireOutput(stack, 'FrontierTableName');
     const outcome = await cancelCrawl(stack.clients.dynamodb, table, crawlId);
     if (outcome.status === 'unknown') {
-      io.stderr.write(`no crawl ${crawlId} in ${stack.description}\n`);
+      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
       return 1;
     }
     const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);

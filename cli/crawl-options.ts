@@ -2,11 +2,12 @@
  * Options of `crawler crawl` (and `submit`): parsed strictly, so an unknown or malformed option fails
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
-import { parseArgs } from 'node:util';
 import { type CrawlConfigInput, DEFAULT_USER_AGENT } from '../lambdas/core/crawl-config.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
+import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
 import { UsageError } from './usage-error.ts';
+import { parseOptions } from './usage-hints.ts';
 
 export interface CrawlCommandOptions {
   urls: string[];
@@ -38,12 +39,13 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
-  --resume ID          go on with an interrupted crawl (Ctrl-C, kill) where it stopped: nothing fetched twice
+  --resume ID          go on with an interrupted crawl (Ctrl-C, kill) where it stopped
   --out DIR            where to write results.jsonl, warc/ and summary.json (default: crawl-out/<crawl id>)
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
   --quiet              nothing on stderr but errors
   --progress MODE      auto (default: one line updated in place on a terminal, else a plain line every few s) | line | json (one event per line) | none
+  --keep-going         crawl the other seeds when some are not URLs (they end as \`invalid\` results)
 ${CRAWL_OPTIONS_HELP}`;
 
 const OPTIONS = {
@@ -52,6 +54,7 @@ const OPTIONS = {
   'state-dir': { type: 'string' },
   quiet: { type: 'boolean' },
   progress: { type: 'string' },
+  'keep-going': { type: 'boolean' },
   'max-pages': { type: 'string' },
   'max-depth': { type: 'string' },
   scope: { type: 'string' },
@@ -67,22 +70,44 @@ const OPTIONS = {
   resume: { type: 'string' },
 } as const;
 
-export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n${CRAWL_USAGE}`);
+/** How a command that takes the crawl options (crawl, submit, local) reads them. */
+export interface CrawlOptionsContext {
+  /** The command's usage text: what each option accepts is quoted from it. */
+  usage: string;
+  /** The command's own options, taken out before (for "did you mean"). */
+  ownOptions: readonly string[];
+  /** Seed URLs from elsewhere than the command line (a file): not checked, they end as `invalid` results. */
+  moreUrls: readonly string[];
+}
+
+export function parseCrawlOptions(
+  args: string[],
+  context: Partial<CrawlOptionsContext> = {},
+): CrawlCommandOptions {
+  const usage = context.usage ?? CRAWL_USAGE;
+  const { values, positionals } = parseOptions(args, OPTIONS, usage, {
+    allowNegative: true,
+    otherOptions: context.ownOptions ?? [],
+  });
+  // A typo in a URL typed on the command line is a mistake to fix before anything starts.
+  if (!values['keep-going']) {
+    for (const url of positionals) {
+      const normalized = normalizeUrl(url);
+      if (!normalized.ok) {
+        throw new UsageError(
+          `seed URL: ${normalized.reason}; fix it, or pass --keep-going to crawl the other seeds`,
+        );
+      }
+    }
   }
-  const { values, positionals } = parsed;
   if (values.resume !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(values.resume))
     throw new UsageError(
       `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
     );
-  if (values.resume !== undefined && positionals.length > 0)
+  const urls = [...positionals, ...(context.moreUrls ?? [])];
+  if (values.resume !== undefined && urls.length > 0)
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no URLs with it');
-  if (positionals.length === 0 && values.resume === undefined)
-    throw new UsageError(`crawl needs at least one URL\n${CRAWL_USAGE}`);
+  if (urls.length === 0 && values.resume === undefined) throw new UsageError('crawl needs at least one URL');
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -113,7 +138,7 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     );
   }
   return {
-    urls: positionals,
+    urls,
     out: values.out,
     endpoint: values.endpoint,
     stateDir: values['state-dir'],
@@ -135,10 +160,6 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
       exclude: patterns(values.exclude, '--exclude'),
     },
   };
-}
-
-function parse(args: string[]) {
-  return parseArgs({ args, allowPositionals: true, allowNegative: true, strict: true, options: OPTIONS });
 }
 
 function integer(

@@ -42,7 +42,9 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { noSuchCrawl } from './usage-failures.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --crawl ID           the crawl to read from (required)
@@ -96,7 +98,7 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
       io.stderr.write(
         known
           ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
-          : `no crawl ${crawlId} in ${stack.description}${maybe}\n`,
+          : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
       );
       return 1;
     }

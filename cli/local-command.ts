@@ -65,14 +65,8 @@ export interface LocalCommandOptions {
 }
 
 export function parseLocalOptions(args: string[]): LocalCommandOptions {
-  const { own, rest } = extractOptions(args, OWN);
-  let crawl: ReturnType<typeof parseCrawlOptions>;
-  try {
-    crawl = parseCrawlOptions([...rest, NO_URL]);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    throw new UsageError(`${error.message.split('\n')[0]}\n${LOCAL_USAGE}`);
-  }
+  const { own, rest } = extractOptions(args, OWN, LOCAL_USAGE);
+  const crawl = parseCrawlOptions([...rest, NO_URL], { usage: LOCAL_USAGE, ownOptions: Object.keys(OWN) });
   const urls = crawl.urls.filter((url) => url !== NO_URL);
   if (urls.length > 0) {
     throw new UsageError(
@@ -84,7 +78,8 @@ export function parseLocalOptions(args: string[]): LocalCommandOptions {
     ['--endpoint', crawl.endpoint],
     ['--sitemap', crawl.sitemap],
   ] as const) {
-    if (given !== undefined) throw new UsageError(`local has no ${flag}\n${LOCAL_USAGE}`);
+    if (given !== undefined)
+      throw new UsageError(`local has no ${flag}; \`crawler local --help\` lists its options`);
   }
   const portText = own.port ?? String(DEFAULT_LOCAL_PORT);
   const port = Number(portText);

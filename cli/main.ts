@@ -1,5 +1,6 @@
 /** The `crawler` command line: dispatch to one module per command. */
-import { UsageError } from './usage-error.ts';
+import { describeFailure } from './usage-failures.ts';
+import { suggest } from './usage-hints.ts';
 
 const USAGE = `usage: crawler <command> [options]
 commands:
@@ -19,7 +20,9 @@ commands:
   local [--port 4566]      a long-running local AWS (SQS, S3, DynamoDB, the handlers) for the AWS CLI and SDKs
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
-run \`crawler <command> --help\` for a command's options.`;
+run \`crawler <command> --help\` for a command's options.
+A mistake in the command line exits with 2, a failure with 1, each with one line on stderr saying
+what to do; --debug (anywhere before --) adds the stack trace.`;
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -39,27 +42,37 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 };
 
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...args] = argv;
+  const { debug, rest } = takeDebugFlag(argv);
+  const [name, ...args] = rest;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     console.log(USAGE);
     return name === undefined ? 2 : 0;
   }
   const load = COMMANDS[name];
   if (!load) {
-    console.error(`unknown command ${JSON.stringify(name)}\n${USAGE}`);
+    const near = suggest(name, Object.keys(COMMANDS));
+    console.error(
+      `crawler: unknown command ${JSON.stringify(name)}; ${near === undefined ? 'the commands are' : `did you mean ${near}? The commands are`} ${Object.keys(COMMANDS).join(', ')}`,
+    );
     return 2;
   }
   try {
     const command = await load();
     return await command(args);
   } catch (error) {
-    if (error instanceof UsageError) {
-      console.error(`crawler ${name}: ${error.message}`);
-      return 2;
-    }
-    console.error(
-      `crawler ${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-    );
-    return 1;
+    const failure = describeFailure(error, name);
+    console.error(failure.line);
+    if (debug) console.error(error instanceof Error ? (error.stack ?? error) : error);
+    return failure.exitCode;
   }
+}
+
+/** `--debug` is global: wherever it stands before `--`, it is taken out of the command's arguments. */
+function takeDebugFlag(argv: string[]): { debug: boolean; rest: string[] } {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+  const before = argv.slice(0, end);
+  return {
+    debug: before.includes('--debug'),
+    rest: [...before.filter((arg) => arg !== '--debug'), ...argv.slice(end)],
+  };
 }

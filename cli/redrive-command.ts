@@ -22,7 +22,8 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)

@@ -25,7 +25,9 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { noSuchCrawl } from './usage-failures.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const RESULTS_USAGE = `usage: crawler results ID [options]
   --outcome X          only URLs with this outcome (${OUTCOMES.join(', ')})
@@ -71,7 +73,7 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
     if (count === 0) {
       const table = requireOutput(stack, 'FrontierTableName');
       if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
-        io.stderr.write(`no crawl ${crawlId} in ${stack.description}\n`);
+        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
         return 1;
       }
     }

@@ -27,6 +27,7 @@ import {
 } from '../local/stack-locator.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { UsageError } from './usage-error.ts';
+import { describeUnreachable } from './usage-failures.ts';
 
 /** What reading needs from the page store (S3Blobs has it). */
 export interface BlobReader {
@@ -347,7 +348,7 @@ export async function openStack(
           ? `the AWS at ${values.endpoint}`
           : `the local state in ${stateDir}`;
     throw new StackNotFoundError(
-      `cannot open ${where}: ${error instanceof Error ? error.message : String(error)}`,
+      `cannot open ${where}: ${describeUnreachable(error) ?? (error instanceof Error ? error.message : String(error))}`,
       { cause: error },
     );
   }

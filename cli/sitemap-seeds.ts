@@ -1,7 +1,7 @@
 /** `--sitemap URL|auto`: read sitemaps from this machine before the crawl starts, with the crawl's own limits and address guard. */
 import { HttpFetcher } from '../lambdas/adapters/http-fetcher.ts';
 import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
-import { loadSitemaps, sitemapsFromRobots } from '../lambdas/core/sitemap.ts';
+import { loadSitemaps, SitemapError, sitemapsFromRobots } from '../lambdas/core/sitemap.ts';
 
 export async function discoverSitemapUrls(
   sitemap: string,
@@ -16,7 +16,7 @@ export async function discoverSitemapUrls(
         ? (
             await Promise.all(
               [...new Set(config.seeds.map(originOf).filter((o) => o !== undefined))].map((origin) =>
-                sitemapsFromRobots(origin, deps),
+                robotsSitemaps(origin, deps, progress),
               ),
             )
           ).flat()
@@ -31,6 +31,21 @@ export async function discoverSitemapUrls(
     return loaded.urls;
   } finally {
     await fetcher.close();
+  }
+}
+
+/** An origin whose robots.txt cannot be read (blocked address, down) gives no sitemaps and a warning, as a bad `--sitemap URL` does. */
+async function robotsSitemaps(
+  origin: string,
+  deps: Parameters<typeof sitemapsFromRobots>[1],
+  progress: (line: string) => void,
+): Promise<string[]> {
+  try {
+    return await sitemapsFromRobots(origin, deps);
+  } catch (error) {
+    if (!(error instanceof SitemapError)) throw error;
+    progress(`sitemap: ${error.message}`);
+    return [];
   }
 }
 

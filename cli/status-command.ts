@@ -16,7 +16,9 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { noSuchCrawl } from './usage-failures.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const STATUS_USAGE = `usage: crawler status ID [options]
   --json               print one JSON object instead of text
@@ -88,7 +90,7 @@ export async function statusCommand(args: string[], overrides: Partial<CliIo> = 
     const frontier = createFrontierStore(stack.clients.dynamodb, requireOutput(stack, 'FrontierTableName'));
     const counters = await frontier.readCounters(crawlId);
     if (!counters) {
-      io.stderr.write(`no crawl ${crawlId} in ${stack.description}\n`);
+      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
       return 1;
     }
     const status = crawlStatus(crawlId, counters, new Date());

@@ -21,6 +21,7 @@ import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { stackOutputsReader } from './stack-outputs.ts';
 import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
+import { flagWithValue, missingValue } from './usage-hints.ts';
 
 /** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */
 export const DEFAULT_STACK_NAME = 'ServerlessCrawler';
@@ -32,6 +33,7 @@ LocalStack, and prints its id
   --crawl-id ID        the crawl's id (1-64 of A-Z a-z 0-9 _ -; default: a new c-<time>-<random>)
   --json               print {crawlId, tasks, skipped, invalid, duplicates, stack} as JSON instead of the id
   --quiet              nothing on stderr
+  --keep-going         submit the other seeds when some are not URLs (they end as \`invalid\` results)
   --stack NAME         a deployed stack: names from its CloudFormation outputs (default ${DEFAULT_STACK_NAME});
                        with --endpoint: a stack deployed into LocalStack with cdklocal
   --endpoint URL       a running local AWS (\`crawler local\`) or LocalStack provisioned by \`crawler crawl --endpoint\`
@@ -56,7 +58,7 @@ export async function submitCommand(args: string[], overrides: Partial<CliIo> = 
     await write(io.stdout, `${SUBMIT_USAGE}\n`);
     return 0;
   }
-  const { own, rest } = extractOptions(args, OWN);
+  const { own, rest } = extractOptions(args, OWN, SUBMIT_USAGE);
   const files = own.file;
   const fileUrls: string[] = [];
   for (const file of files) fileUrls.push(...(await readSeedFile(file)));
@@ -151,14 +153,19 @@ export function parseSubmitOptions(
 ): SubmitCommandOptions {
   let crawl: CrawlCommandOptions;
   try {
-    crawl = parseCrawlOptions([...rest, ...fileUrls]);
+    crawl = parseCrawlOptions(rest, {
+      usage: SUBMIT_USAGE,
+      ownOptions: Object.keys(OWN),
+      moreUrls: fileUrls,
+    });
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    const first = (error.message.split('\n')[0] ?? '').replace(
-      'crawl needs at least one URL',
-      'submit needs at least one URL (as arguments or with --file)',
+    throw new UsageError(
+      error.message.replace(
+        'crawl needs at least one URL',
+        'submit needs at least one URL (as arguments or with --file)',
+      ),
     );
-    throw new UsageError(`${first}\n${SUBMIT_USAGE}`);
   }
   if (crawl.out !== undefined)
     throw new UsageError('submit has no --out: read results with `crawler results ID`');
@@ -222,6 +229,7 @@ export type ExtractedValues<S extends Record<string, OptionKind>> = {
 export function extractOptions<S extends Record<string, OptionKind>>(
   args: readonly string[],
   spec: S,
+  usage = '',
 ): { own: ExtractedValues<S>; rest: string[] } {
   const own: Record<string, string | string[] | boolean | undefined> = {};
   for (const [name, kind] of Object.entries(spec)) if (kind === 'strings') own[name] = [];
@@ -240,16 +248,15 @@ export function extractOptions<S extends Record<string, OptionKind>>(
       continue;
     }
     if (kind === 'boolean') {
-      if (match[2] !== undefined) throw new UsageError(`--${name} takes no value`);
+      if (match[2] !== undefined) throw flagWithValue(name, usage);
       own[name] = true;
       continue;
     }
     let value = match[2];
     if (value === undefined) {
       value = args[i + 1];
-      if (value === undefined || (value.startsWith('--') && value.length > 2)) {
-        throw new UsageError(`--${name} expects a value`);
-      }
+      if (value === undefined) throw missingValue(name, usage);
+      if (value.startsWith('--') && value.length > 2) throw missingValue(name, usage, value);
       i++;
     }
     const previous = own[name];

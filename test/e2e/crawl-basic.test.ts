@@ -78,8 +78,14 @@ test('without --allow-private the loopback address is refused: a result says why
   assert.equal(site.connections, before, 'the site saw a connection');
 });
 
-test('an invalid URL gets a result with its reason and does not stop the others', async () => {
-  const { results } = await crawl('not a url', `${site.origin}/`, '--allow-private', '--quiet');
+test('with --keep-going, an invalid URL gets a result with its reason and does not stop the others', async () => {
+  const { results } = await crawl(
+    'not a url',
+    `${site.origin}/`,
+    '--allow-private',
+    '--quiet',
+    '--keep-going',
+  );
   const byOutcome = Object.fromEntries(results.map((result) => [result.outcome, result]));
   assert.equal(results.length, 2);
   assert.equal(byOutcome.fetched?.status, 200);

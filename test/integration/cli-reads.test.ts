@@ -220,7 +220,7 @@ describe('crawler status / results / get after a pipeline run', () => {
     assert.equal(unknown.code, 1);
     assert.match(
       unknown.stderr.text,
-      /^no crawl no-such-crawl in local stack ServerlessCrawler at http:\/\/127\.0\.0\.1:\d+\n$/,
+      /^no crawl no-such-crawl in local stack ServerlessCrawler at http:\/\/127\.0\.0\.1:\d+; check the id, or point at where it ran \(--endpoint, --stack, --state-dir\)\n$/,
     );
   });
 

@@ -19,7 +19,8 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
 writes results.jsonl, warc/ and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does

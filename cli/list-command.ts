@@ -13,7 +13,8 @@ import {
   withStack,
   write,
 } from './results-reader.ts';
-import { parseCommandArgs, UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
+import { parseCommandArgs } from './usage-hints.ts';
 
 export const LIST_USAGE = `usage: crawler list [options]
 the crawls in the local state (or at an endpoint, or a deployed stack): id, state, pages, started

@@ -8,14 +8,14 @@ import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
-import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
+import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, parseCrawlOptions } from './crawl-options.ts';
-import { writeCrawlOutput } from './crawl-output.ts';
-import { type CrawlSummary, damageWarning } from './results-reader.ts';
+import { describeSummary, prepareOutDir, writeCrawlOutput } from './crawl-output.ts';
+import { damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { requiredOutput, submitCrawl } from './submit-crawl.ts';
 
@@ -33,6 +33,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
     createdAt: new Date().toISOString(),
   });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
+  await prepareOutDir(outDir, { force: options.force });
   const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
 
   const sitemapUrls = options.sitemap ? await discoverSitemapUrls(options.sitemap, config, progress) : [];
@@ -78,7 +79,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
       onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
     });
-    console.log(describeSummary(summary, outDir));
+    console.log(describeSummary(summary, outDir, { verbose: options.verbose }));
     // Everything else was written; a skipped index part or line still makes the run incomplete.
     return damages.length > 0 ? 1 : 0;
   } finally {
@@ -93,18 +94,4 @@ function describeProgress(stats: RuntimeStats): string {
         `${fn} ${s.messagesDeleted} done, ${s.itemFailures} to retry, ${s.invocations} invocations`,
     )
     .join('; ');
-}
-
-function describeSummary(summary: CrawlSummary, outDir: string): string {
-  const outcomes = Object.entries(summary.byOutcome)
-    .map(([outcome, count]) => `${outcome} ${count}`)
-    .join(', ');
-  return [
-    `crawl ${summary.crawlId} finished in ${summary.seconds.toFixed(1)} s`,
-    `  urls:     ${summary.urls} (${outcomes || 'none'})`,
-    `  bytes:    ${summary.bytes}`,
-    `  pages/s:  ${summary.pagesPerSecond}`,
-    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
-    ...(summary.aws ? [`  aws:      ${describeCost(summary.aws)}`] : []),
-  ].join('\n');
 }

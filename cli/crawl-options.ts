@@ -13,6 +13,10 @@ export interface CrawlCommandOptions {
   endpoint: string | undefined;
   stateDir: string | undefined;
   quiet: boolean;
+  /** Clear a non-empty --out first (otherwise it is refused). */
+  force: boolean;
+  /** Also the per-million-pages cost of a small crawl. */
+  verbose: boolean;
   concurrency: number | undefined;
   sitemap: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
@@ -37,6 +41,8 @@ export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
   --quiet              no progress on stderr
+  --force              clear a non-empty --out DIR first (otherwise it is refused)
+  --verbose            also print the cost per million pages for a crawl under 1,000 pages
 ${CRAWL_OPTIONS_HELP}`;
 
 const OPTIONS = {
@@ -44,6 +50,8 @@ const OPTIONS = {
   endpoint: { type: 'string' },
   'state-dir': { type: 'string' },
   quiet: { type: 'boolean' },
+  force: { type: 'boolean' },
+  verbose: { type: 'boolean' },
   'max-pages': { type: 'string' },
   'max-depth': { type: 'string' },
   scope: { type: 'string' },
@@ -97,6 +105,8 @@ export function parseCrawlOptions(args: string[]): CrawlCommandOptions {
     endpoint: values.endpoint,
     stateDir: values['state-dir'],
     quiet: values.quiet ?? false,
+    force: values.force ?? false,
+    verbose: values.verbose ?? false,
     concurrency,
     sitemap: values.sitemap,
     config: {

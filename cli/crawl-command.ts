@@ -17,17 +17,17 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
-import { crawlCostReport, describeCost, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
+import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
-import { writeCrawlOutput } from './crawl-output.ts';
+import { describeSummary, prepareOutDir, writeCrawlOutput } from './crawl-output.ts';
 import { createRenderer, followProgress, longCrawlNotice } from './crawl-progress.ts';
 import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
-import { type CrawlSummary, damageWarning } from './results-reader.ts';
+import { damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { requiredOutput, submitCrawl } from './submit-crawl.ts';
 
@@ -47,6 +47,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
         createdAt: new Date().toISOString(),
       });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
+  await prepareOutDir(outDir, { force: options.force, resume: options.resume !== undefined });
   const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
   const progress = (line: string) => display.message(line);
   const notice = fresh ? longCrawlNotice(fresh) : undefined;
@@ -136,7 +137,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
         costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
         onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
       });
-      console.log(describeSummary(summary, outDir));
+      console.log(describeSummary(summary, outDir, { verbose: options.verbose }));
       if (end === 'interrupted') {
         process.stderr.write(
           `crawl ${crawlId} interrupted; resume it with:\n  ${resumeCommand(crawlId, options)}\n`,
@@ -167,18 +168,4 @@ function resumeCommand(crawlId: string, options: CrawlCommandOptions): string {
 
 function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
-}
-
-function describeSummary(summary: CrawlSummary, outDir: string): string {
-  const outcomes = Object.entries(summary.byOutcome)
-    .map(([outcome, count]) => `${outcome} ${count}`)
-    .join(', ');
-  return [
-    `crawl ${summary.crawlId} ${summary.state === 'complete' || summary.state === undefined ? 'finished' : summary.state} in ${summary.seconds.toFixed(1)} s`,
-    `  urls:     ${summary.urls} (${outcomes || 'none'})`,
-    `  bytes:    ${summary.bytes}`,
-    `  pages/s:  ${summary.pagesPerSecond}`,
-    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
-    ...(summary.aws ? [`  aws:      ${describeCost(summary.aws)}`] : []),
-  ].join('\n');
 }

@@ -16,6 +16,10 @@ export interface CrawlCommandOptions {
   stateDir: string | undefined;
   quiet: boolean;
   progress: ProgressMode;
+  /** Clear a non-empty --out first (otherwise it is refused). */
+  force: boolean;
+  /** Also the per-million-pages cost of a small crawl. */
+  verbose: boolean;
   concurrency: number | undefined;
   sitemap: string | undefined;
   /** `--resume ID`: go on with an interrupted crawl (its stored config; no URLs). */
@@ -46,6 +50,8 @@ export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
   --quiet              nothing on stderr but errors
   --progress MODE      auto (default: one line updated in place on a terminal, else a plain line every few s) | line | json (one event per line) | none
   --keep-going         crawl the other seeds when some are not URLs (they end as \`invalid\` results)
+  --force              clear a non-empty --out DIR first (otherwise it is refused)
+  --verbose            also print the cost per million pages for a crawl under 1,000 pages
 ${CRAWL_OPTIONS_HELP}`;
 
 const OPTIONS = {
@@ -55,6 +61,8 @@ const OPTIONS = {
   quiet: { type: 'boolean' },
   progress: { type: 'string' },
   'keep-going': { type: 'boolean' },
+  force: { type: 'boolean' },
+  verbose: { type: 'boolean' },
   'max-pages': { type: 'string' },
   'max-depth': { type: 'string' },
   scope: { type: 'string' },
@@ -144,6 +152,8 @@ export function parseCrawlOptions(
     stateDir: values['state-dir'],
     quiet: values.quiet ?? false,
     progress: (values.progress as ProgressMode | undefined) ?? 'auto',
+    force: values.force ?? false,
+    verbose: values.verbose ?? false,
     concurrency,
     sitemap: values.sitemap,
     resume: values.resume,

@@ -4,18 +4,22 @@
  *
  * - `DIR/warc/<name>.warc.gz`: each WARC object piped from S3 to its file;
  * - `DIR/results.jsonl`: the results index as `crawler results` prints it (each stored line byte for
- *   byte, deduplicated by key), written with backpressure while the summary is counted;
+ *   byte, deduplicated by key, but for `filename`, which names the file under DIR), written with
+ *   backpressure while the summary is counted;
  * - `DIR/summary.json`: counts by outcome, bytes, pages/s, written last.
  *
  * A damaged index part or line is skipped and handed to `onDamage` (results-reader.ts); the caller
  * decides what it means for the exit code.
+ *
+ * DIR holds one crawl: `prepareOutDir` refuses a non-empty one unless told to clear it (--force) or
+ * that it holds the crawl being resumed, so two crawls' WARC files never mix.
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
+import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
 import {
   type BlobReader,
   type CrawlSummary,
@@ -24,6 +28,7 @@ import {
   SummaryAccumulator,
   streamIndex,
 } from './results-reader.ts';
+import { UsageError } from './usage-error.ts';
 
 /** What the copy needs from the page store (S3Blobs has it). */
 export interface OutputBlobs extends BlobReader {
@@ -48,6 +53,41 @@ export interface CrawlOutputReport {
   damages: IndexDamage[];
 }
 
+/** Where a WARC object's copy lives, relative to the output directory: what `filename` says there. */
+export function localWarcPath(key: string): string {
+  return `warc/${basename(key)}`;
+}
+
+/**
+ * Makes `outDir` ready for one crawl's output: a missing or empty directory is fine; a non-empty one
+ * is cleared with `force`, kept with `resume` (it holds the crawl being resumed, whose files are
+ * written again under the same names), and refused otherwise.
+ */
+export async function prepareOutDir(
+  outDir: string,
+  options: { force?: boolean; resume?: boolean } = {},
+): Promise<void> {
+  const info = await stat(outDir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (info === undefined) return;
+  if (!info.isDirectory()) throw new UsageError(`--out ${outDir} exists and is not a directory`);
+  const entries = await readdir(outDir);
+  if (entries.length === 0 || options.resume) return;
+  if (!options.force) {
+    throw new UsageError(
+      `--out ${outDir} is not empty (${entries.length} entries); choose another directory, pass --force to clear it, or --resume ID to continue the crawl it holds`,
+    );
+  }
+  // --force on the working directory or one above it would delete what the user is standing in.
+  const cwdFromOut = relative(resolve(outDir), process.cwd());
+  if (cwdFromOut !== '..' && !cwdFromOut.startsWith(`..${sep}`) && !isAbsolute(cwdFromOut)) {
+    throw new UsageError(`--force will not clear ${outDir}: it holds the current directory`);
+  }
+  for (const entry of entries) await rm(join(outDir, entry), { recursive: true, force: true });
+}
+
 /** Lines are gathered into chunks of about this size: one write per line would cost a call per line. */
 const CHUNK_CHARS = 256 * 1024;
 
@@ -60,7 +100,7 @@ export async function writeCrawlOutput(
   await mkdir(join(outDir, 'warc'), { recursive: true });
   let warcFiles = 0;
   for await (const key of blobs.list(`warc/${crawlId}/`)) {
-    await pipeline(await blobs.getStream(key), createWriteStream(join(outDir, 'warc', basename(key))));
+    await pipeline(await blobs.getStream(key), createWriteStream(join(outDir, localWarcPath(key))));
     warcFiles++;
   }
 
@@ -74,7 +114,12 @@ export async function writeCrawlOutput(
     let chunk = '';
     for await (const { line, text } of streamIndex(blobs, crawlId, { onDamage })) {
       accumulator.add(line);
-      chunk += `${text}\n`;
+      // The stored `filename` is the S3 key; here the file is under outDir (`warc.key` keeps the key).
+      const local =
+        line.filename === undefined
+          ? text
+          : JSON.stringify({ ...JSON.parse(text), filename: localWarcPath(line.filename) });
+      chunk += `${local}\n`;
       if (chunk.length >= CHUNK_CHARS) {
         yield chunk;
         chunk = '';
@@ -96,4 +141,23 @@ export async function writeCrawlOutput(
   if (info.costReport) summary.aws = info.costReport(summary.byOutcome.fetched ?? 0);
   await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   return { summary, damages };
+}
+
+/** What `crawler crawl` prints at the end: counts, rate, where the output is, and the crawl's cost. */
+export function describeSummary(
+  summary: CrawlSummary,
+  outDir: string,
+  options: { verbose?: boolean } = {},
+): string {
+  const outcomes = Object.entries(summary.byOutcome)
+    .map(([outcome, count]) => `${outcome} ${count}`)
+    .join(', ');
+  return [
+    `crawl ${summary.crawlId} ${summary.state === 'complete' || summary.state === undefined ? 'finished' : summary.state} in ${summary.seconds.toFixed(1)} s`,
+    `  urls:     ${summary.urls} (${outcomes || 'none'})`,
+    `  bytes:    ${summary.bytes}`,
+    `  pages/s:  ${summary.pagesPerSecond}`,
+    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
+    ...(summary.aws ? [`  aws:      ${describeCost(summary.aws, options)}`] : []),
+  ].join('\n');
 }

@@ -1,7 +1,9 @@
 /**
  * `crawler redrive [ID] [--queue tasks|results]`: after a fix, moves dead-lettered messages back to
  * the queue they came from (TaskDLQ → TaskQueue, ResultsDLQ → ResultsQueue), only a crawl's own
- * messages when ID is given. A moved message is sent first and deleted after, so nothing is lost; a
+ * messages when ID is given. Messages the crawler dead-lettered itself as malformed (they carry a
+ * `code` attribute) stay unless --include-malformed: sent back as they are, they end `invalid` and
+ * come straight back to the DLQ. A moved message is sent first and deleted after, so nothing is lost; a
  * crash in between leaves a duplicate, which the frontier absorbs (fetch-once claims, one index line).
  */
 import {
@@ -11,8 +13,10 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { DEAD_LETTER_CODE_ATTRIBUTE } from '../lambdas/adapters/queues.ts';
 import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
+import { parseTaskMessage } from '../lambdas/core/task.ts';
 import {
   type CliIo,
   cliIo,
@@ -28,11 +32,12 @@ import { parseCommandArgs } from './usage-hints.ts';
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)
   --queue Q            tasks, results or both (default both)
+  --include-malformed  also move messages dead-lettered as malformed (after a fix that makes them valid)
 ${STACK_USAGE}`;
 
 const PAIRS = {
-  tasks: { dlq: 'TaskDlqUrl', source: 'TaskQueueUrl' },
-  results: { dlq: 'ResultsDlqUrl', source: 'ResultsQueueUrl' },
+  tasks: { dlq: 'TaskDlqUrl', source: 'TaskQueueUrl', owner: taskCrawlOf },
+  results: { dlq: 'ResultsDlqUrl', source: 'ResultsQueueUrl', owner: crawlOf },
 } as const;
 
 /** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
@@ -60,10 +65,15 @@ export async function redriveCommand(args: string[], overrides: Partial<CliIo> =
         requireOutput(stack, pair.dlq),
         requireOutput(stack, pair.source),
         crawlId,
+        { includeMalformed: values['include-malformed'] ?? false, owner: pair.owner },
       );
+      const malformed =
+        moved.malformed > 0
+          ? `, left ${moved.malformed} dead-lettered as malformed (--include-malformed moves them)`
+          : '';
       await write(
         io.stdout,
-        `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls\n`,
+        `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls${malformed}\n`,
       );
     }
     return 0;
@@ -90,14 +100,22 @@ export function crawlOf(body: string): string | undefined {
   return undefined;
 }
 
+/** The crawl a task message makes its result in, malformed or not (as the fetch function parses it). */
+export function taskCrawlOf(body: string): string {
+  const parsed = parseTaskMessage(body);
+  return parsed.ok ? parsed.task.crawlId : parsed.crawlId;
+}
+
 export async function redrive(
   sqs: SQSClient,
   dlqUrl: string,
   sourceUrl: string,
   crawlId: string | undefined,
-): Promise<{ moved: number; kept: number }> {
+  options: { includeMalformed?: boolean; owner?: (body: string) => string | undefined } = {},
+): Promise<{ moved: number; kept: number; malformed: number }> {
   let moved = 0;
   const kept = new Set<string>();
+  const malformed = new Set<string>();
   for (;;) {
     const received = await sqs.send(
       new ReceiveMessageCommand({
@@ -114,9 +132,14 @@ export async function redrive(
       await release(sqs, dlqUrl, messages);
       break;
     }
-    const mine = fresh.filter((message) => crawlId === undefined || crawlOf(message.Body ?? '') === crawlId);
+    const owner = options.owner ?? crawlOf;
+    const ours = fresh.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
+    const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
     const others = messages.filter((message) => !mine.includes(message));
-    for (const message of others) kept.add(message.MessageId ?? '');
+    for (const message of others) {
+      kept.add(message.MessageId ?? '');
+      if (ours.includes(message)) malformed.add(message.MessageId ?? '');
+    }
     await release(sqs, dlqUrl, others);
     if (mine.length === 0) continue;
     await sendMessagesInBatches(
@@ -132,7 +155,12 @@ export async function redrive(
     );
     moved += mine.length;
   }
-  return { moved, kept: kept.size };
+  return { moved, kept: kept.size - malformed.size, malformed: malformed.size };
+}
+
+/** Dead-lettered by the crawler itself, with why: not something a retry fixes. */
+function deadLetteredAsMalformed(message: Message): boolean {
+  return message.MessageAttributes?.[DEAD_LETTER_CODE_ATTRIBUTE] !== undefined;
 }
 
 /** Makes messages this redrive does not move visible again at once. */
@@ -151,5 +179,9 @@ async function release(sqs: SQSClient, queueUrl: string, messages: readonly Mess
 }
 
 function parse(args: string[]) {
-  return parseCommandArgs(args, { queue: { type: 'string' }, ...STACK_OPTIONS }, REDRIVE_USAGE);
+  return parseCommandArgs(
+    args,
+    { queue: { type: 'string' }, 'include-malformed': { type: 'boolean' }, ...STACK_OPTIONS },
+    REDRIVE_USAGE,
+  );
 }

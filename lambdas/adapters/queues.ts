@@ -103,12 +103,21 @@ export class SqsDeadLetterSender implements DeadLetterSender {
 }
 
 /**
+ * The attribute naming why the crawler dead-lettered a message itself (a malformed task, an unknown
+ * crawl). Messages SQS moved after too many receives have none: `crawler redrive` tells them apart.
+ */
+export const DEAD_LETTER_CODE_ATTRIBUTE = 'code';
+
+/**
  * A DLQ copy always fits the queue: the body came in at up to the limit, and the reason attributes
  * come on top, so a body too long for both is cut (at a character boundary) and marked with
  * `truncated` = its full length in bytes. A message that cannot be sent would fail its whole batch.
  */
 function deadLetterMessage(letter: DeadLetter): QueueMessage {
-  const attributes = { code: sqsSafe(letter.code, 256), reason: sqsSafe(letter.reason, 1024) };
+  const attributes = {
+    [DEAD_LETTER_CODE_ATTRIBUTE]: sqsSafe(letter.code, 256),
+    reason: sqsSafe(letter.reason, 1024),
+  };
   if (messageBytes({ body: letter.body, attributes }) <= MAX_MESSAGE_BYTES)
     return { body: letter.body, attributes };
   const marked = { ...attributes, truncated: String(Buffer.byteLength(letter.body)) };

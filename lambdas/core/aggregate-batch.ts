@@ -5,6 +5,9 @@
  *   validate → finalize each result (bounded parallelism) → one gzip JSONL index part per crawl →
  *   one `addCounters` per crawl → completion check → `crawls/<crawlId>/summary.json` once.
  *
+ * The `default` crawl (bare URLs) never completes: it has no check, and its summary.json is rewritten
+ * from its counters after each batch that counts its results (docs/deploy.md).
+ *
  * Completion comes from the hosts, not from the counters: a visit that finds its host drained records
  * the host's exact counts (`DONE#<host>`) and deletes its host item, so the crawl is complete when no
  * host is active; `confirmCompletion` then sums the drained hosts' tallies (O(hosts)). The check runs
@@ -125,7 +128,11 @@ export function summaryKey(crawlId: string): string {
   return `crawls/${crawlId}/summary.json`;
 }
 
-/** `crawls/<crawlId>/summary.json`: the crawl's final numbers, written once when it completes. */
+/**
+ * `crawls/<crawlId>/summary.json`: the crawl's final numbers, written once when it completes; for the
+ * never-ending `default` crawl, its numbers so far (state `running`, `endedAt` the time they were
+ * taken), rewritten after every batch that counts its results.
+ */
 export interface CrawlSummaryRecord {
   crawlId: string;
   state: CrawlCounters['state'];
@@ -270,6 +277,12 @@ async function complete(
   report: AggregateReport,
 ): Promise<CrawlCounters> {
   deps.checked.add(crawlId);
+  // The default crawl takes bare URLs for ever: it is never complete (a completed crawl's counters
+  // and summary are final, and it would keep taking messages). Its summary is its numbers so far.
+  if (crawlId === DEFAULT_CRAWL_ID) {
+    await writeSnapshot(crawlId, before, deps, report);
+    return before;
+  }
   // A crash between the state flip and the summary: whoever comes next writes it (once).
   if (before.state === 'complete') {
     await writeSummary(crawlId, before, false, deps, report);
@@ -303,6 +316,23 @@ async function writeSummary(
     'application/json',
   );
   if (written) report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
+}
+
+/** An open-ended crawl's summary, rewritten after each batch that counted its results: state `running`. */
+async function writeSnapshot(
+  crawlId: string,
+  counters: CrawlCounters,
+  deps: AggregateDeps,
+  report: AggregateReport,
+): Promise<void> {
+  const now = deps.now ?? (() => new Date());
+  const summary = summaryFromCounters(crawlId, counters, now());
+  await deps.blobs.put(
+    summaryKey(crawlId),
+    new TextEncoder().encode(`${JSON.stringify(summary, null, 2)}\n`),
+    'application/json',
+  );
+  report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow: false });
 }
 
 export function parseResultMessage(
@@ -395,7 +425,8 @@ async function processCrawl(
       return fail('read counters', error);
     }
   }
-  const crawlComplete = before?.state === 'complete';
+  // (The default crawl never completes; one stored as complete by an older version keeps counting.)
+  const crawlComplete = before?.state === 'complete' && crawlId !== DEFAULT_CRAWL_ID;
   // The default crawl is open-ended (bare URLs join it at any time); any other crawl ends for good.
   const finished = before !== undefined && before.state !== 'running' && crawlId !== DEFAULT_CRAWL_ID;
   if (finished) {

@@ -31,7 +31,10 @@ export function bareResult(
   };
 }
 
-/** A malformed task has no usable URL: its frontier key comes from the message id, so redeliveries share it. */
-export function invalidTaskKey(messageId: string): string {
-  return createHash('sha256').update(`invalid:${messageId}`).digest('hex');
+/**
+ * A malformed task has no usable URL: its frontier key comes from the message body, so a redelivery
+ * and a redriven copy (a new message id) share it, and one body never makes two result lines.
+ */
+export function invalidTaskKey(body: string): string {
+  return createHash('sha256').update(`invalid:${body}`).digest('hex');
 }

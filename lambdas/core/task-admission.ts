@@ -47,7 +47,7 @@ export async function openTask(
   if (!parsed.ok) {
     const subject = {
       crawlId: parsed.crawlId,
-      key: invalidTaskKey(message.id),
+      key: invalidTaskKey(message.body),
       url: parsed.url ?? '',
       depth: 0,
     };
@@ -67,7 +67,7 @@ export async function openTask(
   if (!normalized.ok) {
     const subject = {
       crawlId: task.crawlId,
-      key: invalidTaskKey(message.id),
+      key: invalidTaskKey(message.body),
       url: stripUserinfo(task.url).slice(0, 2048),
       depth: task.depth,
     };

@@ -137,7 +137,9 @@ export interface CrawlCostReport {
   pages: number;
   /** Billed requests per page by `service:operation` (SQS in 64 KiB chunks). */
   requestsPerPage: Record<string, number>;
-  /** Dollars per million pages at list prices, from the counted requests and handler durations. */
+  /** This crawl's dollars at list prices, from the counted requests and handler durations. */
+  cost: CostBreakdown;
+  /** The same scaled to a million pages (meaningful from PER_MILLION_MIN_PAGES pages on). */
   costPerMillionPages: CostBreakdown;
   /** DynamoDB request units per page, and how many calls had their units estimated. */
   dynamodb: { writeUnitsPerPage: number; readUnitsPerPage: number; estimatedCalls: number };
@@ -161,10 +163,12 @@ export function crawlCostReport(
     estimatedCalls += count.estimatedUnits;
   }
   const perPage = (value: number) => (pages > 0 ? Math.round((value / pages) * 1000) / 1000 : 0);
+  const cost = costOf(counts, Object.values(lambda));
   return {
     pages,
     requestsPerPage: requestsPerPage(counts, pages),
-    costPerMillionPages: perMillionPages(costOf(counts, Object.values(lambda)), pages),
+    cost,
+    costPerMillionPages: perMillionPages(cost, pages),
     dynamodb: {
       writeUnitsPerPage: perPage(writeUnits),
       readUnitsPerPage: perPage(readUnits),
@@ -185,14 +189,33 @@ export function crawlCostReport(
   };
 }
 
-/** One line for the end of a run: total and split per million pages, and billed requests per page. */
-export function describeCost(report: CrawlCostReport): string {
-  const c = report.costPerMillionPages;
+/**
+ * Below this many pages a crawl's cost per page is mostly fixed costs (start-up invocations, robots.txt,
+ * polling): scaled to a million pages it reads as an alarming, meaningless number ($97 for one page).
+ */
+export const PER_MILLION_MIN_PAGES = 1000;
+
+/**
+ * One line for the end of a run: this crawl's dollars and their split, billed requests per page, and
+ * the cost per million pages when the crawl is large enough for it to mean something (or `verbose`).
+ */
+export function describeCost(report: CrawlCostReport, options: { verbose?: boolean } = {}): string {
+  const c = report.cost;
   const requests = Object.values(report.requestsPerPage).reduce((a, b) => a + b, 0);
-  const usd = (value: number) => `$${value.toFixed(2)}`;
+  const perMillion =
+    options.verbose || report.pages >= PER_MILLION_MIN_PAGES
+      ? `; ${usd(report.costPerMillionPages.total, 2)} per million pages`
+      : '';
   return (
-    `${usd(c.total)} per million pages at ${report.prices.region} list prices ` +
+    `${usd(c.total)} for this crawl at ${report.prices.region} list prices ` +
     `(lambda ${usd(c.lambda)}, sqs ${usd(c.sqs)}, s3 ${usd(c.s3)}, dynamodb ${usd(c.dynamodb)}); ` +
-    `${requests.toFixed(2)} AWS requests per page`
+    `${requests.toFixed(2)} AWS requests per page${perMillion}`
   );
+}
+
+/** Dollars to cents, or to two significant digits below a cent (a small crawl costs fractions of one). */
+function usd(value: number, fixed?: number): string {
+  if (fixed !== undefined || value === 0 || value >= 0.01) return `$${value.toFixed(fixed ?? 2)}`;
+  const digits = Math.min(20, 1 - Math.floor(Math.log10(value)));
+  return `$${value.toFixed(digits)}`;
 }

@@ -355,7 +355,8 @@ describe('archival output: WARC files, results index and crawler get for pages o
       );
       assert.equal(line.sha1, digest.toString('hex'), `${where}: sha1`);
       assert.ok(result.warc, `${where}: no warc pointer`);
-      assert.equal(line.filename, result.warc.key, `${where}: filename`);
+      // In --out, filename names the copy under --out; warc.key keeps the S3 key.
+      assert.equal(line.filename, `warc/${basename(result.warc.key)}`, `${where}: filename`);
       assert.equal(line.offset, result.warc.offset, `${where}: offset`);
       assert.equal(line.length, result.warc.length, `${where}: length`);
       assert.ok(

@@ -14,6 +14,7 @@ import {
   costOf,
   crawlCostReport,
   describeCost,
+  PER_MILLION_MIN_PAGES,
   perMillionPages,
   requestsPerPage,
 } from '../../lambdas/shared/aws-prices.ts';
@@ -174,6 +175,28 @@ describe('the price table and cost per million pages', () => {
     assert.equal(report.dynamodb.writeUnitsPerPage, 0.01);
     assert.equal(report.lambda.FetchFunction?.gbSeconds, 1);
     assert.ok(report.costPerMillionPages.total > 0);
-    assert.match(describeCost(report), /^\$\d+\.\d\d per million pages at us-east-1 list prices \(lambda/);
+    assert.deepEqual(
+      report.cost,
+      costOf(counter.snapshot(), [{ invocations: 1, durationMs: 1000, memoryMb: 1024 }]),
+    );
+    assert.match(describeCost(report), /^\$0\.0\d+ for this crawl at us-east-1 list prices \(lambda/);
+  });
+
+  it("the cost line gives this crawl's dollars, and per million pages only from 1,000 pages or when verbose", () => {
+    const counter = new AwsCallCounter();
+    counter.attempt('S3', 'PutObject', 10);
+    const usage = { FetchFunction: { invocations: 1, durationMs: 8000, memoryMb: 1024 } };
+    // One page: its fixed costs scaled to a million pages read as ~$100, which alarms and means nothing.
+    const one = crawlCostReport(counter.snapshot(), usage, 1);
+    const line = describeCost(one);
+    assert.match(line, /^\$0\.000\d\d for this crawl at us-east-1 list prices/);
+    assert.doesNotMatch(line, /per million/);
+    assert.match(describeCost(one, { verbose: true }), /; \$\d+\.\d\d per million pages$/);
+    const big = crawlCostReport(counter.snapshot(), usage, PER_MILLION_MIN_PAGES);
+    assert.match(describeCost(big), /^\$0\.000\d\d for this crawl .*; \$0\.11 per million pages$/);
+    assert.doesNotMatch(
+      describeCost(crawlCostReport(counter.snapshot(), usage, PER_MILLION_MIN_PAGES - 1)),
+      /per million/,
+    );
   });
 });

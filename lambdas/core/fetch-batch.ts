@@ -71,10 +71,7 @@ export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'
    * batch's last sends slow, and an invocation cut off loses what it had not sent.
    */
   end?: number;
-  /**
-   * Output pending this long (ms) is sent even when fewer than flushEveryPages. Default 30 s. Each
-   * flush writes its own WARC file, so at a polite pace a short wait meant a file every few pages.
-   */
+  /** How often the visits' output is sent while they run (ms). Default 5 s. */
   flushEveryMs?: number;
   /**
    * Pages and results that make a flush at once. Default 25. A kill loses what is not flushed (it is
@@ -116,9 +113,7 @@ export interface FetchBatchReport {
 const LAST_FLUSH_FACTOR = 2;
 /** Lease beyond the deadline: the batch's last flush and the visits' release happen inside it. */
 const LEASE_MARGIN_MS = 15_000;
-const DEFAULT_FLUSH_EVERY_MS = 30_000;
-/** How often pending output's age is looked at (at most). */
-const FLUSH_CHECK_MS = 1_000;
+const DEFAULT_FLUSH_EVERY_MS = 5_000;
 const DEFAULT_FLUSH_EVERY_PAGES = 25;
 /** SQS caps DelaySeconds at 15 minutes. */
 const MAX_DELAY_SECONDS = 900;
@@ -420,8 +415,6 @@ class BatchOutput {
   private flushStartedAt: number | undefined;
   /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
   private flushDue = false;
-  /** When the oldest page or result not yet taken by a flush came (epoch ms). */
-  private pendingSince: number | undefined;
 
   constructor(deps: FetchBatchDeps) {
     this.deps = deps;
@@ -477,7 +470,6 @@ class BatchOutput {
   }
 
   private add(decision: VisitDecision): void {
-    this.pendingSince ??= this.deps.now();
     if (decision.kind === 'result') {
       this.results.push(decision.result);
       return;
@@ -495,17 +487,11 @@ class BatchOutput {
     }
   }
 
-  /** Flushes once the oldest pending page or result has waited `everyMs`. */
   flushPeriodically(everyMs: number): { stop: () => Promise<void> } {
     let stopped = false;
-    const timer = setInterval(
-      () => {
-        const since = this.pendingSince;
-        if (stopped || since === undefined || this.deps.now() - since < everyMs) return;
-        this.flush().catch(() => {});
-      },
-      Math.min(everyMs, FLUSH_CHECK_MS),
-    );
+    const timer = setInterval(() => {
+      if (!stopped) this.flush().catch(() => {});
+    }, everyMs);
     // Never what keeps a process alive: an invocation cut off at its timeout may never come back here.
     timer.unref();
     return {
@@ -619,7 +605,6 @@ class BatchOutput {
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
     this.flushes++;
-    this.pendingSince = undefined;
     this.writer = this.newWriter();
     this.written = [];
     this.discovering = [];

@@ -840,7 +840,7 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
   });
 
   it('(e) the whole compute is killed (SIGKILL) at random instants, many times, and resumed', {
-    timeout: TEST_TIMEOUT_MS,
+    timeout: LONG_IDLE_TIMEOUT_MS + 150_000,
   }, async () => {
     const kills = { count: 8, minMs: 1_000, maxMs: 6_000 };
     const fetchSlots = 4;
@@ -865,7 +865,9 @@ describe('fault injection: a crawl of 1,000+ pages ends exact under AWS faults',
           },
         ],
         kills,
-        idleTimeoutMs: IDLE_TIMEOUT_MS,
+        // Each kill can leave its batches hidden for a visibility timeout (30 s) and its hosts leased
+        // until their leases lapse: up to minutes of waiting on top of the crawl itself.
+        idleTimeoutMs: LONG_IDLE_TIMEOUT_MS,
       },
       { exactRequests: false, rawDuplicates: true },
       (o) => {

@@ -85,7 +85,10 @@ describe('read commands on the local state dir', () => {
     assert.equal(body.stdout, PAGE);
     const unknown = await cli(statusCommand, 'nope', '--state-dir', stateDir);
     assert.equal(unknown.code, 1);
-    assert.equal(unknown.stderr, `no crawl nope in local state in ${stateDir}\n`);
+    assert.equal(
+      unknown.stderr,
+      `no crawl nope in local state in ${stateDir}; check the id, or point at where it ran (--endpoint, --stack, --state-dir)\n`,
+    );
   });
 
   it('prints one line and exits 1 when there is no stack to read', async () => {

@@ -22,10 +22,11 @@ import { diffAgainstPlan, type GeneratedSite, startGeneratedSite } from '../fixt
 const MAX_DEPTH = 6;
 
 /**
- * 30 % of the requests to the crawl's own partition (counters, host and robots items) are throttled.
+ * Half of the requests to the crawl's own partition (counters, host and robots items) are throttled
+ * (at 30 %, its ~66 draws fell short of the 20 throttles asserted below about half the time).
  * (Every partition at 50 % also ends exact, in about 100 s: too slow for the suite.)
  */
-for (const { rate, keyPrefix, pages } of [{ rate: 0.3, keyPrefix: 'CRAWL#', pages: 60 }]) {
+for (const { rate, keyPrefix, pages } of [{ rate: 0.5, keyPrefix: 'CRAWL#', pages: 60 }]) {
   describe(`a crawl while ${rate * 100}% of the requests to ${keyPrefix ? `its ${keyPrefix} partition` : 'every partition'} are throttled`, () => {
     let site: GeneratedSite;
     let fauxqs: RunningServer;

@@ -13,7 +13,7 @@ import {
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
-  AdmittedUrl,
+  Admission,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierUrl,
@@ -108,11 +108,7 @@ export class FrontierUrls implements HostUrlStore {
    * again; the item is left as it is). Any error other than a failed condition is thrown once the
    * writes in flight have settled.
    */
-  async admit(
-    crawlId: string,
-    parentKey: string,
-    candidates: readonly FrontierUrl[],
-  ): Promise<AdmittedUrl[]> {
+  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
     const unique: FrontierUrl[] = [];
     const keys = new Set<string>();
     for (const candidate of candidates) {
@@ -128,6 +124,7 @@ export class FrontierUrls implements HostUrlStore {
     // a just-written item only costs that put, which then fails.
     const existing = await this.readExisting(crawlId, unique);
     const toPut: number[] = [];
+    const settled: string[] = [];
     for (const [index, candidate] of unique.entries()) {
       const item = existing.get(candidate.key);
       if (item === undefined) {
@@ -143,6 +140,7 @@ export class FrontierUrls implements HostUrlStore {
         num(item, ATTR.attempts) === undefined
       )
         admitted[index] = 'again';
+      else if (st === URL_ST.new || st === URL_ST.done) settled.push(candidate.key);
     }
     await this.inParallel(toPut, async (index) => {
       const candidate = unique[index];
@@ -150,10 +148,13 @@ export class FrontierUrls implements HostUrlStore {
       // Repeating a write is safe: if the first took effect, the repeat is this parent's re-admission.
       admitted[index] = await retryStep(() => this.put(crawlId, parentKey, candidate));
     });
-    return unique.flatMap((candidate, index) => {
-      const state = admitted[index];
-      return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
-    });
+    return {
+      admitted: unique.flatMap((candidate, index) => {
+        const state = admitted[index];
+        return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
+      }),
+      settled,
+    };
   }
 
   /** The URL items that exist among `urls`, by key (eventually consistent BatchGetItem, 100 keys a call). */

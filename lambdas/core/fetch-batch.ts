@@ -115,6 +115,8 @@ const LAST_FLUSH_FACTOR = 2;
 const LEASE_MARGIN_MS = 15_000;
 const DEFAULT_FLUSH_EVERY_MS = 5_000;
 const DEFAULT_FLUSH_EVERY_PAGES = 25;
+/** Visits wait once this many flushes' worth of pages are unsent (BatchOutput.room). */
+const PENDING_FLUSHES = 2;
 /** SQS caps DelaySeconds at 15 minutes. */
 const MAX_DELAY_SECONDS = 900;
 
@@ -292,6 +294,7 @@ async function startVisit(
       ...deps,
       hostUrls: deps.frontier,
       settle: () => output.admitFound(),
+      room: () => output.room(),
       // Read at each check: it moves earlier as slow flushes are seen.
       get deadline() {
         return output.visitDeadline();
@@ -457,9 +460,7 @@ class BatchOutput {
 
   addVisit(decision: VisitDecision): void {
     this.add(decision);
-    const full =
-      this.results.length + this.written.length >= (this.deps.flushEveryPages ?? DEFAULT_FLUSH_EVERY_PAGES);
-    if (full && !this.flushDue) {
+    if (this.pending() >= this.flushEveryPages() && !this.flushDue) {
       this.flushDue = true;
       this.flush()
         .catch(() => {})
@@ -467,6 +468,24 @@ class BatchOutput {
           this.flushDue = false;
         });
     }
+  }
+
+  /**
+   * Waits while the output holds a flush's worth of pages beyond the one being sent: visits go on
+   * fetching during a flush, but never outrun it, so each flush stays small (inside the time the
+   * last one is given) and whatever a kill or timeout cuts off stays within two flushes.
+   */
+  async room(): Promise<void> {
+    while (this.pending() >= PENDING_FLUSHES * this.flushEveryPages() && this.broken === undefined)
+      await this.flush().catch(() => {});
+  }
+
+  private pending(): number {
+    return this.results.length + this.written.length;
+  }
+
+  private flushEveryPages(): number {
+    return this.deps.flushEveryPages ?? DEFAULT_FLUSH_EVERY_PAGES;
   }
 
   private add(decision: VisitDecision): void {

@@ -26,6 +26,12 @@ export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
    */
   settle?: () => Promise<void>;
   /**
+   * Resolves once the batch's output has room for another page. A visit that fetches faster than its
+   * output goes out waits here: no flush grows past what fits before the deadline, and a kill or a
+   * timeout loses at most that much.
+   */
+  room?: () => Promise<void>;
+  /**
    * Whether an index part exists. A host is drained only once every part its done URLs name is
    * written: a URL finalized by an aggregate invocation that died before its PUT is repointed and
    * written by the redelivery, and its host waits for that.
@@ -150,6 +156,7 @@ export async function visitHost(
         return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
       }
       for (const url of ready) {
+        await deps.room?.();
         // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
         const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);

@@ -88,8 +88,10 @@ export async function admitLinks(
         candidate.skip || budgeted ? { ...candidate, held: true } : candidate,
       );
       if (candidates.length === 0) return;
-      const admitted = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
-      for (const candidate of candidates) seenKeys.push(`${config.crawlId}:${candidate.key}`);
+      const { admitted, settled } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
+      // Cached as seen: what this page admits (its results go out with it) and what needs no page.
+      for (const { key } of [...admitted, ...settled.map((key) => ({ key }))])
+        seenKeys.push(`${config.crawlId}:${key}`);
       if (admitted.length === 0) return;
       const fresh = admitted.filter((url) => url.fresh).length;
       queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
@@ -181,7 +183,7 @@ export async function admitEnded(
 ): Promise<OutgoingVisit[]> {
   const woken = new Map<string, { crawlId: string; host: string }>();
   for (const [crawlId, entries] of Map.groupBy(ended, (entry) => entry.crawlId)) {
-    const admitted = await deps.frontier.admit(
+    const { admitted } = await deps.frontier.admit(
       crawlId,
       'task',
       entries.map((entry) => ({ ...entry.url, held: true })),

@@ -127,6 +127,17 @@ export type ClaimResult =
 
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
+export interface Admission {
+  /** The candidates this page admits (fresh, or its own earlier admissions still unfetched). */
+  admitted: AdmittedUrl[];
+  /**
+   * Keys of the other candidates whose item needs nothing more from any page: done, or fetchable.
+   * A `held` item of another page is not among them: its result goes out with that page's, and if
+   * that page's invocation was cut off, its refetch must find the link again past any seen cache.
+   */
+  settled: string[];
+}
+
 /**
  * Admission to the frontier (docs/frontier.md): each URL item lives in its host's partition
  * (`URLS#<crawlId>#<host>`), so a visit reads its host's URLs with one Query.
@@ -136,7 +147,7 @@ export interface FrontierAdmission {
    * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
    * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted).
    */
-  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]>;
+  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
   /**

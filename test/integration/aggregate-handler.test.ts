@@ -137,7 +137,7 @@ async function fetchedCrawl(pages: Page[], skipped: string[] = []) {
     ...pages.map((p) => url(`${origin}${p.path}`, 0, false)),
     ...skipped.map((p) => url(`${origin}${p}`, 1, true)),
   ];
-  const admitted = await frontier.admit(crawlId, 'seed', urls);
+  const { admitted } = await frontier.admit(crawlId, 'seed', urls);
   assert.equal(admitted.length, urls.length);
   assert.ok(admitted.every((a) => a.fresh));
   await frontier.addQueued(crawlId, urls.length);

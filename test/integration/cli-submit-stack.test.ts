@@ -14,6 +14,7 @@ import { describeStackOutputs, stackOutputsReader } from '../../cli/stack-output
 import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
+import { describeStacksAnswer } from '../../local/cloudformation-describe.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { Capture } from '../fixtures/capture.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
@@ -29,25 +30,6 @@ const describeCalls: string[] = [];
 /** The region each DescribeStacks was signed for (its credential scope). */
 const signedRegions: string[] = [];
 
-function xml(text: string): string {
-  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-}
-
-function stackXml(name: string, status: string, outputs: Record<string, string>): string {
-  const members = Object.entries(outputs)
-    .map(
-      ([key, value]) =>
-        `<member><OutputKey>${xml(key)}</OutputKey><OutputValue>${xml(value)}</OutputValue><Description>d</Description></member>`,
-    )
-    .join('');
-  return (
-    '<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks>' +
-    `<member><StackName>${name}</StackName><StackId>arn:aws:cloudformation:us-east-1:000000000000:stack/${name}/1</StackId>` +
-    `<CreationTime>2026-01-01T00:00:00.000Z</CreationTime><StackStatus>${status}</StackStatus><Outputs>${members}</Outputs></member>` +
-    '</Stacks></DescribeStacksResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DescribeStacksResponse>'
-  );
-}
-
 function cloudFormation(req: IncomingMessage, res: ServerResponse, body: Buffer): boolean {
   const form = new URLSearchParams(body.toString('utf8'));
   if (form.get('Action') !== 'DescribeStacks') return false;
@@ -57,16 +39,19 @@ function cloudFormation(req: IncomingMessage, res: ServerResponse, body: Buffer)
   );
   const scope = /Credential=[^/]+\/\d{8}\/([^/]+)\//.exec(String(req.headers.authorization ?? ''));
   if (scope?.[1]) signedRegions.push(scope[1]);
-  res.setHeader('content-type', 'text/xml');
-  if (name === DEPLOYED) res.end(stackXml(name, 'UPDATE_COMPLETE', aws.outputs));
-  else if (name === ROLLED_BACK) res.end(stackXml(name, 'ROLLBACK_COMPLETE', {}));
-  else {
-    res.statusCode = 400;
-    res.end(
-      '<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error><Type>Sender</Type>' +
-        `<Code>ValidationError</Code><Message>Stack with id ${xml(name)} does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>`,
-    );
-  }
+  const stack = (stackName: string, status: string, outputs: Record<string, string>) => ({
+    stackName,
+    stackId: `arn:aws:cloudformation:us-east-1:000000000000:stack/${stackName}/1`,
+    createdAt: new Date('2026-01-01T00:00:00.000Z'),
+    status,
+    outputs,
+  });
+  const answer = describeStacksAnswer(form, [
+    stack(DEPLOYED, 'UPDATE_COMPLETE', aws.outputs),
+    stack(ROLLED_BACK, 'ROLLBACK_COMPLETE', {}),
+  ]);
+  res.writeHead(answer.status, { 'content-type': 'text/xml' });
+  res.end(answer.body);
   return true;
 }
 

@@ -120,7 +120,9 @@ describe('admission', () => {
       parent: `page-${i}`,
       links: Array.from({ length: 24 }, (_, j) => universe[(3 * i + j) % universe.length]!),
     }));
-    const admitted = await Promise.all(pages.map((page) => store.admit(crawlId, page.parent, page.links)));
+    const admitted = await Promise.all(
+      pages.map(async (page) => (await store.admit(crawlId, page.parent, page.links)).admitted),
+    );
 
     const winners = new Map<string, string[]>();
     for (const [i, urls] of admitted.entries()) {
@@ -158,7 +160,8 @@ describe('admission', () => {
     ];
     const fresh = (url: FrontierUrl) => ({ ...url, fresh: true });
     const again = (url: FrontierUrl) => ({ ...url, fresh: false });
-    const admit = (page: string, urls: FrontierUrl[]) => store.admit(crawlId, page, urls);
+    const admit = async (page: string, urls: FrontierUrl[]) =>
+      (await store.admit(crawlId, page, urls)).admitted;
     assert.deepEqual(await admit('page-1', [a, b]), [fresh(a), fresh(b)]);
     assert.deepEqual(
       await admit('page-1', [a, b]),
@@ -176,6 +179,24 @@ describe('admission', () => {
     assert.deepEqual(await admit('page-1', [a, b]), []);
   });
 
+  it('names the links another page admitted that need nothing more from it: done or fetchable, not held', async () => {
+    // A held link's result goes out with its admitting page's: if that page's invocation was cut off
+    // before its results went out, its refetch must admit the link again, so no other page may cache
+    // the link as seen until it is done.
+    const crawlId = newCrawl();
+    const [fetchable, held, done] = ['fetchable', 'held', 'done'].map((p) =>
+      frontierUrl(`https://example.com/${p}`),
+    ) as [FrontierUrl, FrontierUrl, FrontierUrl];
+    await store.admit(crawlId, 'page-1', [fetchable, { ...held, held: true }, done]);
+    await store.finalize(crawlId, entry(done, 'fetched'));
+    const other = await store.admit(crawlId, 'page-2', [fetchable, held, done]);
+    assert.deepEqual(other.admitted, []);
+    assert.deepEqual(other.settled.sort(), [done.key, fetchable.key].sort());
+    const own = await store.admit(crawlId, 'page-1', [fetchable, { ...held, held: true }]);
+    assert.deepEqual(own.admitted.map((url) => url.key).sort(), [fetchable.key, held.key].sort());
+    assert.deepEqual(own.settled, []);
+  });
+
   it('re-admits through the conditional write too when the read misses an item (eventual consistency)', async () => {
     // A store whose BatchGetItem finds nothing: every candidate goes to the conditional write.
     const blind = Object.create(dynamodb) as DynamoDBClient;
@@ -188,14 +209,14 @@ describe('admission', () => {
     const a = frontierUrl('https://example.com/a', 2, { redirects: 1 });
     const b = frontierUrl('https://example.com/b', 1, { held: true });
     assert.deepEqual(
-      (await missing.admit(crawlId, 'page-1', [a, b])).map((url) => url.fresh),
+      (await missing.admit(crawlId, 'page-1', [a, b])).admitted.map((url) => url.fresh),
       [true, true],
     );
     assert.deepEqual(
-      (await missing.admit(crawlId, 'page-1', [a, b])).map((url) => url.fresh),
+      (await missing.admit(crawlId, 'page-1', [a, b])).admitted.map((url) => url.fresh),
       [false, false],
     );
-    assert.deepEqual(await missing.admit(crawlId, 'page-2', [a, b]), []);
+    assert.deepEqual((await missing.admit(crawlId, 'page-2', [a, b])).admitted, []);
     const item = await urlItem(crawlId, a);
     assert.deepEqual(
       { st: item?.st?.S, depth: item?.depth?.N, redirects: item?.redirects?.N, parent: item?.parent?.S },
@@ -204,7 +225,7 @@ describe('admission', () => {
     // A held URL promoted by the page budget stays new when its page admits it again held.
     await store.promote(crawlId, [b]);
     assert.deepEqual(
-      (await missing.admit(crawlId, 'page-1', [b])).map((url) => url.fresh),
+      (await missing.admit(crawlId, 'page-1', [b])).admitted.map((url) => url.fresh),
       [false],
     );
     assert.equal((await urlItem(crawlId, b))?.st?.S, 'new');
@@ -215,7 +236,7 @@ describe('admission', () => {
     const skipped = frontierUrl('https://out.example/x', 3, { held: true });
     const budgeted = frontierUrl('https://in.example/y', 1, { held: true });
     const moved = frontierUrl('https://in.example/z', 1, { redirects: 2 });
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [skipped, budgeted, moved]), [
+    assert.deepEqual((await store.admit(crawlId, 'page-1', [skipped, budgeted, moved])).admitted, [
       { ...skipped, fresh: true },
       { ...budgeted, fresh: true },
       { ...moved, fresh: true },
@@ -227,12 +248,19 @@ describe('admission', () => {
     assert.equal(stored?.redirects?.N, '2');
 
     // Its page's retry admits it again, held or not, and leaves the item as it is.
-    assert.deepEqual(await store.admit(crawlId, 'page-1', [skipped, { ...budgeted, held: false }]), [
-      { ...skipped, fresh: false },
-      { ...budgeted, held: false, fresh: false },
-    ]);
+    assert.deepEqual(
+      (await store.admit(crawlId, 'page-1', [skipped, { ...budgeted, held: false }])).admitted,
+      [
+        { ...skipped, fresh: false },
+        { ...budgeted, held: false, fresh: false },
+      ],
+    );
     assert.equal((await urlItem(crawlId, budgeted))?.st?.S, 'held');
-    assert.deepEqual(await store.admit(crawlId, 'page-2', [skipped, budgeted]), [], "another page's");
+    assert.deepEqual(
+      await store.admit(crawlId, 'page-2', [skipped, budgeted]),
+      { admitted: [], settled: [] },
+      "another page's, held",
+    );
 
     // Promotion: held → new, once; a new, done or unknown URL is left alone (never created).
     const done = frontierUrl('https://in.example/done', 1, { held: true });
@@ -252,8 +280,8 @@ describe('admission', () => {
     const crawlId = newCrawl();
     const onA = frontierUrl('https://a.example/same');
     const onB = frontierUrl('https://b.example/same');
-    assert.equal((await store.admit(crawlId, 'p1', [onA, onB])).length, 2);
-    assert.equal((await store.admit(crawlId, 'p2', [onB, onA])).length, 0, 'both known');
+    assert.equal((await store.admit(crawlId, 'p1', [onA, onB])).admitted.length, 2);
+    assert.equal((await store.admit(crawlId, 'p2', [onB, onA])).admitted.length, 0, 'both known');
     assert.deepEqual(
       (await store.urls(crawlId, 'a.example')).map((url) => url.key),
       [onA.key],

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../../lambdas/core/link-admission.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { AdmittedUrl, FrontierAdmission, FrontierUrl, HostVisits } from '../../lambdas/core/ports.ts';
+import type { Admission, FrontierAdmission, FrontierUrl, HostVisits } from '../../lambdas/core/ports.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 
 const config = parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/'] });
@@ -14,18 +14,25 @@ function keyOf(url: string): string {
   return normalized.key;
 }
 
-/** A frontier that admits, as this page's, the URLs in `mine`; every other URL belongs to another page. */
+/**
+ * A frontier that admits, as this page's, the URLs in `mine`; every other URL belongs to another page,
+ * and those in `settled` need nothing more from any page (done, or fetchable).
+ */
 function frontier(
   mine: readonly string[],
   asked: string[][] = [],
   admittedAs: FrontierUrl[] = [],
   promoted: string[] = [],
+  settled: readonly string[] = [],
 ): FrontierAdmission {
   return {
-    admit: async (_crawlId, _parent, candidates: readonly FrontierUrl[]): Promise<AdmittedUrl[]> => {
+    admit: async (_crawlId, _parent, candidates: readonly FrontierUrl[]): Promise<Admission> => {
       asked.push(candidates.map((c) => c.url));
       admittedAs.push(...candidates);
-      return candidates.filter((c) => mine.includes(c.url)).map((c) => ({ ...c, fresh: true }));
+      return {
+        admitted: candidates.filter((c) => mine.includes(c.url)).map((c) => ({ ...c, fresh: true })),
+        settled: candidates.filter((c) => settled.includes(c.url)).map((c) => c.key),
+      };
     },
     reservePages: async (_crawlId, wanted, maxPages) => Math.min(wanted, maxPages),
     promote: async (_crawlId, urls) => {
@@ -81,6 +88,22 @@ describe('admitLinks', () => {
       [{ v: 1, kind: 'visit', crawlId: 'c1', host: 'site.test', ticket: 'ticket-site.test' }],
     );
     assert.deepEqual(out.seenKeys, [`c1:${keyOf('https://site.test/b')}`]);
+  });
+
+  it("caches as seen the links it admits and another page's settled ones, never another page's held ones", async () => {
+    // A held link waits for its own page's results: if that page's invocation was cut off, its
+    // refetch in this container must not skip the link as seen, or its skipped result is never sent.
+    const links = ['https://site.test/mine', 'https://site.test/settled', 'https://site.test/held'];
+    const out = await admitLinks([page(links)], {
+      frontier: frontier([links[0]!], [], [], [], [links[1]!]),
+      hosts: hosts(),
+      seen: new LruSet(100),
+      now: new Date(),
+    });
+    assert.deepEqual(
+      out.seenKeys.toSorted(),
+      [`c1:${keyOf(links[0]!)}`, `c1:${keyOf(links[1]!)}`].toSorted(),
+    );
   });
 
   it('a page whose earlier fetch did not finish asks for every link again: the cache may hold its unsent ones', async () => {

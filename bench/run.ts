@@ -20,7 +20,7 @@
  *   against the politeness bound of H pages/s.
  *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
- * (micro-benchmark rounds, 5), --only ours,crawlee,micro,memory,realistic (realistic-ours or
+ * (micro-benchmark rounds, 5), --only startup,ours,crawlee,micro,memory,realistic (realistic-ours or
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
@@ -43,6 +43,7 @@ import {
 } from './realistic.ts';
 import { judgeCrawl, type SitePlan } from './site.ts';
 import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
+import { runStartup, STARTUP_TARGET_SECONDS, type StartupRun } from './startup.ts';
 
 /** lambdas/fetch/handler.ts: `new HttpFetcher({ connectionsPerOrigin: 6 })`. */
 const CONNECTIONS_PER_ORIGIN = 6;
@@ -58,7 +59,7 @@ const { values } = parseArgs({
     // One core: more fetch slots only add contention and per-container cache misses (docs/performance.md).
     concurrency: { type: 'string', default: String(BENCH_CONCURRENCY) },
     rounds: { type: 'string', default: '5' },
-    only: { type: 'string', default: 'ours,crawlee,micro,memory,realistic' },
+    only: { type: 'string', default: 'startup,ours,crawlee,micro,memory,realistic' },
     // The realistic shape (bench/realistic.ts).
     hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
     'host-pages': { type: 'string' },
@@ -68,6 +69,8 @@ const { values } = parseArgs({
   },
 });
 const runs = Number(values.runs);
+/** Peak RSS of `crawler crawl` on the bench site (issue 14). */
+const CRAWL_RSS_TARGET_MB = 250;
 const pages = Number(values.pages);
 const concurrency = Number(values.concurrency);
 const crawleeConcurrency = concurrency * Math.min(CONNECTIONS_PER_ORIGIN, FETCH_EVENT_SOURCE.batchSize);
@@ -247,6 +250,7 @@ const report: {
   micro?: { core: number[]; bare: number[] };
   memory?: MemoryResult[];
   realistic?: RealisticReport;
+  startup?: StartupRun[];
   seconds?: number;
 } = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
 if (oneHost) {
@@ -302,6 +306,10 @@ if (oneHost) {
     site.stop();
   }
 }
+if (only.has('startup')) {
+  log('start-up: crawler crawl of a one-page site ...');
+  report.startup = await runStartup(runs, log);
+}
 const realisticCrawlers = new Set(
   (['ours', 'crawlee'] as const).filter((which) => only.has('realistic') || only.has(`realistic-${which}`)),
 );
@@ -320,6 +328,23 @@ report.seconds = (performance.now() - benchStarted) / 1000;
 // --- the table --------------------------------------------------------------------------------
 
 const lines: string[] = [];
+if (report.startup?.length) {
+  const warm = report.startup.filter((run) => run.cachedTemplate);
+  const wall = median(warm.map((run) => run.wallSeconds));
+  lines.push(
+    '### Start-up: `crawler crawl` of a one-page site, fresh state dir',
+    '',
+    '| run | wall s | crawl s (summary.json) | peak RSS MB |',
+    '| --- | --- | --- | --- |',
+    ...report.startup.map(
+      (run, i) =>
+        `| ${i + 1}${run.cachedTemplate ? '' : ' (template not cached)'} | ${fixed(run.wallSeconds)} | ${fixed(run.crawlSeconds)} | ${fixed(run.peakRssMb, 0)} |`,
+    ),
+    '',
+    `one-page crawl, median wall with the template cached: **${fixed(wall)} s** (target ≤ ${STARTUP_TARGET_SECONDS} s: ${wall <= STARTUP_TARGET_SECONDS ? 'met' : 'MISSED'})`,
+    '',
+  );
+}
 const ours = report.crawls.filter((c) => c.crawler === 'ours');
 const crawlee = report.crawls.filter((c) => c.crawler === 'crawlee');
 const row = (name: string, list: CrawlRun[]) => {
@@ -350,6 +375,13 @@ if (ours.length + crawlee.length > 0) {
       '',
       `ours / Crawlee pages/s: **${fixed(ratio, 2)}×** (target ≥ 2×, with zero duplicates and misses: ` +
         `${ratio >= 2 && clean ? 'met' : 'MISSED'})`,
+    );
+  }
+  if (ours.length) {
+    const peak = Math.max(...ours.map((c) => c.peakRssMb));
+    lines.push(
+      '',
+      `ours, peak RSS of the crawl: **${fixed(peak, 0)} MB** (target ≤ ${CRAWL_RSS_TARGET_MB} MB: ${peak <= CRAWL_RSS_TARGET_MB ? 'met' : 'MISSED'})`,
     );
   }
   const aws = ours.at(-1)?.aws as

@@ -10,39 +10,9 @@ import { CrawlerMonitoring } from './monitoring.ts';
 import { OperatorPolicy } from './operator-policy.ts';
 import { PageStore } from './page-store.ts';
 import { QueueWithDlq } from './queue-with-dlq.ts';
+import { HANDLERS, IDS, OUTPUTS, STACK_NAME } from './stack-contract.ts';
 
-/** The deployed stack's name; the CLI finds the stack's outputs by it. */
-export const STACK_NAME = 'ServerlessCrawler';
-
-/**
- * Construct ids of the main resources. They are also their CloudFormation logical ids (pinned),
- * so the local runtime, the CLI and the tests can name them without hashes.
- */
-export const IDS = {
-  taskQueue: 'TaskQueue',
-  taskDlq: 'TaskDLQ',
-  resultsQueue: 'ResultsQueue',
-  resultsDlq: 'ResultsDLQ',
-  pageStore: 'PageStore',
-  frontierTable: 'FrontierTable',
-  fetchFunction: 'FetchFunction',
-  aggregateFunction: 'AggregateFunction',
-  operatorPolicy: 'OperatorPolicy',
-} as const;
-
-/** Stack output keys. */
-export const OUTPUTS = {
-  taskQueueUrl: 'TaskQueueUrl',
-  taskDlqUrl: 'TaskDlqUrl',
-  resultsQueueUrl: 'ResultsQueueUrl',
-  resultsDlqUrl: 'ResultsDlqUrl',
-  pageBucketName: 'PageBucketName',
-  accessLogBucketName: 'AccessLogBucketName',
-  frontierTableName: 'FrontierTableName',
-  alarmTopicArn: 'AlarmTopicArn',
-  dashboardName: 'DashboardName',
-  operatorPolicyArn: 'OperatorPolicyArn',
-} as const;
+export { HANDLERS, IDS, OUTPUTS, STACK_NAME } from './stack-contract.ts';
 
 export interface CrawlerStackProps extends StackProps {
   /**
@@ -53,12 +23,6 @@ export interface CrawlerStackProps extends StackProps {
   /** Subscribed to the alarm topic. Default: CDK context `alarmEmail`, else no subscription. */
   readonly alarmEmail?: string;
 }
-
-/** Handler modules, relative to the repo root. */
-export const HANDLERS = {
-  fetch: 'lambdas/fetch/handler.ts',
-  aggregate: 'lambdas/aggregate/handler.ts',
-} as const;
 
 /**
  * The crawler: TaskQueue -> fetch function -> PageStore + ResultsQueue -> aggregate function, with

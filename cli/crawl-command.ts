@@ -11,7 +11,7 @@
  * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
 import { join, resolve } from 'node:path';
-import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { STACK_NAME } from '../cdk/stack-contract.ts';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
@@ -20,6 +20,7 @@ import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counte
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
+import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
@@ -75,13 +76,15 @@ export async function crawlCommand(args: string[]): Promise<number> {
     // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
     const lambdaUsage: Record<string, LambdaUsage> = {};
     const local = await startLocalAws({
-      template: parseTemplate(synthesizeTemplate()),
+      template: parseTemplate(await stackTemplate()),
       stackName: STACK_NAME,
       ...(options.endpoint
         ? { endpoint: options.endpoint }
         : { stateDir: resolveStateDir(options.stateDir) }),
       ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
       handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+      // Latency is all a local crawl's user sees: a batch goes as soon as the queue has no more.
+      eagerBatches: true,
       ...(options.quiet ? {} : { onStaleLock: (line: string) => process.stderr.write(`${line}\n`) }),
       onInvocation: (report) => {
         const id = report.functionLogicalId;

@@ -21,13 +21,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { STACK_NAME } from '../cdk/stack-contract.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../local/aws-clients.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import type { LocalStackDescription } from '../local/cloudformation-describe.ts';
 import { type LocalAws, type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
 import { type SqsQueryGateway, startSqsQueryGateway } from '../local/sqs-query-gateway.ts';
+import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { CRAWL_OPTIONS_HELP, parseCrawlOptions } from './crawl-options.ts';
 import { extractOptions } from './submit-command.ts';
@@ -122,7 +123,7 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
   parseCrawlConfig({ ...options.defaults, crawlId: 'default' });
   const stateDir = resolveStateDir(options.stateDir);
   const local = await startLocalAws({
-    template: parseTemplate(synthesizeTemplate()),
+    template: parseTemplate(await stackTemplate()),
     stackName: STACK_NAME,
     stateDir,
     // The emulators' own router listens on a free port; the public endpoint is the gateway.

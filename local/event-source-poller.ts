@@ -64,6 +64,11 @@ export interface EventSourcePollerOptions {
   concurrency: number;
   /** Long-poll wait per ReceiveMessage; short so stop() is quick. Default 1 s. */
   receiveWaitSeconds?: number;
+  /**
+   * Invoke once a receive inside the batching window finds the queue empty, rather than at the
+   * window's end. Lambda waits out the window; a local crawl need not (local-aws.ts).
+   */
+  eagerBatches?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
 }
@@ -144,8 +149,12 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     while (batch.length < source.batchSize && !stopping) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
-      const more = await receive(source.batchSize - batch.length, remaining >= 1000 ? 1 : 0);
+      const more = await receive(
+        source.batchSize - batch.length,
+        remaining >= 1000 && !options.eagerBatches ? 1 : 0,
+      );
       batch.push(...more);
+      if (more.length === 0 && options.eagerBatches) break;
       if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
     }
     return batch;
@@ -159,8 +168,10 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   }
 
   async function runSlot(slot: number): Promise<void> {
-    // Started lazily: the worker (and createHandler) at the slot's first batch.
+    // The first slot's container starts its Init now, while the queue fills: the first batch need not
+    // wait for the handler module's import. The others start at their first batch.
     const container = newContainer();
+    if (slot === 0) container.init().catch(() => {});
     let stream = logStreamName();
     try {
       while (!stopping) {

@@ -61,6 +61,12 @@ export interface LocalAwsOptions {
   rootDir?: string;
   clientSettings?: Partial<ClientSettings>;
   receiveWaitSeconds?: number;
+  /**
+   * Invoke as soon as the queue has nothing more to add, instead of waiting out the batching window
+   * (poller option `eagerBatches`): for a local crawl, whose latency is all a user sees. `crawler
+   * local` and the suites keep Lambda's window.
+   */
+  eagerBatches?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
   /** Told when the state dir's lock was left by a process that is gone and is taken over. */
@@ -174,6 +180,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
           ...(options.receiveWaitSeconds !== undefined
             ? { receiveWaitSeconds: options.receiveWaitSeconds }
             : {}),
+          ...(options.eagerBatches ? { eagerBatches: true } : {}),
           ...(options.log ? { log: options.log } : {}),
           ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
         }),

@@ -12,6 +12,7 @@
 //                                     holds it - read through that process's emulators
 import { existsSync } from 'node:fs';
 import { ListQueuesCommand, ListQueueTagsCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { STACK_NAME } from '../cdk/stack-contract.ts';
 import {
   type AwsClients,
   type ClientSettings,
@@ -26,6 +27,7 @@ import type { TemplateInput } from './cfn-template.ts';
 import { startLocalAws } from './local-aws.ts';
 import { STACK_ID_TAG, stackNamePrefix } from './physical-names.ts';
 import { NotProvisionedError, provisionStack } from './provision.ts';
+import { stackTemplate } from './stack-template.ts';
 import { LOCAL_INSTANCE_ID, NoLocalStateError, readStateMarker, stateLayout } from './state-dir.ts';
 import { liveStateLock, StateLockedError } from './state-lock.ts';
 
@@ -208,14 +210,12 @@ async function taggedInstanceId(sqs: SQSClient, stackName: string): Promise<stri
   return [...found][0];
 }
 
-// cdk/ pulls in aws-cdk-lib (slow to import): only when a local name has to be computed.
+// cdk/ pulls in aws-cdk-lib (slow to import): the template comes from the cache when it can.
 async function synthesized(): Promise<Record<string, unknown>> {
-  const { synthesizeTemplate } = await import('../cdk/synth.ts');
-  return synthesizeTemplate();
+  return stackTemplate();
 }
 
 async function defaultStackName(): Promise<string> {
-  const { STACK_NAME } = await import('../cdk/crawler-stack.ts');
   return STACK_NAME;
 }
 

@@ -83,7 +83,8 @@ export async function visitHost(
   start: VisitStart,
   config: CrawlConfig,
   deps: VisitDeps,
-  onDecision: (decision: VisitDecision) => void,
+  /** Each URL decided: its decision, its frontier key, and the host's pace after it. */
+  onDecision: (decision: VisitDecision, decided: { key: string; pace: PaceState }) => void,
 ): Promise<VisitReport> {
   const { crawlId, host } = start;
   const pacer = new VisitPacer(start.pace);
@@ -179,7 +180,7 @@ export async function visitHost(
         if (decision.kind === 'result' || decision.kind === 'captured') {
           inflight.add(url.key);
           unsettled++;
-          onDecision(decision);
+          onDecision(decision, { key: url.key, pace: pacer.state });
           continue;
         }
         if (decision.kind === 'defer') {

@@ -67,6 +67,14 @@ const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
   },
 };
 
+/**
+ * Allowed grants that a run may or may not use, by timing: the allow-list check asks only that they
+ * are granted. (ci17: a visit's HEAD of a part the aggregate function had not written yet.)
+ */
+const USED_BY_TIMING: Record<string, ReadonlySet<string>> = {
+  FetchFunction: new Set(['s3:ListBucket']),
+};
+
 /** Every env var a handler reads: its schema's keys, plus what Node itself reads. */
 const READ_ENV: Record<string, Set<string>> = {
   FetchFunction: new Set([...Object.keys(FetchEnvSchema.shape), 'NODE_OPTIONS']),
@@ -223,9 +231,13 @@ describe('least privilege: nothing granted that no call uses', () => {
       assert.ok(fn, id);
       const statements = policies.get(fn.functionName) ?? [];
       const calls = entries.filter((e) => e.principal === fn.functionName);
+      const granted = new Set(unusedGrants(statements, []).map((grant) => grant.action));
       const unused = new Set(unusedGrants(statements, calls).map((grant) => grant.action));
-      for (const action of Object.keys(allowed))
-        assert.ok(unused.has(action), `${id}: ${action} is used or not granted`);
+      for (const action of Object.keys(allowed)) {
+        assert.ok(granted.has(action), `${id}: ${action} is not granted: drop it from the allow-list`);
+        if (USED_BY_TIMING[id]?.has(action)) continue;
+        assert.ok(unused.has(action), `${id}: ${action} is used: drop it from the allow-list`);
+      }
     }
   });
 

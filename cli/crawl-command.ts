@@ -11,7 +11,7 @@
  * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
 import { join, resolve } from 'node:path';
-import { STACK_NAME } from '../cdk/stack-contract.ts';
+import { IDS, STACK_NAME } from '../cdk/stack-contract.ts';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
@@ -85,6 +85,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       handlerEnvOverrides: { LOG_LEVEL: 'warn' },
       // Latency is all a local crawl's user sees: a batch goes as soon as the queue has no more.
       eagerBatches: true,
+      inProcessHandlers: true,
       ...(options.quiet ? {} : { onStaleLock: (line: string) => process.stderr.write(`${line}\n`) }),
       onInvocation: (report) => {
         const id = report.functionLogicalId;
@@ -117,7 +118,9 @@ export async function crawlCommand(args: string[]): Promise<number> {
       }
       let end: CrawlEnd = 'interrupted';
       if (!interrupt.signal.aborted) {
-        await local.start();
+        // Results the last run sent and did not finalize (it was killed) first: their pages are then
+        // done, and no visit fetches them again.
+        await local.start({ first: [IDS.aggregateFunction] });
         const ticker = followProgress(localProgressSource(local, crawlId), display, {
           delayMs: config.delayMs,
         });

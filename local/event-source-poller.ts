@@ -69,6 +69,11 @@ export interface EventSourcePollerOptions {
    * window's end. Lambda waits out the window; a local crawl need not (local-aws.ts).
    */
   eagerBatches?: boolean;
+  /**
+   * Containers in this thread, their timeouts raced rather than enforced (local-aws.ts): no worker to
+   * start and no isolate to keep per slot. The handlers still stop on their own deadline.
+   */
+  inProcess?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
 }
@@ -114,6 +119,8 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   let busy = 0;
   let running = 0;
   let activity = 0;
+  /** When a receive last got messages (any slot): eager batches only after a quiet spell. */
+  let lastReceivedAt = 0;
 
   async function receive(max: number, wait: number): Promise<Message[]> {
     try {
@@ -145,16 +152,19 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     const batch = await receive(source.batchSize, waitSeconds);
     if (batch.length === 0) return batch;
     onFirst();
-    const deadline = Date.now() + source.maximumBatchingWindowInSeconds * 1000;
+    const windowMs = source.maximumBatchingWindowInSeconds * 1000;
+    // Eager only after a quiet spell (a crawl's next hop: one message after nothing for a window): a
+    // busy queue keeps Lambda's batches, and with them the crawl's counted requests and its files.
+    const eager = options.eagerBatches === true && Date.now() - lastReceivedAt >= windowMs;
+    lastReceivedAt = Date.now();
+    const deadline = Date.now() + windowMs;
     while (batch.length < source.batchSize && !stopping) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
-      const more = await receive(
-        source.batchSize - batch.length,
-        remaining >= 1000 && !options.eagerBatches ? 1 : 0,
-      );
+      const more = await receive(source.batchSize - batch.length, remaining >= 1000 && !eager ? 1 : 0);
       batch.push(...more);
-      if (more.length === 0 && options.eagerBatches) break;
+      if (more.length > 0) lastReceivedAt = Date.now();
+      if (more.length === 0 && eager) break;
       if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
     }
     return batch;
@@ -162,7 +172,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
 
   function newContainer(): Container {
     if (!handlerModule) throw new Error('poller not started');
-    return handlerModule.inProcess
+    return handlerModule.inProcess || options.inProcess
       ? inProcessContainer(handlerModule.factory, options.env)
       : workerContainer(fn, { ...options.env });
   }

@@ -67,6 +67,12 @@ export interface LocalAwsOptions {
    * local` and the suites keep Lambda's window.
    */
   eagerBatches?: boolean;
+  /**
+   * Run the handlers in this thread, timeouts raced instead of enforced (poller option `inProcess`):
+   * a local crawl starts faster and holds one isolate instead of one per slot. `crawler local` and
+   * the suites keep worker containers, cut off at their deadlines as on Lambda.
+   */
+  inProcessHandlers?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
   /** Told when the state dir's lock was left by a process that is gone and is taken over. */
@@ -90,7 +96,11 @@ export interface LocalAws {
   /** The full environment each function's handlers get, by function logical id. */
   functionEnv: Record<string, Record<string, string>>;
   pollers: EventSourcePoller[];
-  start(): Promise<void>;
+  /**
+   * Starts every poller. `first`: function logical ids whose pollers start alone, until their queues
+   * are empty (or `firstTimeoutMs`, default 60 s, passed), before the others start.
+   */
+  start(options?: { first?: readonly string[]; firstTimeoutMs?: number }): Promise<void>;
   /** Stops taking messages; in-flight invocations finish (and are settled) first. The AWS stays up. */
   stopPolling(): Promise<void>;
   waitForIdle(options?: WaitForIdleOptions): Promise<IdleSnapshot>;
@@ -181,6 +191,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
             ? { receiveWaitSeconds: options.receiveWaitSeconds }
             : {}),
           ...(options.eagerBatches ? { eagerBatches: true } : {}),
+          ...(options.inProcessHandlers ? { inProcess: true } : {}),
           ...(options.log ? { log: options.log } : {}),
           ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
         }),
@@ -206,7 +217,29 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       outputs: stack.outputs,
       functionEnv,
       pollers,
-      async start() {
+      async start(startOptions = {}) {
+        const first = new Set(startOptions.first ?? []);
+        const leading = pollers.filter((p) => first.has(p.eventSource.functionLogicalId));
+        if (leading.length > 0) {
+          await Promise.all(leading.map((p) => p.start()));
+          await waitForIdle(
+            {
+              sqs: clients.sqs,
+              queues: Object.fromEntries(
+                leading.map((p) => [
+                  p.eventSource.queueLogicalId,
+                  queues[p.eventSource.queueLogicalId] ?? '',
+                ]),
+              ),
+              gating: leading.map((p) => p.eventSource.queueLogicalId),
+              busySlots: () => sum(leading.map((p) => p.busySlots())),
+              activity: () => sum(leading.map((p) => p.activity())),
+            },
+            { intervalMs: 100, timeoutMs: startOptions.firstTimeoutMs ?? 60_000 },
+          ).catch(() => {
+            // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
+          });
+        }
         await Promise.all(pollers.map((p) => p.start()));
       },
       async stopPolling() {

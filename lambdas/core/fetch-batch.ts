@@ -28,7 +28,6 @@ import type {
   FrontierAdmission,
   FrontierUrl,
   HostLease,
-  HostPace,
   HostTally,
   HostUrl,
   HostUrlStore,
@@ -185,7 +184,6 @@ export async function processFetchBatch(
     running.map(async (run) => {
       if (!run) return;
       const visitEnd = await run.done;
-      run.stopped = true;
       try {
         await output.flush();
       } catch (error) {
@@ -231,23 +229,9 @@ interface RunningVisit {
   lease: HostLease;
   done: Promise<VisitResult | { failed: unknown }>;
   fetched: number;
-  /** Keys of the URLs the visit decided, in order: the first `flushed` have their results out. */
-  decided: string[];
-  flushed: number;
-  /** The host's pace after the visit's latest decision. */
-  pace: HostPace;
-  /** The visit has stopped: its own end (release, drain) saves its host's state, not a checkpoint. */
-  stopped: boolean;
 }
 
 type VisitResult = Awaited<ReturnType<typeof visitHost>>;
-
-function paceOf(pace: HostPace): HostPace {
-  return {
-    nextAt: pace.nextAt,
-    ...(pace.pausedUntil === undefined ? {} : { pausedUntil: pace.pausedUntil }),
-  };
-}
 
 async function startVisit(
   message: TaskMessage,
@@ -302,10 +286,6 @@ async function startVisit(
     lease,
     fetched: 0,
     done: Promise.resolve({ failed: undefined }),
-    decided: [],
-    flushed: 0,
-    pace: paceOf(lease),
-    stopped: false,
   };
   run.done = visitHost(
     { crawlId, host, pace: lease, inflight: lease.inflight },
@@ -320,11 +300,9 @@ async function startVisit(
         return output.visitDeadline();
       },
     },
-    (decision, { key, pace }) => {
+    (decision) => {
       run.fetched++;
-      run.decided.push(key);
-      run.pace = paceOf(pace);
-      output.addVisit(decision, run);
+      output.addVisit(decision);
     },
   ).catch((failed: unknown) => ({ failed }));
   return run;
@@ -440,8 +418,6 @@ class BatchOutput {
   private flushStartedAt: number | undefined;
   /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
   private flushDue = false;
-  /** Visits with decisions since the last flush took its share: checkpointed once it is out. */
-  private touched = new Set<RunningVisit>();
 
   constructor(deps: FetchBatchDeps) {
     this.deps = deps;
@@ -482,8 +458,7 @@ class BatchOutput {
     }
   }
 
-  addVisit(decision: VisitDecision, run: RunningVisit): void {
-    this.touched.add(run);
+  addVisit(decision: VisitDecision): void {
     this.add(decision);
     if (this.pending() >= this.flushEveryPages() && !this.flushDue) {
       this.flushDue = true;
@@ -648,8 +623,6 @@ class BatchOutput {
     const leaves = this.results;
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
-    const visits = [...this.touched].map((run) => ({ run, decided: run.decided.length }));
-    this.touched = new Set();
     this.flushes++;
     this.writer = this.newWriter();
     this.written = [];
@@ -674,30 +647,6 @@ class BatchOutput {
     for (const key of [...seenKeys, ...admitted.seenKeys]) deps.seen.add(key);
     this.sentResults.push(...allLeaves, ...stored.results);
     this.sentWarcKeys.push(...stored.keys);
-    await this.checkpoint(visits);
-  }
-
-  /**
-   * Saves on the host of each visit still running the URLs whose results are out. A visit records
-   * them when it ends; killed or timed out before that, the next visit would fetch again every page
-   * whose result the aggregate function had not finalized yet. A failed checkpoint (or a lease lost
-   * meanwhile) costs only those refetches: it fails nothing.
-   */
-  private async checkpoint(visits: ReadonlyArray<{ run: RunningVisit; decided: number }>): Promise<void> {
-    await Promise.all(
-      visits.map(async ({ run, decided }) => {
-        run.flushed = Math.max(run.flushed, decided);
-        if (run.stopped) return;
-        const inflight = new Set([...run.lease.inflight, ...run.decided.slice(0, run.flushed)]);
-        await this.deps.hosts
-          .checkpoint(run.visit.crawlId, run.visit.host, this.deps.invocationId, {
-            ...run.pace,
-            leaseUntil: run.lease.leaseUntil,
-            inflight: [...inflight],
-          })
-          .catch(() => {});
-      }),
-    );
   }
 }
 

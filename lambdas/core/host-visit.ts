@@ -83,8 +83,7 @@ export async function visitHost(
   start: VisitStart,
   config: CrawlConfig,
   deps: VisitDeps,
-  /** Each URL decided: its decision, its frontier key, and the host's pace after it. */
-  onDecision: (decision: VisitDecision, decided: { key: string; pace: PaceState }) => void,
+  onDecision: (decision: VisitDecision) => void,
 ): Promise<VisitReport> {
   const { crawlId, host } = start;
   const pacer = new VisitPacer(start.pace);
@@ -180,7 +179,7 @@ export async function visitHost(
         if (decision.kind === 'result' || decision.kind === 'captured') {
           inflight.add(url.key);
           unsettled++;
-          onDecision(decision, { key: url.key, pace: pacer.state });
+          onDecision(decision);
           continue;
         }
         if (decision.kind === 'defer') {

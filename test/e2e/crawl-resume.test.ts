@@ -12,8 +12,8 @@
  *
  * By the servers' counts every page is requested; nothing the Ctrl-C run fetched is fetched again,
  * and a page requested twice was first requested by the killed run, which had not sent its result
- * yet: each flush checkpoints the running visits' URLs whose results are out on their hosts, so only
- * what the killed invocations held unsent (at most two flushes' worth each) is fetched again.
+ * yet: the resume finalizes the results the killed run sent before it fetches anything, so only what
+ * the killed invocations held unsent (at most two flushes' worth each) is fetched again.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';

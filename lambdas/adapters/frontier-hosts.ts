@@ -20,6 +20,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { HostBusy, HostLease, HostPace, HostTally, HostVisits } from '../core/ports.ts';
+import { retryStep } from '../core/retry-step.ts';
 import {
   ATTR,
   crawlPk,
@@ -164,8 +165,12 @@ export class FrontierHosts implements HostVisits {
       );
       return ticket;
     } catch (err) {
-      if (!isConditionFailed(err)) throw err;
-      return undefined;
+      if (isConditionFailed(err)) return undefined;
+      // The claim may have been written and only its answer lost. The caller never learns this
+      // ticket, so nobody would send its visit: given back (tried as hard as the caller's retries),
+      // or the host would wait for a wake after VISIT_GRACE_MS, which may never come.
+      await retryStep(() => this.unwake(crawlId, host, ticket)).catch(() => {});
+      throw err;
     }
   }
 

@@ -77,6 +77,30 @@ describe('wake', () => {
     assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, second);
   });
 
+  it('a claim whose answer was lost is given back: the retried wake sends the visit', async () => {
+    // The fault suite's (c): the claim's write took effect and its answer failed; the wake threw, so
+    // its caller never learnt the ticket. Had the claim stood, every later wake would find a visit
+    // due and send none, and the host would never be visited.
+    const crawlId = newCrawl();
+    let lost = 0;
+    const lossy = Object.create(dynamodb) as DynamoDBClient;
+    lossy.send = (async (command: Parameters<DynamoDBClient['send']>[0]) => {
+      const out = await dynamodb.send(command as QueryCommand);
+      const input = command.input as { UpdateExpression?: string };
+      if (lost === 0 && input.UpdateExpression?.startsWith('SET #visitAt')) {
+        lost++;
+        throw Object.assign(new Error('Service is unavailable.'), { name: 'ServiceUnavailable' });
+      }
+      return out;
+    }) as DynamoDBClient['send'];
+    const flaky = new FrontierHosts(lossy, TABLE, resolveOptions());
+    const now = Date.now();
+    await assert.rejects(flaky.wake(crawlId, HOST, now), /unavailable/);
+    assert.equal(lost, 1);
+    const ticket = sent(await flaky.wake(crawlId, HOST, now + 1));
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.visitBy?.S, ticket);
+  });
+
   it('sends nothing while a visit is due or live; sends once when the last visit is overdue', async () => {
     const crawlId = newCrawl();
     const now = Date.now();

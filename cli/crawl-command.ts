@@ -83,7 +83,8 @@ export async function crawlCommand(args: string[]): Promise<number> {
         : { stateDir: resolveStateDir(options.stateDir) }),
       ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
       handlerEnvOverrides: { LOG_LEVEL: 'warn' },
-      // Latency is all a local crawl's user sees: a batch goes as soon as the queue has no more.
+      // A local crawl's user sees its latency and its memory: a batch after a quiet spell goes as
+      // soon as the queue has no more, and the handlers share this process (local/README.md).
       eagerBatches: true,
       inProcessHandlers: true,
       ...(options.quiet ? {} : { onStaleLock: (line: string) => process.stderr.write(`${line}\n`) }),

@@ -77,7 +77,7 @@ export async function locateStack(options: LocateStackOptions): Promise<LocatedS
   }
   if (options.endpoint !== undefined) {
     const endpoint = new URL(options.endpoint).origin;
-    const stackName = options.localStackName ?? (await defaultStackName());
+    const stackName = options.localStackName ?? STACK_NAME;
     return lookupLocal(endpointsFromUrl(endpoint), {
       mode: 'endpoint',
       description: `local stack ${stackName} at ${endpoint}`,
@@ -130,7 +130,7 @@ async function locateEmbedded(options: LocateStackOptions): Promise<LocatedStack
   }
 
   const local = await startLocalAws({
-    template: options.template ?? (await synthesized()),
+    template: options.template ?? (await stackTemplate()),
     stackName,
     instanceId,
     stateDir: dir,
@@ -162,7 +162,7 @@ async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<
   let instanceId = target.instanceId;
   try {
     instanceId ??= (await taggedInstanceId(clients.sqs, target.stackName)) ?? LOCAL_INSTANCE_ID;
-    const stack = await provisionStack(target.options.template ?? (await synthesized()), clients, {
+    const stack = await provisionStack(target.options.template ?? (await stackTemplate()), clients, {
       stackName: target.stackName,
       instanceId,
       region: settings.region,
@@ -208,15 +208,6 @@ async function taggedInstanceId(sqs: SQSClient, stackName: string): Promise<stri
     throw new Error(`several stacks named ${stackName} there (instance ids ${[...found].join(', ')})`);
   }
   return [...found][0];
-}
-
-// cdk/ pulls in aws-cdk-lib (slow to import): the template comes from the cache when it can.
-async function synthesized(): Promise<Record<string, unknown>> {
-  return stackTemplate();
-}
-
-async function defaultStackName(): Promise<string> {
-  return STACK_NAME;
 }
 
 function closeOnce(close: () => Promise<void>): () => Promise<void> {

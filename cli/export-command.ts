@@ -20,6 +20,7 @@ import {
   write,
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
+import { noSuchCrawl } from './usage-failures.ts';
 import { parseCommandArgs } from './usage-hints.ts';
 
 export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
@@ -46,9 +47,7 @@ export async function exportCommand(args: string[], overrides: Partial<CliIo> = 
     const table = requireOutput(stack, 'FrontierTableName');
     const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
     if (!counters) {
-      io.stderr.write(
-        `no crawl ${crawlId} in ${stack.description}; \`crawler list\` shows the crawls there\n`,
-      );
+      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
       return 1;
     }
     const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);

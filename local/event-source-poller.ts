@@ -93,12 +93,8 @@ export interface EventSourcePoller {
 
 const MAX_RECEIVE = 10;
 
-export function createEventSourcePoller(options: EventSourcePollerOptions): EventSourcePoller {
-  const { sqs, eventSource: source, fn } = options;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const label = `[local ${fn.logicalId}]`;
-  const waitSeconds = options.receiveWaitSeconds ?? 1;
-  const stats: PollerStats = {
+export function emptyPollerStats(): PollerStats {
+  return {
     invocations: 0,
     coldStarts: 0,
     messagesReceived: 0,
@@ -113,6 +109,14 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     receiveErrors: 0,
     maxConcurrentInvocations: 0,
   };
+}
+
+export function createEventSourcePoller(options: EventSourcePollerOptions): EventSourcePoller {
+  const { sqs, eventSource: source, fn } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const label = `[local ${fn.logicalId}]`;
+  const waitSeconds = options.receiveWaitSeconds ?? 1;
+  const stats = emptyPollerStats();
   let handlerModule: HandlerModule | undefined;
   let stopping = false;
   let slots: Promise<void>[] = [];

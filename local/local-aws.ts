@@ -24,6 +24,7 @@ import { type Emulators, startEmulators } from './emulators.ts';
 import {
   createEventSourcePoller,
   type EventSourcePoller,
+  emptyPollerStats,
   type InvocationReport,
   type PollerStats,
 } from './event-source-poller.ts';
@@ -329,7 +330,7 @@ function collectStats(pollers: EventSourcePoller[]): RuntimeStats {
     byFunction[id] = byFunction[id] ? addStats(byFunction[id], stats) : stats;
     total = total ? addStats(total, stats) : stats;
   }
-  return { total: total ?? emptyStats(), byFunction };
+  return { total: total ?? emptyPollerStats(), byFunction };
 }
 
 function addStats(a: PollerStats, b: PollerStats): PollerStats {
@@ -338,24 +339,6 @@ function addStats(a: PollerStats, b: PollerStats): PollerStats {
     out[key] = key === 'maxConcurrentInvocations' ? Math.max(a[key], b[key]) : a[key] + b[key];
   }
   return out;
-}
-
-function emptyStats(): PollerStats {
-  return {
-    invocations: 0,
-    coldStarts: 0,
-    messagesReceived: 0,
-    messagesDeleted: 0,
-    itemFailures: 0,
-    batchFailures: 0,
-    errors: 0,
-    timeouts: 0,
-    invalidResponses: 0,
-    ignoredBatchItemFailures: 0,
-    deleteFailures: 0,
-    receiveErrors: 0,
-    maxConcurrentInvocations: 0,
-  };
 }
 
 function sum(values: number[]): number {

@@ -90,7 +90,7 @@ export async function admitLinks(
       if (candidates.length === 0) return;
       const { admitted, settled } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
       // Cached as seen: what this page admits (its results go out with it) and what needs no page.
-      for (const { key } of [...admitted, ...settled.map((key) => ({ key }))])
+      for (const key of [...admitted.map((url) => url.key), ...settled])
         seenKeys.push(`${config.crawlId}:${key}`);
       if (admitted.length === 0) return;
       const fresh = admitted.filter((url) => url.fresh).length;

@@ -50,8 +50,9 @@
  * `fetching` with an expired lease, `unavailable` with `retryAt <= now`, or `ready` but older than
  * 24 h; it sets `lease = now + leaseMs` and keeps `failures`. `saveUnavailable` increments and
  * returns `failures`; `saveReady` resets it. If the store cannot re-claim a stale `ready` item, the
- * stale policy is used rather than nothing. Store errors propagate (the visit fails: its host is
- * released and its message retried).
+ * stale policy is used rather than nothing. A fetched policy is cached before it is saved, and its
+ * save is retried (retryStep). Store errors propagate (the visit fails: its host is released and its
+ * message retried).
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import {
@@ -65,6 +66,7 @@ import {
 import { headerValue, retryAfterMs } from './http-headers.ts';
 import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
+import { retryStep } from './retry-step.ts';
 import {
   ALLOW_ALL,
   crawlDelaySeconds,
@@ -432,8 +434,11 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
   const now = deps.now();
   switch (outcome.kind) {
     case 'policy': {
-      await deps.store.saveReady(deps.crawlId, origin, JSON.stringify(outcome.policy), now);
+      // Cached first and saved with retries: a lost save is a second request for robots.txt, by
+      // whichever visit claims the origin after this claim's lease (throttled crawl test).
       deps.cache?.set(deps.crawlId, origin, outcome.policy, now);
+      const policyJson = JSON.stringify(outcome.policy);
+      await retryStep(() => deps.store.saveReady(deps.crawlId, origin, policyJson, now));
       const delay = effectiveDelayMs(config, crawlDelaySeconds(outcome.policy, config.userAgent));
       if (delay.delayMs > config.delayMs && outcome.originRequestAt !== undefined) {
         await deps.slots.pushBack(

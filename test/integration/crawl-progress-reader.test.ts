@@ -7,24 +7,8 @@ import { localProgressSource } from '../../cli/crawl-progress-source.ts';
 import { CrawlProgressReader, WAIT_ITEMS_LIMIT } from '../../lambdas/adapters/crawl-progress-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
-import type { PollerStats } from '../../local/event-source-poller.ts';
+import { emptyPollerStats } from '../../local/event-source-poller.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
-
-const idleStats = (): PollerStats => ({
-  invocations: 0,
-  coldStarts: 0,
-  messagesReceived: 0,
-  messagesDeleted: 0,
-  itemFailures: 0,
-  batchFailures: 0,
-  errors: 0,
-  timeouts: 0,
-  invalidResponses: 0,
-  ignoredBatchItemFailures: 0,
-  deleteFailures: 0,
-  receiveErrors: 0,
-  maxConcurrentInvocations: 0,
-});
 
 let table: FrontierTableFixture;
 let store: FrontierStore;
@@ -104,7 +88,7 @@ test("the CLI's progress source: its reads are not counted into the crawl's AWS 
     {
       clientConfig: { dynamodb: table.dynamodbConfig },
       outputs: { FrontierTableName: FRONTIER_TABLE },
-      stats: () => ({ total: { ...idleStats(), itemFailures: 2, batchFailures: 1 }, byFunction: {} }),
+      stats: () => ({ total: { ...emptyPollerStats(), itemFailures: 2, batchFailures: 1 }, byFunction: {} }),
     },
     'p-4',
   );

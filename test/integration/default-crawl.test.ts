@@ -3,7 +3,6 @@
  * stay truthful as messages keep arriving. Real pipeline: embedded emulators, real handlers.
  */
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
@@ -14,6 +13,7 @@ import { summaryKey } from '../../lambdas/core/aggregate-batch.ts';
 import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl-config.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { ioAgainst } from '../fixtures/local-cli-io.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 
 describe('the default crawl', () => {
@@ -44,24 +44,10 @@ describe('the default crawl', () => {
   };
 
   const status = async (): Promise<CrawlStatus> => {
-    const stdout = new PassThrough();
-    let printed = '';
-    stdout.on('data', (chunk) => {
-      printed += String(chunk);
-    });
-    const code = await statusCommand([DEFAULT_CRAWL_ID, '--json'], {
-      stdout,
-      stderr: new PassThrough(),
-      locate: async () => ({
-        mode: 'endpoint',
-        description: 'test stack',
-        clients: local.clients,
-        outputs: local.outputs,
-        close: async () => {},
-      }),
-    });
+    const io = ioAgainst(local);
+    const code = await statusCommand([DEFAULT_CRAWL_ID, '--json'], io);
     assert.equal(code, 0);
-    return JSON.parse(printed) as CrawlStatus;
+    return JSON.parse(io.stdout.text) as CrawlStatus;
   };
 
   const summary = async () => {

@@ -5,7 +5,6 @@
  * not from the new message's id), never a second one.
  */
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
@@ -16,6 +15,7 @@ import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl-config.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { ioAgainst } from '../fixtures/local-cli-io.ts';
 
 describe('crawler redrive of malformed tasks', () => {
   let local: LocalAws;
@@ -44,23 +44,9 @@ describe('crawler redrive of malformed tasks', () => {
   };
 
   const redrive = async (...args: string[]) => {
-    const stdout = new PassThrough();
-    let printed = '';
-    stdout.on('data', (chunk) => {
-      printed += String(chunk);
-    });
-    const code = await redriveCommand([DEFAULT_CRAWL_ID, '--queue', 'tasks', ...args], {
-      stdout,
-      stderr: new PassThrough(),
-      locate: async () => ({
-        mode: 'endpoint',
-        description: 'test stack',
-        clients: local.clients,
-        outputs: local.outputs,
-        close: async () => {},
-      }),
-    });
-    return { code, printed };
+    const io = ioAgainst(local);
+    const code = await redriveCommand([DEFAULT_CRAWL_ID, '--queue', 'tasks', ...args], io);
+    return { code, printed: io.stdout.text };
   };
 
   /** Every stored index line of the default crawl's invalid results, duplicates included (no reader's dedup). */

@@ -1,6 +1,5 @@
 /** `crawler redrive`: dead-lettered messages go back to their queue, only the named crawl's. */
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import {
   GetQueueAttributesCommand,
@@ -11,6 +10,7 @@ import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
 import { crawlOf, redriveCommand } from '../../cli/redrive-command.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { ioAgainst } from '../fixtures/local-cli-io.ts';
 
 describe('crawler redrive', () => {
   let local: LocalAws;
@@ -44,25 +44,11 @@ describe('crawler redrive', () => {
         Entries: bodies.map((body, index) => ({ Id: String(index), MessageBody: body })),
       }),
     );
-    const stdout = new PassThrough();
-    let printed = '';
-    stdout.on('data', (chunk) => {
-      printed += String(chunk);
-    });
+    const io = ioAgainst(local);
     // The command finds the queues the same way a user's would: through the endpoint.
-    const code = await redriveCommand(['a', '--queue', 'tasks', '--endpoint', local.endpoints.sqs], {
-      stdout,
-      stderr: new PassThrough(),
-      locate: async () => ({
-        mode: 'endpoint',
-        description: 'test stack',
-        clients: local.clients,
-        outputs: local.outputs,
-        close: async () => {},
-      }),
-    });
+    const code = await redriveCommand(['a', '--queue', 'tasks', '--endpoint', local.endpoints.sqs], io);
     assert.equal(code, 0);
-    assert.match(printed, /tasks: moved 3 message\(s\) back, left 2 of other crawls/);
+    assert.match(io.stdout.text, /tasks: moved 3 message\(s\) back, left 2 of other crawls/);
     assert.equal(await depth(local.outputs.TaskQueueUrl!), 3);
     assert.equal(await depth(local.outputs.TaskDlqUrl!), 2);
     const back = await local.clients.sqs.send(

@@ -283,6 +283,29 @@ describe('checkRobots: the claimer fetches and stores', () => {
     assert.equal(h.fetcher.requests.length, 1);
   });
 
+  it('saves a fetched policy through throttled writes, and this container keeps it even when the save is lost', async () => {
+    const h = harness(serve(ROBOTS));
+    const config = makeConfig();
+    let failing = 2;
+    const save = h.store.saveReady.bind(h.store);
+    h.store.saveReady = async (...args) => {
+      if (failing-- > 0) throw new Error('ProvisionedThroughputExceededException');
+      return save(...args);
+    };
+    assert.equal((await checkRobots(u('/private/x'), config, h.deps())).kind, 'disallowed');
+    assert.equal(h.store.item(ORIGIN)?.st, 'ready');
+    assert.equal(h.fetcher.requests.length, 1);
+
+    // A save that never succeeds fails the visit, but a retry in this container does not fetch again.
+    const lost = harness(serve(ROBOTS));
+    lost.store.saveReady = async () => {
+      throw new Error('ProvisionedThroughputExceededException');
+    };
+    await assert.rejects(checkRobots(u('/private/x'), config, lost.deps()), /ProvisionedThroughput/);
+    assert.equal((await checkRobots(u('/private/x'), config, lost.deps())).kind, 'disallowed');
+    assert.equal(lost.fetcher.requests.length, 1);
+  });
+
   it('returns the Crawl-delay of the matching group and pushes the host slot back by it', async () => {
     const h = harness(serve(ROBOTS));
     const config = makeConfig({ userAgent: 'SlowBot/2.0' });

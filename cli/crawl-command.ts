@@ -143,6 +143,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
         state: end,
         costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
         onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
+        ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
       });
       console.log(describeSummary(summary, outDir, { verbose: options.verbose }));
       if (end === 'interrupted') {

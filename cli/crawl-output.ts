@@ -6,6 +6,9 @@
  * - `DIR/results.jsonl`: the results index as `crawler results` prints it (each stored line byte for
  *   byte, deduplicated by key, but for `filename`, which names the file under DIR), written with
  *   backpressure while the summary is counted;
+ * - `DIR/pages.jsonl`: the content records (Markdown, text, metadata; docs/output.md), one per page,
+ *   streamed file by file from the page store;
+ * - with `markdownDir`, one `.md` file per page with Markdown (markdown-files.ts);
  * - `DIR/summary.json`: counts by outcome, bytes, pages/s, written last.
  *
  * A damaged index part or line is skipped and handed to `onDamage` (results-reader.ts); the caller
@@ -20,6 +23,8 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
+import { streamContent } from './content-reader.ts';
+import { MarkdownDirWriter } from './markdown-files.ts';
 import {
   type BlobReader,
   type CrawlSummary,
@@ -45,6 +50,8 @@ export interface CrawlOutputInfo {
   costReport?: (fetchedPages: number) => CrawlCostReport;
   /** Told of each skipped index part or line as it is met. */
   onDamage?: OnDamage;
+  /** Also write each page's Markdown as a file under this directory. */
+  markdownDir?: string;
 }
 
 export interface CrawlOutputReport {
@@ -130,6 +137,23 @@ export async function writeCrawlOutput(
   // pipeline: the generator is pulled only as fast as the file takes it (backpressure).
   await pipeline(chunks, createWriteStream(join(outDir, 'results.jsonl')));
 
+  const markdown = info.markdownDir === undefined ? undefined : new MarkdownDirWriter(info.markdownDir);
+  let pages = 0;
+  async function* contentChunks(): AsyncGenerator<string> {
+    let chunk = '';
+    for await (const { record, text } of streamContent(blobs, crawlId, onDamage)) {
+      pages++;
+      await markdown?.write(record);
+      chunk += `${text}\n`;
+      if (chunk.length >= CHUNK_CHARS) {
+        yield chunk;
+        chunk = '';
+      }
+    }
+    if (chunk !== '') yield chunk;
+  }
+  await pipeline(contentChunks, createWriteStream(join(outDir, 'pages.jsonl')));
+
   const summary = accumulator.summary({
     crawlId,
     seeds: info.seeds,
@@ -137,6 +161,8 @@ export async function writeCrawlOutput(
     endedAt: info.endedAt,
     warcFiles,
   });
+  summary.contentRecords = pages;
+  if (markdown) summary.markdownFiles = markdown.files;
   if (info.state) summary.state = info.state;
   if (info.costReport) summary.aws = info.costReport(summary.byOutcome.fetched ?? 0);
   await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
@@ -157,7 +183,8 @@ export function describeSummary(
     `  urls:     ${summary.urls} (${outcomes || 'none'})`,
     `  bytes:    ${summary.bytes}`,
     `  pages/s:  ${summary.pagesPerSecond}`,
-    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
+    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, pages.jsonl ${summary.contentRecords ?? 0} pages, summary.json)`,
+    ...(summary.markdownFiles === undefined ? [] : [`  markdown: ${summary.markdownFiles} files`]),
     ...(summary.aws ? [`  aws:      ${describeCost(summary.aws, options)}`] : []),
   ].join('\n');
 }

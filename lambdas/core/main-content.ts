@@ -2,7 +2,8 @@
  * Main-content extraction (issue 15): the article of a page as Markdown and plain text, plus the
  * page's metadata, without a DOM.
  *
- * One streaming htmlparser2 pass builds a compact tree of the elements that matter for the output
+ * One streaming pass of htmlparser2's Tokenizer (main-content-html.ts gives Parser's element events
+ * without its per-element costs) builds a compact tree of the elements that matter for the output
  * (headings, paragraphs, lists, tables, code, quotes, links, images, emphasis and the block
  * containers); every other element is transparent (its text goes to the nearest kept ancestor).
  * Content of script, style, noscript, template, svg, math, iframe, object, form controls and the
@@ -23,11 +24,11 @@
  * no text, the whole page is rendered without cleaning (a page of one short <p> still has text).
  *
  * Bounds for hostile HTML: elements nested deeper than `maxDepth` are flattened into their
- * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth (at least 2,000;
- * htmlparser2's open-element stack is quadratic in depth), at `maxTableCells` table cells, or at
+ * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth open elements
+ * (at least 2,000; all open elements are tracked, kept or not), at `maxTableCells` table cells, or at
  * `maxTextChars` characters of text; `truncated` then says why. The function does not throw.
  */
-import { Parser } from 'htmlparser2';
+import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
 
 export interface PageMetadata {
   title?: string;
@@ -327,12 +328,17 @@ interface RawMeta {
   ld: unknown[];
 }
 
-function readMeta(meta: RawMeta, attribs: Record<string, string>): void {
-  const content = attribs.content;
+function readMeta(meta: RawMeta, attribs: Attributes): void {
+  const content = attribs.get(A_CONTENT);
   if (content === undefined) return;
   const value = collapse(content);
   if (value === '') return;
-  const key = (attribs.property ?? attribs.name ?? attribs.itemprop ?? attribs['http-equiv'])?.toLowerCase();
+  const key = (
+    attribs.get(A_PROPERTY) ??
+    attribs.get(A_NAME) ??
+    attribs.get(A_ITEMPROP) ??
+    attribs.get(A_HTTP_EQUIV)
+  )?.toLowerCase();
   if (key === undefined) return;
   if (key.startsWith('og:')) {
     const prop = key.slice(3);
@@ -446,60 +452,128 @@ interface Parsed {
   truncated: string | undefined;
 }
 
-function parse(html: string, options: MainContentOptions | undefined, stripUnlikely: boolean): Parsed {
-  const maxDepth = Math.max(1, bound(options?.maxDepth, DEFAULT_MAX_DEPTH));
-  const stopDepth = Math.max(maxDepth * 4, 2000);
-  const maxCells = bound(options?.maxTableCells, DEFAULT_MAX_TABLE_CELLS);
-  const maxText = bound(options?.maxTextChars, DEFAULT_MAX_TEXT_CHARS);
-  const images = options?.images === true;
+// The attributes the tree builder reads (the reader slices no others), by index.
+const A_CLASS = 0;
+const A_ID = 1;
+const A_ROLE = 2;
+const A_HIDDEN = 3;
+const A_ARIA_HIDDEN = 4;
+const A_STYLE = 5;
+const A_HREF = 6;
+const A_SRC = 7;
+const A_DATA_SRC = 8;
+const A_DATA_ORIGINAL = 9;
+const A_ALT = 10;
+const A_COLSPAN = 11;
+const A_START = 12;
+const A_LANG = 13;
+const A_CONTENT = 14;
+const A_PROPERTY = 15;
+const A_NAME = 16;
+const A_ITEMPROP = 17;
+const A_HTTP_EQUIV = 18;
+const A_REL = 19;
+const A_DATETIME = 20;
+const A_PUBDATE = 21;
+const A_TYPE = 22;
+const WANTED_ATTRIBUTES: ReadonlyMap<string, number> = new Map(
+  [
+    'class',
+    'id',
+    'role',
+    'hidden',
+    'aria-hidden',
+    'style',
+    'href',
+    'src',
+    'data-src',
+    'data-original',
+    'alt',
+    'colspan',
+    'start',
+    'lang',
+    'content',
+    'property',
+    'name',
+    'itemprop',
+    'http-equiv',
+    'rel',
+    'datetime',
+    'pubdate',
+    'type',
+  ].map((name, i) => [name, i]),
+);
 
-  const root = new El(K_ROOT, '', null, 0, '');
-  const candidates: El[] = [];
-  const landmarks: El[] = [];
-  const meta: RawMeta = { og: {}, ld: [] };
-  let truncated: string | undefined;
-  let stopped = false;
-  let cur = root;
-  let depth = 0;
-  let skipDepth = 0;
-  let capture = 0; // 1: <title>, 2: JSON-LD
-  let captured = '';
-  let preDepth = 0;
-  let aDepth = 0;
-  let unlikelyDepth = 0;
-  let landmarkDepth = 0;
-  let cells = 0;
-  let textChars = 0;
+/** Builds the kept-element tree and the metadata from the reader's element events. */
+class TreeBuilder implements HtmlHandler {
+  readonly root = new El(K_ROOT, '', null, 0, '');
+  readonly candidates: El[] = [];
+  readonly landmarks: El[] = [];
+  readonly meta: RawMeta = { og: {}, ld: [] };
+  truncated: string | undefined = undefined;
+  reading = true;
+  reader: HtmlReader | null = null;
 
-  const addScore = (from: El, score: number): void => {
+  private readonly maxDepth: number;
+  private readonly stopDepth: number;
+  private readonly maxCells: number;
+  private readonly maxText: number;
+  private readonly images: boolean;
+  private readonly stripUnlikely: boolean;
+  private stopped = false;
+  private cur: El;
+  private depth = 0;
+  private skipDepth = 0;
+  private capture = 0; // 1: <title>, 2: JSON-LD
+  private captured = '';
+  private preDepth = 0;
+  private aDepth = 0;
+  private unlikelyDepth = 0;
+  private landmarkDepth = 0;
+  private cells = 0;
+  private textChars = 0;
+  /** The kind of the element whose start tag is being read. */
+  private kind = K_NONE;
+
+  constructor(options: MainContentOptions | undefined, stripUnlikely: boolean) {
+    this.maxDepth = Math.max(1, bound(options?.maxDepth, DEFAULT_MAX_DEPTH));
+    this.stopDepth = Math.max(this.maxDepth * 4, 2000);
+    this.maxCells = bound(options?.maxTableCells, DEFAULT_MAX_TABLE_CELLS);
+    this.maxText = bound(options?.maxTextChars, DEFAULT_MAX_TEXT_CHARS);
+    this.images = options?.images === true;
+    this.stripUnlikely = stripUnlikely;
+    this.cur = this.root;
+  }
+
+  private addScore(from: El, score: number): void {
     let node: El | null = from;
     for (let level = 0; level < 5 && node !== null && node.kind !== K_ROOT; level++, node = node.parent) {
       if ((node.flags & F_SCORED) === 0) {
         node.flags |= F_SCORED;
         node.score = tagBonus(node) + node.weight;
-        candidates.push(node);
+        this.candidates.push(node);
       }
       node.score += level === 0 ? score : level === 1 ? score / 2 : score / (level * 3);
     }
-  };
+  }
 
-  const closeEl = (el: El): void => {
+  closeEl(el: El): void {
     const parent = el.parent!;
     const kind = el.kind;
-    if (kind === K_PRE) preDepth--;
-    else if (kind === K_A) aDepth--;
-    if (el.flags & F_LANDMARK) landmarkDepth--;
+    if (kind === K_PRE) this.preDepth--;
+    else if (kind === K_A) this.aDepth--;
+    if (el.flags & F_LANDMARK) this.landmarkDepth--;
     const unlikely = (el.flags & F_UNLIKELY) !== 0;
-    if (unlikely) unlikelyDepth--;
-    else if (unlikelyDepth === 0) {
+    if (unlikely) this.unlikelyDepth--;
+    else if (this.unlikelyDepth === 0) {
       if (
         (kind === K_P || kind === K_PRE || kind === K_CELL || kind === K_HEADING) &&
         el.textLen >= 25 &&
         el.textLen > el.linkLen
       ) {
-        addScore(parent, contentScore(el.textLen, el.commas));
+        this.addScore(parent, contentScore(el.textLen, el.commas));
       } else if ((kind === K_BOX || kind === K_LI || kind === K_BQ) && el.inlineLen >= 25) {
-        addScore(el, contentScore(el.inlineLen, el.inlineCommas));
+        this.addScore(el, contentScore(el.inlineLen, el.inlineCommas));
       }
       parent.textLen += el.textLen;
       parent.linkLen += el.linkLen;
@@ -512,251 +586,296 @@ function parse(html: string, options: MainContentOptions | undefined, stripUnlik
         parent.flags |= F_HAS_BLOCK;
       }
     }
-    cur = parent;
-  };
+    this.cur = parent;
+  }
 
-  const stop = (reason: string): void => {
-    if (stopped) return;
-    stopped = true;
-    truncated = reason;
-    parser.pause();
-  };
+  /** Closes the elements still open after the input. */
+  finish(): void {
+    while (this.cur !== this.root) this.closeEl(this.cur);
+  }
 
-  const parser = new Parser(
-    {
-      onopentag(name, attribs) {
-        if (stopped) return;
-        if (skipDepth > 0) {
-          if (++skipDepth + depth > stopDepth) {
-            stop(`elements nested deeper than ${stopDepth} levels: the rest of the page was not read`);
-          }
-          return;
+  private stop(reason: string): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.reading = false;
+    this.truncated = reason;
+    this.reader?.pause();
+  }
+
+  onopentagname(name: string): boolean {
+    if (this.stopped || this.skipDepth > 0) return false;
+    const kind = TAG_KIND.get(name) ?? K_NONE;
+    this.kind = kind;
+    if (kind === K_SKIP) return name === 'script';
+    if (kind === K_NONE) {
+      return name === 'meta' || name === 'link' || name === 'html' || name === 'base' || name === 'time';
+    }
+    return true;
+  }
+
+  onopentag(name: string, attribs: Attributes): void {
+    if (this.stopped) return;
+    if (this.skipDepth > 0) {
+      if (++this.skipDepth + this.depth > this.stopDepth) {
+        this.stop(`elements nested deeper than ${this.stopDepth} levels: the rest of the page was not read`);
+      }
+      return;
+    }
+    const kind = this.kind;
+    const meta = this.meta;
+    if (kind === K_SKIP) {
+      this.skipDepth = 1;
+      if (name === 'title') {
+        if (meta.title === undefined) {
+          this.capture = 1;
+          this.captured = '';
         }
-        const kind = TAG_KIND.get(name) ?? K_NONE;
-        if (kind === K_SKIP) {
-          skipDepth = 1;
-          if (name === 'title') {
-            if (meta.title === undefined) {
-              capture = 1;
-              captured = '';
-            }
-          } else if (name === 'script' && attribs.type?.toLowerCase().includes('ld+json')) {
-            capture = 2;
-            captured = '';
-          }
-          return;
+      } else if (name === 'script' && attribs.get(A_TYPE)?.toLowerCase().includes('ld+json')) {
+        this.capture = 2;
+        this.captured = '';
+      }
+      this.reading = this.capture !== 0;
+      return;
+    }
+    this.depth++;
+    if (this.depth > this.stopDepth) {
+      this.stop(`elements nested deeper than ${this.stopDepth} levels: the rest of the page was not read`);
+      return;
+    }
+    if (kind === K_NONE) {
+      switch (name) {
+        case 'html': {
+          const lang = attribs.get(A_LANG);
+          if (lang !== undefined && lang.trim() !== '') meta.language = lang.trim();
+          break;
         }
-        depth++;
-        if (depth > stopDepth) {
-          stop(`elements nested deeper than ${stopDepth} levels: the rest of the page was not read`);
-          return;
-        }
-        if (kind === K_NONE) {
-          switch (name) {
-            case 'html':
-              if (attribs.lang !== undefined && attribs.lang.trim() !== '')
-                meta.language = attribs.lang.trim();
-              break;
-            case 'meta':
-              readMeta(meta, attribs);
-              break;
-            case 'link':
-              if (
-                meta.canonical === undefined &&
-                attribs.href !== undefined &&
-                attribs.rel?.toLowerCase().split(/\s+/).includes('canonical')
-              ) {
-                meta.canonical = attribs.href;
-              }
-              break;
-            case 'base':
-              if (meta.base === undefined && attribs.href !== undefined) meta.base = attribs.href;
-              break;
-            case 'time':
-              if (attribs.datetime !== undefined) {
-                if (attribs.itemprop === 'dateModified') meta.modifiedTime ??= attribs.datetime;
-                else if (attribs.itemprop === 'datePublished' || attribs.pubdate !== undefined) {
-                  meta.publishedTime ??= attribs.datetime;
-                } else meta.timeTag ??= attribs.datetime;
-              }
-              break;
-          }
-          return;
-        }
-        if (depth > maxDepth) {
-          truncated ??= `elements nested deeper than ${maxDepth} levels were flattened`;
-          return;
-        }
-        const cls = attribs.class;
-        const id = attribs.id;
-        const el = new El(kind, name, cur, depth, cls ?? '');
-        cur.add(el);
-        cur = el;
-        if (cls !== undefined || id !== undefined) {
-          const hints = (cls === undefined ? 0 : hintsOf(cls)) | (id === undefined ? 0 : hintsOf(id));
-          if (hints & H_NEGATIVE) el.weight -= 25;
-          if (hints & H_POSITIVE) el.weight += 25;
+        case 'meta':
+          readMeta(meta, attribs);
+          break;
+        case 'link': {
+          const href = attribs.get(A_HREF);
           if (
-            (hints & (H_UNLIKELY | H_MAYBE)) === H_UNLIKELY &&
-            stripUnlikely &&
-            kind <= K_BQ &&
-            name !== 'body' &&
-            name !== 'article' &&
-            name !== 'main'
+            meta.canonical === undefined &&
+            href !== undefined &&
+            attribs.get(A_REL)?.toLowerCase().split(/\s+/).includes('canonical')
           ) {
-            el.flags |= F_UNLIKELY;
+            meta.canonical = href;
+          }
+          break;
+        }
+        case 'base': {
+          const href = attribs.get(A_HREF);
+          if (meta.base === undefined && href !== undefined) meta.base = href;
+          break;
+        }
+        case 'time': {
+          const datetime = attribs.get(A_DATETIME);
+          if (datetime !== undefined) {
+            const itemprop = attribs.get(A_ITEMPROP);
+            if (itemprop === 'dateModified') meta.modifiedTime ??= datetime;
+            else if (itemprop === 'datePublished' || attribs.get(A_PUBDATE) !== undefined) {
+              meta.publishedTime ??= datetime;
+            } else meta.timeTag ??= datetime;
+          }
+          break;
+        }
+      }
+      return;
+    }
+    if (this.depth > this.maxDepth) {
+      this.truncated ??= `elements nested deeper than ${this.maxDepth} levels were flattened`;
+      return;
+    }
+    const cls = attribs.get(A_CLASS);
+    const id = attribs.get(A_ID);
+    const el = new El(kind, name, this.cur, this.depth, cls ?? '');
+    this.cur.add(el);
+    this.cur = el;
+    const stripUnlikely = this.stripUnlikely;
+    if (cls !== undefined || id !== undefined) {
+      const hints = (cls === undefined ? 0 : hintsOf(cls)) | (id === undefined ? 0 : hintsOf(id));
+      if (hints & H_NEGATIVE) el.weight -= 25;
+      if (hints & H_POSITIVE) el.weight += 25;
+      if (
+        (hints & (H_UNLIKELY | H_MAYBE)) === H_UNLIKELY &&
+        stripUnlikely &&
+        kind <= K_BQ &&
+        name !== 'body' &&
+        name !== 'article' &&
+        name !== 'main'
+      ) {
+        el.flags |= F_UNLIKELY;
+      }
+    }
+    if (kind < K_A && (el.flags & F_UNLIKELY) === 0) {
+      const role = attribs.get(A_ROLE);
+      if (!stripUnlikely) {
+        if (name === 'article' || name === 'main' || role === 'main') {
+          el.flags |= F_LANDMARK;
+          this.landmarkDepth++;
+          this.landmarks.push(el);
+        }
+      } else if (
+        name === 'nav' ||
+        name === 'aside' ||
+        name === 'footer' ||
+        (name === 'header' && this.landmarkDepth === 0) ||
+        attribs.get(A_HIDDEN) !== undefined ||
+        attribs.get(A_ARIA_HIDDEN) === 'true' ||
+        (role !== undefined && UNLIKELY_ROLES.has(role)) ||
+        hiddenByStyle(attribs.get(A_STYLE))
+      ) {
+        el.flags |= F_UNLIKELY;
+      } else if (name === 'article' || name === 'main' || role === 'main') {
+        el.flags |= F_LANDMARK;
+        this.landmarkDepth++;
+        this.landmarks.push(el);
+      }
+    }
+    if (el.flags & F_UNLIKELY) this.unlikelyDepth++;
+    switch (kind) {
+      case K_A:
+        this.aDepth++;
+        el.url = attribs.get(A_HREF);
+        break;
+      case K_IMG:
+        if (this.images) {
+          let src = attribs.get(A_SRC);
+          if (src === undefined || src === '' || src.startsWith('data:')) {
+            src = attribs.get(A_DATA_SRC) ?? attribs.get(A_DATA_ORIGINAL) ?? src;
+          }
+          el.url = src;
+          el.extra = attribs.get(A_ALT);
+        }
+        break;
+      case K_HEADING:
+        el.n = name.charCodeAt(1) - 48;
+        break;
+      case K_OL: {
+        const value = attribs.get(A_START);
+        const start = value === undefined ? Number.NaN : Number.parseInt(value, 10);
+        el.n = Number.isFinite(start) ? start : 1;
+        break;
+      }
+      case K_CELL: {
+        if (name === 'th') el.flags |= F_TH;
+        const value = attribs.get(A_COLSPAN);
+        const span = value === undefined ? 1 : Number.parseInt(value, 10);
+        el.n = Number.isFinite(span) && span > 1 ? Math.min(span, 100) : 1;
+        if (++this.cells > this.maxCells) {
+          this.stop(`more than ${this.maxCells} table cells: the rest of the page was not read`);
+        }
+        break;
+      }
+      case K_TABLE: {
+        if (attribs.get(A_ROLE) === 'presentation') el.flags |= F_LAYOUT;
+        for (let p = el.parent; p !== null; p = p.parent) {
+          if (p.kind === K_TABLE) {
+            p.flags |= F_LAYOUT;
+            break;
           }
         }
-        if (kind < K_A && (el.flags & F_UNLIKELY) === 0) {
-          const role = attribs.role;
-          if (!stripUnlikely) {
-            if (name === 'article' || name === 'main' || role === 'main') {
-              el.flags |= F_LANDMARK;
-              landmarkDepth++;
-              landmarks.push(el);
-            }
-          } else if (
-            name === 'nav' ||
-            name === 'aside' ||
-            name === 'footer' ||
-            (name === 'header' && landmarkDepth === 0) ||
-            attribs.hidden !== undefined ||
-            attribs['aria-hidden'] === 'true' ||
-            (role !== undefined && UNLIKELY_ROLES.has(role)) ||
-            (attribs.style !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(attribs.style))
-          ) {
-            el.flags |= F_UNLIKELY;
-          } else if (name === 'article' || name === 'main' || role === 'main') {
-            el.flags |= F_LANDMARK;
-            landmarkDepth++;
-            landmarks.push(el);
-          }
-        }
-        if (el.flags & F_UNLIKELY) unlikelyDepth++;
-        switch (kind) {
-          case K_A:
-            aDepth++;
-            el.url = attribs.href;
-            break;
-          case K_IMG:
-            if (images) {
-              let src = attribs.src;
-              if (src === undefined || src === '' || src.startsWith('data:')) {
-                src = attribs['data-src'] ?? attribs['data-original'] ?? src;
-              }
-              el.url = src;
-              el.extra = attribs.alt;
-            }
-            break;
-          case K_HEADING:
-            el.n = name.charCodeAt(1) - 48;
-            break;
-          case K_OL: {
-            const start = attribs.start === undefined ? Number.NaN : Number.parseInt(attribs.start, 10);
-            el.n = Number.isFinite(start) ? start : 1;
-            break;
-          }
-          case K_CELL: {
-            if (name === 'th') el.flags |= F_TH;
-            const span = attribs.colspan === undefined ? 1 : Number.parseInt(attribs.colspan, 10);
-            el.n = Number.isFinite(span) && span > 1 ? Math.min(span, 100) : 1;
-            if (++cells > maxCells) {
-              stop(`more than ${maxCells} table cells: the rest of the page was not read`);
-            }
-            break;
-          }
-          case K_TABLE: {
-            if (attribs.role === 'presentation') el.flags |= F_LAYOUT;
-            for (let p = el.parent; p !== null; p = p.parent) {
-              if (p.kind === K_TABLE) {
-                p.flags |= F_LAYOUT;
-                break;
-              }
-            }
-            break;
-          }
-          case K_PRE:
-          case K_CODE: {
-            if (kind === K_PRE) preDepth++;
-            const lang = cls === undefined ? undefined : /(?:^|\s)lang(?:uage)?-([\w+#.-]+)/.exec(cls)?.[1];
-            if (lang !== undefined) el.extra = lang;
-            break;
-          }
-        }
-      },
-      onclosetag() {
-        if (stopped) return;
-        if (skipDepth > 0) {
-          if (--skipDepth === 0 && capture !== 0) {
-            if (capture === 1) {
-              const title = collapse(captured);
-              if (title !== '') meta.title = title;
-            } else if (meta.ld.length < 20) {
-              try {
-                meta.ld.push(JSON.parse(captured));
-              } catch {
-                // invalid JSON-LD is ignored
-              }
-            }
-            capture = 0;
-            captured = '';
-          }
-          return;
-        }
-        if (cur.depth === depth) closeEl(cur);
-        depth--;
-      },
-      ontext(text) {
-        if (stopped) return;
-        if (skipDepth > 0) {
-          if (capture !== 0 && captured.length < 1_000_000) captured += text;
-          return;
-        }
-        const n = text.length;
-        let value = text;
-        let len = 0;
-        let commas = 0;
-        if (preDepth > 0) {
-          len = n;
-          for (let j = text.indexOf(','); j !== -1; j = text.indexOf(',', j + 1)) commas++;
-        } else {
-          // whitespace between elements is the most common text: one space keeps inline neighbours apart
-          let i = 0;
-          while (i < n && isSpace(text.charCodeAt(i))) i++;
-          if (i === n) {
-            // only after inline content: between blocks (indentation) a space means nothing
-            const kids = cur.kids;
-            if (kids === null) {
-              if (cur.kind >= K_A) cur.add(' ');
-              return;
-            }
-            const last = kids[kids.length - 1]!;
-            if (typeof last === 'string' ? last !== ' ' : last.kind >= K_A) cur.add(' ');
-            return;
-          }
-          if (NEEDS_COLLAPSE.test(text)) value = text.replace(WS_RUN, ' ');
-          len = value.length;
-          for (let j = value.indexOf(','); j !== -1; j = value.indexOf(',', j + 1)) commas++;
-        }
-        if (textChars + value.length > maxText) {
-          value = value.slice(0, Math.max(0, maxText - textChars));
-          stop(`more than ${maxText} characters of text: the rest of the page was not read`);
-        }
-        textChars += value.length;
-        cur.add(value);
-        cur.textLen += len;
-        cur.inlineLen += len;
-        cur.commas += commas;
-        cur.inlineCommas += commas;
-        if (aDepth > 0) cur.linkLen += len;
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
-  );
+        break;
+      }
+      case K_PRE:
+      case K_CODE: {
+        if (kind === K_PRE) this.preDepth++;
+        const lang = cls === undefined ? undefined : /(?:^|\s)lang(?:uage)?-([\w+#.-]+)/.exec(cls)?.[1];
+        if (lang !== undefined) el.extra = lang;
+        break;
+      }
+    }
+  }
 
-  parser.write(html);
-  if (!stopped) parser.end();
-  while (cur !== root) closeEl(cur);
+  onclosetag(): void {
+    if (this.stopped) return;
+    if (this.skipDepth > 0) {
+      if (--this.skipDepth === 0) {
+        const capture = this.capture;
+        if (capture !== 0) {
+          const meta = this.meta;
+          if (capture === 1) {
+            const title = collapse(this.captured);
+            if (title !== '') meta.title = title;
+          } else if (meta.ld.length < 20) {
+            try {
+              meta.ld.push(JSON.parse(this.captured));
+            } catch {
+              // invalid JSON-LD is ignored
+            }
+          }
+          this.capture = 0;
+          this.captured = '';
+        }
+        this.reading = true;
+      }
+      return;
+    }
+    if (this.cur.depth === this.depth) this.closeEl(this.cur);
+    this.depth--;
+  }
+
+  ontext(source: string, start: number, end: number): void {
+    if (this.stopped || start >= end) return;
+    if (this.skipDepth > 0) {
+      if (this.capture !== 0 && this.captured.length < 1_000_000) this.captured += source.slice(start, end);
+      return;
+    }
+    const cur = this.cur;
+    let value: string;
+    let len = 0;
+    let commas = 0;
+    if (this.preDepth > 0) {
+      value = source.slice(start, end);
+      len = value.length;
+      for (let j = value.indexOf(','); j !== -1; j = value.indexOf(',', j + 1)) commas++;
+    } else {
+      // whitespace between elements is the most common text: one space keeps inline neighbours apart
+      let i = start;
+      while (i < end && isSpace(source.charCodeAt(i))) i++;
+      if (i === end) {
+        // only after inline content: between blocks (indentation) a space means nothing
+        const kids = cur.kids;
+        if (kids === null) {
+          if (cur.kind >= K_A) cur.add(' ');
+          return;
+        }
+        const last = kids[kids.length - 1]!;
+        if (typeof last === 'string' ? last !== ' ' : last.kind >= K_A) cur.add(' ');
+        return;
+      }
+      value = source.slice(start, end);
+      if (NEEDS_COLLAPSE.test(value)) value = value.replace(WS_RUN, ' ');
+      len = value.length;
+      for (let j = value.indexOf(','); j !== -1; j = value.indexOf(',', j + 1)) commas++;
+    }
+    if (this.textChars + value.length > this.maxText) {
+      value = value.slice(0, Math.max(0, this.maxText - this.textChars));
+      this.stop(`more than ${this.maxText} characters of text: the rest of the page was not read`);
+    }
+    this.textChars += value.length;
+    cur.add(value);
+    cur.textLen += len;
+    cur.inlineLen += len;
+    cur.commas += commas;
+    cur.inlineCommas += commas;
+    if (this.aDepth > 0) cur.linkLen += len;
+  }
+}
+
+const HIDDEN_STYLE = /display\s*:\s*none|visibility\s*:\s*hidden/i;
+
+function hiddenByStyle(style: string | undefined): boolean {
+  return style !== undefined && HIDDEN_STYLE.test(style);
+}
+
+function parse(html: string, options: MainContentOptions | undefined, stripUnlikely: boolean): Parsed {
+  const builder = new TreeBuilder(options, stripUnlikely);
+  const reader = new HtmlReader(html, builder, WANTED_ATTRIBUTES);
+  builder.reader = reader;
+  reader.run();
+  builder.finish();
+  const { root, candidates, landmarks, meta, truncated } = builder;
   return { root, candidates, landmarks, meta, truncated };
 }
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { Parser } from 'htmlparser2';
 import { extractMainContent } from '../../lambdas/core/main-content.ts';
+import { type Attributes, type HtmlHandler, HtmlReader } from '../../lambdas/core/main-content-html.ts';
 
 const PAGE = 'https://news.example.com/2024/05/story.html';
 
@@ -327,5 +329,135 @@ describe('extractMainContent: hostile input', () => {
       assert.equal(typeof result.text, 'string');
     }
     assert.equal(extractMainContent('<ul><li>a<li>b', PAGE).markdown, '- a\n- b');
+  });
+});
+
+describe('HtmlReader: the element events of htmlparser2 Parser, from its Tokenizer', () => {
+  const WANTED = ['class', 'href', 'hidden'];
+
+  /** Parser's events as lines (text pieces joined, names lower-cased: Parser keeps svg's camelCase). */
+  function parserEvents(html: string): string[] {
+    const out: string[] = [];
+    let text = '';
+    const flush = (): void => {
+      if (text !== '') out.push(`text ${JSON.stringify(text)}`);
+      text = '';
+    };
+    const parser = new Parser(
+      {
+        onopentag(name, attribs) {
+          flush();
+          const kept = WANTED.filter((a) => attribs[a] !== undefined).map((a) => `${a}=${attribs[a]}`);
+          out.push(`open ${name.toLowerCase()} ${kept.join(' ')}`.trimEnd());
+        },
+        onclosetag(name) {
+          flush();
+          out.push(`close ${name.toLowerCase()}`);
+        },
+        ontext(value) {
+          text += value;
+        },
+      },
+      { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+    );
+    parser.write(html);
+    parser.end();
+    flush();
+    return out;
+  }
+
+  function readerEvents(html: string): string[] {
+    const out: string[] = [];
+    let text = '';
+    const flush = (): void => {
+      if (text !== '') out.push(`text ${JSON.stringify(text)}`);
+      text = '';
+    };
+    const handler: HtmlHandler = {
+      reading: true,
+      onopentagname: () => true,
+      onopentag(name: string, attrs: Attributes) {
+        flush();
+        const kept = WANTED.flatMap((a, i) => {
+          const value = attrs.get(i);
+          return value === undefined ? [] : [`${a}=${value}`];
+        });
+        out.push(`open ${name} ${kept.join(' ')}`.trimEnd());
+      },
+      onclosetag(name: string) {
+        flush();
+        out.push(`close ${name}`);
+      },
+      ontext(source: string, start: number, end: number) {
+        text += source.slice(start, end);
+      },
+    };
+    new HtmlReader(html, handler, new Map(WANTED.map((a, i) => [a, i]))).run();
+    flush();
+    return out;
+  }
+
+  test('implied end tags, void elements, stray end tags, forms, svg/math and entities as Parser', () => {
+    const cases = [
+      '<p>one<p>two<div>three</div>four</p>',
+      '<ul><li>a<li>b<ul><li>c</ul><li>d</ul>',
+      '<table><tr><td>a<td>b<tr><th>c<td>d</table>',
+      '<table><thead><tr><td>h<tbody><tr><td>x<tfoot><tr><td>f</table>',
+      '<dl><dt>term<dd>def<dt>term 2</dl>',
+      '<select><option>a<option>b<optgroup><option>c</select>after',
+      '<h1>one<h2>two</h2><p>p<h3>three',
+      '<a href="/1">one<a href="/2">two</a>',
+      '<p>a<br>b</br>c<img src=x>d<hr>e',
+      '</p>x</div>y</span>',
+      '<form class="f"><form class="inner"><p>in</form>out</form>end',
+      '<svg><style>p { }</style><path/><title>t</title><foreignObject><p>html</p></foreignObject></svg>after',
+      '<svg/><p>after self-closed svg</p><math><mi>x<mo/></math>',
+      '<svg><![CDATA[cdata text]]></svg><p><![CDATA[not text]]></p>',
+      '<IMAGE src=x><Image/><svg><image href=y></svg>',
+      '<DIV CLASS="A" class="b" Hidden HREF="/x?a=1&amp;b=2">x &amp; y &lt;z&gt; &nbsp;&#x41;&copy</DIV>',
+      '<script>if (a < b) { document.write("</div>") }</script><style>p{}</style><textarea><p>t</textarea>',
+      '<title>A &amp; B</title><noscript><p>x</p></noscript><xmp><b></xmp><plaintext><p>rest',
+      '<!doctype html><!-- c --><?php x ?><div>text<!-- a -- b --></div>',
+      '<ruby>a<rt>b<rp>c</ruby><p>x<address>y</address>',
+      '<body><head><link rel=x><script>s</script><body>b',
+      '<div><p>unclosed <b>bold <i>both</div>tail',
+      '<p>a<input value=1><button>b<select><option>o</select></button>',
+      '<div class="x',
+      '<p>text at the end &amp',
+    ];
+    for (const html of cases) assert.deepEqual(readerEvents(html), parserEvents(html), html);
+  });
+
+  test('an end tag without an open element is dismissed without scanning the stack', () => {
+    const html = `${'<div>'.repeat(1990)}${'</span>'.repeat(300_000)}<p>after</p>`;
+    const started = performance.now();
+    const result = extractMainContent(html, PAGE);
+    assert.ok(performance.now() - started < 1000, `${performance.now() - started} ms`);
+    assert.ok(result.text.endsWith('after'), result.text);
+  });
+});
+
+describe('extractMainContent: implied end tags', () => {
+  test('p, li, cells, rows and dt/dd close without their end tags', () => {
+    const { markdown } = extractMainContent(
+      '<main><p>one<p>two<ul><li>a<li>b</ul><table><tr><th>h1<th>h2<tr><td>c1<td>c2</table><dl><dt>t<dd>d</dl></main>',
+      PAGE,
+    );
+    assert.equal(markdown, 'one\n\ntwo\n\n- a\n- b\n\n| h1 | h2 |\n| --- | --- |\n| c1 | c2 |\n\nt\n\nd');
+  });
+
+  test('a block start tag closes an open paragraph; `</p>` alone is an empty p, `</br>` a br', () => {
+    const { markdown } = extractMainContent('<main><p>para<div>block</div>after</p>x</br>y</main>', PAGE);
+    assert.equal(markdown, 'para\n\nblock\n\nafter\n\nx  \ny');
+  });
+
+  test('void elements hold no content; options, svg and a nested form are handled', () => {
+    const html = `<main><p>${STORY[0]}<img src="/a.png">${STORY[1]}</p><select><option>opt one<option>opt two</select>
+      <p>${STORY[2]}</p><svg><style>svg text</style><path/></svg><image src="/b.png">
+      <form><p>Form text.</p><form></form><p>${STORY[3]}</p></main>`;
+    assert.equal(extractMainContent(html, PAGE).text, `${STORY[0]}${STORY[1]}\n\n${STORY[2]}\n\n${STORY[3]}`);
+    const { markdown } = extractMainContent(html, PAGE, { images: true });
+    assert.ok(markdown.includes(`${STORY[0]}![](https://news.example.com/a.png)${STORY[1]}`), markdown);
+    assert.ok(markdown.includes('![](https://news.example.com/b.png)'), markdown);
   });
 });

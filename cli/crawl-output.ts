@@ -72,19 +72,20 @@ export function localWarcPath(key: string): string {
  */
 export async function prepareOutDir(
   outDir: string,
-  options: { force?: boolean; resume?: boolean } = {},
+  options: { force?: boolean; resume?: boolean; flag?: '--out' | '--markdown-dir' } = {},
 ): Promise<void> {
+  const flag = options.flag ?? '--out';
   const info = await stat(outDir).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
   if (info === undefined) return;
-  if (!info.isDirectory()) throw new UsageError(`--out ${outDir} exists and is not a directory`);
+  if (!info.isDirectory()) throw new UsageError(`${flag} ${outDir} exists and is not a directory`);
   const entries = await readdir(outDir);
   if (entries.length === 0 || options.resume) return;
   if (!options.force) {
     throw new UsageError(
-      `--out ${outDir} is not empty (${entries.length} entries); choose another directory, pass --force to clear it, or --resume ID to continue the crawl it holds`,
+      `${flag} ${outDir} is not empty (${entries.length} entries); choose another directory, pass --force to clear it, or --resume ID to continue the crawl it holds`,
     );
   }
   // --force on the working directory or one above it would delete what the user is standing in.

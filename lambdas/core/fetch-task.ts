@@ -321,9 +321,19 @@ async function decide(
     attempt,
     ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
   };
-  const captured = (result: CrawlResult, links: DiscoveredLink[] = []): TaskDecision => ({
+  const captured = (
+    result: CrawlResult,
+    links: DiscoveredLink[] = [],
+    content?: ContentRecord,
+  ): TaskDecision => ({
     kind: 'captured',
-    page: { response, result: { ...result, outlinks: links.length } },
+    page: {
+      response,
+      result: { ...result, outlinks: links.length },
+      ...(content === undefined
+        ? {}
+        : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
+    },
     config,
     links,
   });
@@ -379,15 +389,11 @@ async function decide(
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
   const page = readPage(response, base, config);
-  const decision = captured(
+  return captured(
     { ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) },
     page.links,
+    page.content,
   );
-  if (decision.kind === 'captured' && page.content !== undefined) {
-    decision.page.content = page.content;
-    if (config.warcConversion) decision.page.warcConversion = true;
-  }
-  return decision;
 }
 
 interface PageReading {

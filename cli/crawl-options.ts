@@ -47,7 +47,7 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --no-respect-robots  ignore robots.txt (on by default)
   --max-cost-usd N     stop the crawl once its estimated AWS cost reaches N dollars (its queued URLs end cancelled)
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines
-  --content MODE       markdown (default: main content as Markdown and text, with metadata) | text | none
+  --content MODE       each page's main content and metadata: markdown (default) | text (plain text instead) | none
   --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]

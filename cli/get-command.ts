@@ -30,7 +30,8 @@ import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
 import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
-import { type DecodedBody, decodeContent } from '../lambdas/core/page-content.ts';
+import { extractMainContent, type MainContent } from '../lambdas/core/main-content.ts';
+import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
@@ -115,7 +116,9 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
       return 1;
     }
     if (mode === 'markdown' || mode === 'text' || mode === 'meta') {
-      return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`);
+      return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`, async () =>
+        extractFromStoredPage(blobs, blobs.bucket, line, await decodeLimits(stack, crawlId)),
+      );
     }
     if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
       const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
@@ -177,6 +180,7 @@ async function writeContent(
   line: IndexLine,
   mode: 'markdown' | 'text' | 'meta',
   what: string,
+  fromStoredPage: () => Promise<MainContent>,
 ): Promise<number> {
   if (line.content === undefined) {
     const why =
@@ -198,17 +202,46 @@ async function writeContent(
     await write(io.stdout, `${JSON.stringify(contentMetadata(record), null, 2)}\n`);
     return 0;
   }
-  if (mode === 'markdown' && record.markdown === undefined) {
-    const why =
-      record.kind === 'text'
-        ? `a page of type ${record.mime} has text only`
-        : 'the crawl ran with --content text';
-    io.stderr.write(`${what} has no Markdown (${why}); --text prints its text\n`);
+  if (mode === 'markdown' && record.kind === 'text') {
+    io.stderr.write(
+      `${what} has no Markdown (a page of type ${record.mime} has text only); --text prints it\n`,
+    );
     return 1;
   }
-  const content = mode === 'markdown' ? (record.markdown ?? '') : record.text;
+  let content = mode === 'markdown' ? record.markdown : record.text;
+  if (content === undefined) {
+    // The record holds the other form (--content markdown or text): render this one from the page.
+    try {
+      const extracted = await fromStoredPage();
+      content = mode === 'markdown' ? extracted.markdown : extracted.text;
+    } catch (error) {
+      if (!(error instanceof StoredRecordError || error instanceof ContentReadError)) throw error;
+      io.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    io.stderr.write(
+      `note: ${mode} extracted from the stored page (the crawl stored ${mode === 'text' ? 'Markdown' : 'text'})\n`,
+    );
+  }
   await write(io.stdout, content.endsWith('\n') ? content : `${content}\n`);
   return 0;
+}
+
+/** The main content of a page as stored in its WARC record: decoded under the crawl's caps, extracted. */
+async function extractFromStoredPage(
+  blobs: BlobReader,
+  bucket: string,
+  line: IndexLine,
+  limits: DecodeLimits,
+): Promise<MainContent> {
+  if (line.filename === undefined || line.offset === undefined || line.length === undefined)
+    throw new ContentReadError(`the index line of ${line.url} has a content record but no WARC record`);
+  const place: RecordPlace = { bucket, key: line.filename, offset: line.offset, length: line.length };
+  const http = readResponse(await readMember(blobs, place), place, line);
+  const decoded = decodeStoredBody(http.message.body, http.message.header('Content-Encoding'), limits);
+  if (!decoded.ok) throw new StoredRecordError(place, `cannot decode the page: ${decoded.reason}`);
+  const html = decodeText(decoded.bytes, http.message.header('Content-Type'));
+  return extractMainContent(html, line.finalUrl ?? line.url);
 }
 
 /** Where a record is: the WARC object and its gzip member. */

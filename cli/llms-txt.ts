@@ -52,7 +52,7 @@ export function llmsTxt(
 /** One page's part of llms-full.txt. */
 export function llmsFullSection(record: ContentRecord): string {
   const title = oneLine(record.title ?? '') || record.url;
-  const body = (record.markdown ?? record.text).trim();
+  const body = (record.markdown ?? record.text ?? '').trim();
   return `# ${title}\n\nSource: ${record.url}\n\n${body}\n\n`;
 }
 

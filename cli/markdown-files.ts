@@ -43,7 +43,7 @@ export function markdownDocument(record: ContentRecord): string {
   for (const [name, value] of Object.entries(metadata)) {
     if (value !== undefined) lines.push(`${name}: ${JSON.stringify(value)}`);
   }
-  lines.push('---', '', record.markdown ?? record.text);
+  lines.push('---', '', record.markdown ?? record.text ?? '');
   return `${lines.join('\n').trimEnd()}\n`;
 }
 

@@ -27,8 +27,7 @@ export function htmlContentRecord(
     ...metadataFields(extracted.metadata),
     wordCount: extracted.metadata.wordCount,
     ...(extracted.truncated === undefined ? {} : { truncated: extracted.truncated }),
-    ...(mode === 'markdown' ? { markdown: extracted.markdown } : {}),
-    text: extracted.text,
+    ...(mode === 'markdown' ? { markdown: extracted.markdown } : { text: extracted.text }),
   };
 }
 
@@ -46,7 +45,7 @@ export function textContentRecord(source: ContentSource, text: string): ContentR
   };
 }
 
-function head(source: ContentSource, kind: 'html' | 'text'): Omit<ContentRecord, 'wordCount' | 'text'> {
+function head(source: ContentSource, kind: 'html' | 'text'): Omit<ContentRecord, 'wordCount'> {
   return {
     v: 1,
     crawlId: source.crawlId,

@@ -3,8 +3,10 @@
  * search pipeline reads instead of the WARC. Built in the fetch function from the decoded text that
  * link extraction already has, so no second fetch and no second decode.
  *
- * - HTML (text/html, application/xhtml+xml): the main content as Markdown and plain text, and the
- *   page's metadata (main-content.ts). With `content: 'text'` the Markdown is left out.
+ * - HTML (text/html, application/xhtml+xml): the main content as Markdown (`content: 'markdown'`) or as
+ *   plain text (`content: 'text'`), and the page's metadata (main-content.ts). One form only: both
+ *   doubled the record, and its JSON and gzip cost more than the extraction (docs/performance.md);
+ *   `crawler get` renders the other form from the stored page.
  * - Text, JSON and XML (text/*, application/json, application/xml, `+json`, `+xml`): the decoded text,
  *   at most MAX_TEXT_RECORD_CHARS characters. Never through the HTML path.
  * - Anything else (images, PDF...): no record.
@@ -42,8 +44,10 @@ export const ContentRecordSchema = z.object({
   jsonLdTypes: z.array(z.string()).optional(),
   wordCount: z.number().int().min(0),
   truncated: z.string().optional(),
+  /** HTML with `content: markdown` (the default). */
   markdown: z.string().optional(),
-  text: z.string(),
+  /** HTML with `content: text`; a text, JSON or XML page always. */
+  text: z.string().optional(),
 });
 
 export type ContentRecord = z.infer<typeof ContentRecordSchema>;

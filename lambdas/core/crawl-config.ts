@@ -74,8 +74,8 @@ export const CrawlConfigSchema = z.object({
     .default([...DEFAULT_STORE_TYPES]),
   /**
    * What each stored page also gets as a content record (docs/output.md): `markdown` (HTML: main
-   * content as Markdown and text, with metadata; text, JSON, XML: the text), `text` (no Markdown) or
-   * `none`.
+   * content as Markdown, with metadata; text, JSON, XML: the text), `text` (HTML as plain text
+   * instead) or `none`.
    */
   content: z.enum(CONTENT_MODES).default('markdown'),
   /** Also put each page's Markdown (or text) into the WARC file, as a conversion record. */

@@ -283,15 +283,15 @@ export class WarcBatchWriter {
         ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
       ],
     });
-    const content = page.content;
-    if (page.warcConversion && content !== undefined) {
-      const markdown = content.markdown !== undefined;
+    const converted = page.content?.markdown ?? page.content?.text;
+    if (page.warcConversion && converted !== undefined) {
       builder.addConversion({
         targetUri: response.url,
         date: response.startedAt,
         refersTo: prepared.recordId,
-        contentType: markdown ? 'text/markdown; charset=utf-8' : 'text/plain; charset=utf-8',
-        block: Buffer.from(content.markdown ?? content.text, 'utf8'),
+        contentType:
+          page.content?.markdown === undefined ? 'text/plain; charset=utf-8' : 'text/markdown; charset=utf-8',
+        block: Buffer.from(converted, 'utf8'),
       });
     }
     return written;

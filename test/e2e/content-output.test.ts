@@ -167,12 +167,11 @@ describe('content records of a crawl', () => {
     assertTidesMarkdown(tides?.markdown);
     assert.equal(tides?.author, 'Ann Example');
     assert.equal(tides?.publishedTime, '2026-03-01T10:00:00Z');
-    assert.match(tides?.text ?? '', /two high tides a day/);
-    assert.ok(!(tides?.text ?? '').includes('```'), 'the text form has no Markdown syntax');
+    assert.equal(tides?.text, undefined, 'one form per record: Markdown by default');
     const data = byPath.get('/data.json');
     assert.equal(data?.kind, 'text');
     assert.equal(data?.markdown, undefined, 'JSON is never run through the HTML path');
-    assert.equal(data?.text.trim(), '{"tide":"high","height_m":4.2}');
+    assert.equal(data?.text?.trim(), '{"tide":"high","height_m":4.2}');
   });
 
   it('are .md files under --markdown-dir, named from the URL, with YAML front matter', async () => {
@@ -191,8 +190,12 @@ describe('content records of a crawl', () => {
     const url = `${site.origin}/posts/tides`;
     const markdown = await crawler('get', url, '--crawl', crawlId, '--state-dir', stateDir, '--markdown');
     assertTidesMarkdown(markdown.stdout);
+    // The record holds Markdown; the text form is extracted from the stored page.
     const text = await crawler('get', url, '--crawl', crawlId, '--state-dir', stateDir, '--text');
     assert.match(text.stdout, /^How tides work$/m);
+    assert.match(text.stdout, /two high tides a day/);
+    assert.ok(!text.stdout.includes('```'), 'the text form has no Markdown syntax');
+    assert.match(text.stderr, /text extracted from the stored page/);
     const meta = await crawler('get', url, '--crawl', crawlId, '--state-dir', stateDir, '--meta');
     const parsed = JSON.parse(meta.stdout) as Record<string, unknown>;
     assert.equal(parsed.title, 'Tides | Field Notes');
@@ -242,6 +245,39 @@ describe('content records of a crawl', () => {
     const full = await readFile(join(dir, 'llms-full.txt'), 'utf8');
     assert.match(full, /^# Tides \| Field Notes\n\nSource: http:\/\/127\.0\.0\.1:\d+\/posts\/tides\n/m);
     assertTidesMarkdown(full);
+  });
+});
+
+describe('--content text', () => {
+  it('stores plain text instead of Markdown; crawler get --markdown extracts it from the stored page', async () => {
+    const textOut = join(workDir, 'out-text');
+    const state = join(workDir, 'state-text');
+    await crawler(
+      'crawl',
+      `${site.origin}/posts/tides`,
+      ...['--allow-private', '--delay', '0', '--quiet', '--max-depth', '0', '--content', 'text'],
+      ...['--out', textOut, '--state-dir', state],
+    );
+    const records = (await readFile(join(textOut, 'pages.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => ContentRecordSchema.parse(JSON.parse(line)));
+    assert.equal(records.length, 1);
+    assert.equal(records[0]?.markdown, undefined);
+    assert.match(records[0]?.text ?? '', /^How tides work$/m);
+    assert.ok(!records[0]?.text?.includes('SIDEBAR-TEXT'));
+    const id = (JSON.parse(await readFile(join(textOut, 'summary.json'), 'utf8')) as { crawlId: string })
+      .crawlId;
+    const markdown = await crawler(
+      'get',
+      `${site.origin}/posts/tides`,
+      '--crawl',
+      id,
+      '--state-dir',
+      state,
+      '--markdown',
+    );
+    assertTidesMarkdown(markdown.stdout);
   });
 });
 

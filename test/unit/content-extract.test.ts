@@ -42,7 +42,7 @@ describe('contentKind', () => {
 });
 
 describe('htmlContentRecord', () => {
-  it('holds the main content as Markdown and text, with the metadata, links resolved against the final URL', () => {
+  it('holds the main content as Markdown, with the metadata, links resolved against the final URL', () => {
     const record = ContentRecordSchema.parse(htmlContentRecord(SOURCE, PAGE, SOURCE.finalUrl, 'markdown'));
     assert.equal(record.kind, 'html');
     assert.equal(record.finalUrl, 'http://site.example/b/');
@@ -55,14 +55,16 @@ describe('htmlContentRecord', () => {
     assert.match(record.markdown ?? '', /^# Überschrift$/m);
     assert.ok(record.markdown?.includes('[Link](http://site.example/b/x)'), record.markdown);
     assert.ok(!record.markdown?.includes('MENU'));
-    assert.match(record.text, /^Überschrift$/m);
+    assert.equal(record.text, undefined, 'one form per record: Markdown');
     assert.equal(record.wordCount, 14, 'the words of the main content');
   });
 
-  it('leaves the Markdown out with content: text', () => {
+  it('holds plain text instead with content: text', () => {
     const record = htmlContentRecord(SOURCE, PAGE, SOURCE.finalUrl, 'text');
     assert.equal(record.markdown, undefined);
-    assert.match(record.text, /Ein Absatz/);
+    assert.match(record.text ?? '', /^Überschrift$/m);
+    assert.match(record.text ?? '', /Ein Absatz/);
+    assert.ok(!record.text?.includes('http://site.example/b/x'), 'links are text, not Markdown links');
   });
 
   it('ends hostile HTML bounded, saying why', () => {
@@ -86,7 +88,7 @@ describe('textContentRecord', () => {
       { ...SOURCE, mime: 'text/plain' },
       'x'.repeat(MAX_TEXT_RECORD_CHARS + 5),
     );
-    assert.equal(record.text.length, MAX_TEXT_RECORD_CHARS);
+    assert.equal(record.text?.length, MAX_TEXT_RECORD_CHARS);
     assert.match(record.truncated ?? '', /cut at 2000000 characters \(the body has 2000005\)/);
   });
 });

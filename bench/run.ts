@@ -19,8 +19,13 @@
  *   (delay 1000 ms), ours with every default against Crawlee with `sameDomainDelaySecs: 1`, measured
  *   against the politeness bound of H pages/s.
  *
+ * - Content extraction (issue 15): `ours` again with `--content none`, for the pages/s that main-content
+ *   extraction costs; and bench/content-quality.ts, shingle F1 of our extractor and Readability.js on
+ *   the labelled pages of test/data/article-extraction, with pages/s of each on one core.
+ *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
- * (micro-benchmark rounds, 5), --only startup,ours,crawlee,micro,memory,realistic (realistic-ours or
+ * (micro-benchmark rounds, 5; content-quality rounds are 4 × N), --only
+ * startup,ours,ours-content-off,crawlee,micro,memory,content,realistic (realistic-ours or
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
@@ -59,7 +64,10 @@ const { values } = parseArgs({
     // One core: more fetch slots only add contention and per-container cache misses (docs/performance.md).
     concurrency: { type: 'string', default: String(BENCH_CONCURRENCY) },
     rounds: { type: 'string', default: '5' },
-    only: { type: 'string', default: 'startup,ours,crawlee,micro,memory,realistic' },
+    only: {
+      type: 'string',
+      default: 'startup,ours,ours-content-off,crawlee,micro,memory,content,realistic',
+    },
     // The realistic shape (bench/realistic.ts).
     hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
     'host-pages': { type: 'string' },
@@ -79,8 +87,11 @@ const benchStarted = performance.now();
 
 // --- the crawls -------------------------------------------------------------------------------
 
+/** The crawl's pages/s with main-content extraction on, against off (issue 15). */
+const EXTRACTION_RATIO_TARGET = 0.85;
+
 interface CrawlRun {
-  crawler: 'ours' | 'crawlee';
+  crawler: 'ours' | 'ours-content-off' | 'crawlee';
   pages: number;
   seconds: number;
   pagesPerSecond: number;
@@ -103,11 +114,15 @@ async function siteStats(site: ReturnType<typeof ipcChild<SiteMessage>>, plan: S
 
 type Crawled = Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>;
 
-async function crawlOurs(origin: string): Promise<Crawled> {
-  const ran = await runOurs([`${origin}/`], ['--delay', '0', '--concurrency', String(concurrency)], 300_000);
+async function crawlOurs(origin: string, contentOff = false): Promise<Crawled> {
+  const ran = await runOurs(
+    [`${origin}/`],
+    ['--delay', '0', '--concurrency', String(concurrency), ...(contentOff ? ['--content', 'none'] : [])],
+    300_000,
+  );
   const aws = ran.summary.aws;
   return {
-    crawler: 'ours',
+    crawler: contentOff ? 'ours-content-off' : 'ours',
     pages: ran.pages,
     seconds: ran.seconds,
     pagesPerSecond: ran.pages / ran.seconds,
@@ -238,7 +253,7 @@ async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
 // --- main -------------------------------------------------------------------------------------
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const oneHost = ['ours', 'crawlee', 'micro', 'memory'].some((part) => only.has(part));
+const oneHost = ['ours', 'ours-content-off', 'crawlee', 'micro', 'memory'].some((part) => only.has(part));
 log(
   `bench: ${oneHost ? `${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` : 'realistic shape only'}` +
     `${canPin ? ', crawlers on CPU 0, site on CPU 1' : ', not pinned (needs 2 CPUs and taskset)'}`,
@@ -251,6 +266,8 @@ const report: {
   memory?: MemoryResult[];
   realistic?: RealisticReport;
   startup?: StartupRun[];
+  /** bench/content-quality.ts's Markdown table. */
+  content?: string;
   seconds?: number;
 } = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
 if (oneHost) {
@@ -270,10 +287,13 @@ if (oneHost) {
     log(`site: ${origin}, ${plan.expected.size} request targets planned, ${plan.htmlPages} HTML pages`);
 
     for (let i = 1; i <= runs; i++) {
-      for (const which of ['ours', 'crawlee'] as const) {
+      for (const which of ['ours', 'ours-content-off', 'crawlee'] as const) {
         if (!only.has(which)) continue;
         await site.request({ cmd: 'reset' });
-        const crawl = which === 'ours' ? await crawlOurs(origin) : await crawlCrawlee(origin);
+        const crawl =
+          which === 'crawlee'
+            ? await crawlCrawlee(origin)
+            : await crawlOurs(origin, which === 'ours-content-off');
         const judged = await siteStats(site, plan);
         const result: CrawlRun = {
           ...crawl,
@@ -305,6 +325,20 @@ if (oneHost) {
   } finally {
     site.stop();
   }
+}
+if (only.has('content')) {
+  log('content: main-content extraction vs Readability.js on the labelled pages ...');
+  const done = await run(
+    [NODE, join(ROOT, 'bench', 'content-quality.ts'), '--rounds', String(Number(values.rounds) * 4)],
+    {
+      cpu: 0,
+      timeoutMs: 600_000,
+    },
+  );
+  report.content =
+    done.code === 0
+      ? done.stdout.trim()
+      : `content-quality failed (exit ${done.code}): ${done.stderr.trim()}`;
 }
 if (only.has('startup')) {
   log('start-up: crawler crawl of a one-page site ...');
@@ -346,6 +380,7 @@ if (report.startup?.length) {
   );
 }
 const ours = report.crawls.filter((c) => c.crawler === 'ours');
+const oursContentOff = report.crawls.filter((c) => c.crawler === 'ours-content-off');
 const crawlee = report.crawls.filter((c) => c.crawler === 'crawlee');
 const row = (name: string, list: CrawlRun[]) => {
   const pps = list.map((c) => c.pagesPerSecond);
@@ -357,7 +392,7 @@ const row = (name: string, list: CrawlRun[]) => {
     `| ${Math.max(...list.map((c) => c.forbiddenRequests))} | ${cost.length ? `$${fixed(median(cost), 2)}` : '–'} |`
   );
 };
-if (ours.length + crawlee.length > 0) {
+if (ours.length + oursContentOff.length + crawlee.length > 0) {
   lines.push(
     `### Crawl: ${report.site?.htmlPages} HTML pages (${report.site?.plannedTargets} request targets), one core each`,
     '',
@@ -366,6 +401,8 @@ if (ours.length + crawlee.length > 0) {
   );
   if (ours.length)
     lines.push(row(`serverless-crawler (\`crawler crawl\`, --concurrency ${concurrency})`, ours));
+  if (oursContentOff.length)
+    lines.push(row(`serverless-crawler, --content none (no Markdown extraction)`, oursContentOff));
   if (crawlee.length)
     lines.push(row(`Crawlee CheerioCrawler (maxConcurrency ${crawleeConcurrency})`, crawlee));
   if (ours.length && crawlee.length) {
@@ -375,6 +412,14 @@ if (ours.length + crawlee.length > 0) {
       '',
       `ours / Crawlee pages/s: **${fixed(ratio, 2)}×** (target ≥ 2×, with zero duplicates and misses: ` +
         `${ratio >= 2 && clean ? 'met' : 'MISSED'})`,
+    );
+  }
+  if (ours.length && oursContentOff.length) {
+    const ratio =
+      median(ours.map((c) => c.pagesPerSecond)) / median(oursContentOff.map((c) => c.pagesPerSecond));
+    lines.push(
+      '',
+      `pages/s with Markdown extraction on / off: **${fixed(ratio, 2)}×** (target ≥ ${EXTRACTION_RATIO_TARGET}×: ${ratio >= EXTRACTION_RATIO_TARGET ? 'met' : 'MISSED'})`,
     );
   }
   if (ours.length) {
@@ -431,6 +476,7 @@ if (report.memory) {
     `64 concurrent fetches at the default body cap ≤ ${MEMORY_TARGET_MB} MB: ${(report.memory.at(-1)?.peakRssMb ?? Infinity) <= MEMORY_TARGET_MB ? 'met' : 'MISSED'}`,
   );
 }
+if (report.content) lines.push(...(lines.length ? [''] : []), report.content);
 if (report.realistic?.runs.length)
   lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
 lines.push(

@@ -114,7 +114,7 @@ export class CrawlerStack extends Stack {
       [taskQueue.queueArn, resultsQueue.queueArn, taskQueue.dlq.queueArn],
     );
     allow(fetchFunction, ['sqs:ChangeMessageVisibility'], [taskQueue.queueArn]); // a retried task's backoff
-    allow(fetchFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // WARC files; index parts it checks
+    allow(fetchFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // WARC and content files; index parts it checks
     // A HEAD of an index part not yet written must answer 404, not 403 (S3 does only with ListBucket).
     allow(fetchFunction, ['s3:ListBucket'], [pageStore.bucketArn]);
     allow(

@@ -49,6 +49,12 @@ export async function crawlCommand(args: string[]): Promise<number> {
       });
   const outDir = resolve(options.out ?? join('crawl-out', crawlId));
   await prepareOutDir(outDir, { force: options.force, resume: options.resume !== undefined });
+  if (options.markdownDir !== undefined)
+    await prepareOutDir(resolve(options.markdownDir), {
+      force: options.force,
+      resume: options.resume !== undefined,
+      flag: '--markdown-dir',
+    });
   const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
   const progress = (line: string) => display.message(line);
   const notice = fresh ? longCrawlNotice(fresh) : undefined;
@@ -143,6 +149,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
         state: end,
         costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
         onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
+        ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
       });
       console.log(describeSummary(summary, outDir, { verbose: options.verbose }));
       if (end === 'interrupted') {

@@ -2,7 +2,12 @@
  * Options of `crawler crawl` (and `submit`): parsed strictly, so an unknown or malformed option fails
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
-import { type CrawlConfigInput, DEFAULT_USER_AGENT } from '../lambdas/core/crawl-config.ts';
+import {
+  CONTENT_MODES,
+  type ContentMode,
+  type CrawlConfigInput,
+  DEFAULT_USER_AGENT,
+} from '../lambdas/core/crawl-config.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
@@ -24,6 +29,8 @@ export interface CrawlCommandOptions {
   sitemap: string | undefined;
   /** `--resume ID`: go on with an interrupted crawl (its stored config; no URLs). */
   resume: string | undefined;
+  /** `--markdown-dir DIR`: also one .md file per page. */
+  markdownDir: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -39,12 +46,15 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --allow-private      allow private, loopback and link-local addresses (tests, local demos)
   --no-respect-robots  ignore robots.txt (on by default)
   --max-cost-usd N     stop the crawl once its estimated AWS cost reaches N dollars (its queued URLs end cancelled)
-  --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines`;
+  --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines
+  --content MODE       each page's main content and metadata: markdown (default) | text (plain text instead) | none
+  --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
   --resume ID          go on with an interrupted crawl (Ctrl-C, kill) where it stopped
-  --out DIR            where to write results.jsonl, warc/ and summary.json (default: crawl-out/<crawl id>)
+  --out DIR            where to write results.jsonl, warc/, pages.jsonl and summary.json (default: crawl-out/<crawl id>)
+  --markdown-dir DIR   also write each page's Markdown to DIR/<host>/<path>.md, with YAML front matter
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
   --quiet              nothing on stderr but errors
@@ -76,6 +86,9 @@ const OPTIONS = {
   sitemap: { type: 'string' },
   'max-cost-usd': { type: 'string' },
   resume: { type: 'string' },
+  content: { type: 'string' },
+  'warc-conversion': { type: 'boolean' },
+  'markdown-dir': { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -135,6 +148,14 @@ export function parseCrawlOptions(
       `--progress expects one of ${PROGRESS_MODES.join(', ')}, got ${JSON.stringify(values.progress)}`,
     );
   }
+  if (values.content !== undefined && !CONTENT_MODES.includes(values.content as ContentMode)) {
+    throw new UsageError(
+      `--content expects one of ${CONTENT_MODES.join(', ')}, got ${JSON.stringify(values.content)}`,
+    );
+  }
+  if (values['markdown-dir'] !== undefined && values['markdown-dir'].trim() === '') {
+    throw new UsageError('--markdown-dir expects a directory');
+  }
   const maxPages = integer(values['max-pages'], '--max-pages', 1);
   const maxDepth = integer(values['max-depth'], '--max-depth', 0);
   const delayMs = integer(values.delay, '--delay', 0);
@@ -157,6 +178,7 @@ export function parseCrawlOptions(
     concurrency,
     sitemap: values.sitemap,
     resume: values.resume,
+    markdownDir: values['markdown-dir'],
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,
@@ -166,6 +188,8 @@ export function parseCrawlOptions(
       ...(maxDepth === undefined ? {} : { maxDepth }),
       ...(delayMs === undefined ? {} : { delayMs }),
       ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+      ...(values.content === undefined ? {} : { content: values.content as ContentMode }),
+      ...(values['warc-conversion'] ? { warcConversion: true } : {}),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },

@@ -6,6 +6,9 @@
  * - `DIR/results.jsonl`: the results index as `crawler results` prints it (each stored line byte for
  *   byte, deduplicated by key, but for `filename`, which names the file under DIR), written with
  *   backpressure while the summary is counted;
+ * - `DIR/pages.jsonl`: the content records (Markdown, text, metadata; docs/output.md), one per page,
+ *   streamed file by file from the page store;
+ * - with `markdownDir`, one `.md` file per page with Markdown (markdown-files.ts);
  * - `DIR/summary.json`: counts by outcome, bytes, pages/s, written last.
  *
  * A damaged index part or line is skipped and handed to `onDamage` (results-reader.ts); the caller
@@ -20,6 +23,8 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
+import { streamContent } from './content-reader.ts';
+import { MarkdownDirWriter } from './markdown-files.ts';
 import {
   type BlobReader,
   type CrawlSummary,
@@ -45,6 +50,8 @@ export interface CrawlOutputInfo {
   costReport?: (fetchedPages: number) => CrawlCostReport;
   /** Told of each skipped index part or line as it is met. */
   onDamage?: OnDamage;
+  /** Also write each page's Markdown as a file under this directory. */
+  markdownDir?: string;
 }
 
 export interface CrawlOutputReport {
@@ -65,19 +72,20 @@ export function localWarcPath(key: string): string {
  */
 export async function prepareOutDir(
   outDir: string,
-  options: { force?: boolean; resume?: boolean } = {},
+  options: { force?: boolean; resume?: boolean; flag?: '--out' | '--markdown-dir' } = {},
 ): Promise<void> {
+  const flag = options.flag ?? '--out';
   const info = await stat(outDir).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
   if (info === undefined) return;
-  if (!info.isDirectory()) throw new UsageError(`--out ${outDir} exists and is not a directory`);
+  if (!info.isDirectory()) throw new UsageError(`${flag} ${outDir} exists and is not a directory`);
   const entries = await readdir(outDir);
   if (entries.length === 0 || options.resume) return;
   if (!options.force) {
     throw new UsageError(
-      `--out ${outDir} is not empty (${entries.length} entries); choose another directory, pass --force to clear it, or --resume ID to continue the crawl it holds`,
+      `${flag} ${outDir} is not empty (${entries.length} entries); choose another directory, pass --force to clear it, or --resume ID to continue the crawl it holds`,
     );
   }
   // --force on the working directory or one above it would delete what the user is standing in.
@@ -130,6 +138,23 @@ export async function writeCrawlOutput(
   // pipeline: the generator is pulled only as fast as the file takes it (backpressure).
   await pipeline(chunks, createWriteStream(join(outDir, 'results.jsonl')));
 
+  const markdown = info.markdownDir === undefined ? undefined : new MarkdownDirWriter(info.markdownDir);
+  let pages = 0;
+  async function* contentChunks(): AsyncGenerator<string> {
+    let chunk = '';
+    for await (const { record, text } of streamContent(blobs, crawlId, onDamage)) {
+      pages++;
+      await markdown?.write(record);
+      chunk += `${text}\n`;
+      if (chunk.length >= CHUNK_CHARS) {
+        yield chunk;
+        chunk = '';
+      }
+    }
+    if (chunk !== '') yield chunk;
+  }
+  await pipeline(contentChunks, createWriteStream(join(outDir, 'pages.jsonl')));
+
   const summary = accumulator.summary({
     crawlId,
     seeds: info.seeds,
@@ -137,6 +162,8 @@ export async function writeCrawlOutput(
     endedAt: info.endedAt,
     warcFiles,
   });
+  summary.contentRecords = pages;
+  if (markdown) summary.markdownFiles = markdown.files;
   if (info.state) summary.state = info.state;
   if (info.costReport) summary.aws = info.costReport(summary.byOutcome.fetched ?? 0);
   await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
@@ -157,7 +184,8 @@ export function describeSummary(
     `  urls:     ${summary.urls} (${outcomes || 'none'})`,
     `  bytes:    ${summary.bytes}`,
     `  pages/s:  ${summary.pagesPerSecond}`,
-    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, summary.json)`,
+    `  output:   ${outDir} (results.jsonl, warc/ ${summary.warcFiles} files, pages.jsonl ${summary.contentRecords ?? 0} pages, summary.json)`,
+    ...(summary.markdownFiles === undefined ? [] : [`  markdown: ${summary.markdownFiles} files`]),
     ...(summary.aws ? [`  aws:      ${describeCost(summary.aws, options)}`] : []),
   ].join('\n');
 }

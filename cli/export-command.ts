@@ -1,6 +1,6 @@
 /**
- * `crawler export ID --out DIR`: writes the `crawler crawl --out` layout (results.jsonl, warc/,
- * summary.json; cli/crawl-output.ts) for any crawl the state dir (or --endpoint, --stack) holds:
+ * `crawler export ID --out DIR [--markdown-dir DIR]`: writes the `crawler crawl --out` layout
+ * (results.jsonl, warc/, pages.jsonl, summary.json; cli/crawl-output.ts) for any crawl the state dir (or --endpoint, --stack) holds:
  * finished, cancelled or interrupted. The summary's times are the crawl's own (its counters); a crawl
  * still `running` is written as `interrupted` (what exists so far).
  */
@@ -24,8 +24,9 @@ import { noSuchCrawl } from './usage-failures.ts';
 import { parseCommandArgs } from './usage-hints.ts';
 
 export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
-writes results.jsonl, warc/ and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does
+writes results.jsonl, warc/, pages.jsonl and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does
   --out DIR            where to write (required)
+  --markdown-dir DIR   also write each page's Markdown to DIR/<host>/<path>.md, with YAML front matter
 ${STACK_USAGE}`;
 
 export async function exportCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
@@ -36,7 +37,7 @@ export async function exportCommand(args: string[], overrides: Partial<CliIo> = 
   }
   const { values, positionals } = parseCommandArgs(
     args,
-    { out: { type: 'string' }, ...STACK_OPTIONS },
+    { out: { type: 'string' }, 'markdown-dir': { type: 'string' }, ...STACK_OPTIONS },
     EXPORT_USAGE,
   );
   if (positionals.length !== 1) throw new UsageError(`export needs exactly one crawl id\n${EXPORT_USAGE}`);
@@ -59,10 +60,11 @@ export async function exportCommand(args: string[], overrides: Partial<CliIo> = 
       endedAt: counters.endedAt ? new Date(counters.endedAt) : now,
       state: counters.state === 'running' ? 'interrupted' : counters.state,
       onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+      ...(values['markdown-dir'] === undefined ? {} : { markdownDir: resolve(values['markdown-dir']) }),
     });
     await write(
       io.stdout,
-      `crawl ${crawlId} (${summary.state}): ${summary.urls} URLs, ${summary.warcFiles} WARC files written to ${outDir}\n`,
+      `crawl ${crawlId} (${summary.state}): ${summary.urls} URLs, ${summary.warcFiles} WARC files, ${summary.contentRecords ?? 0} content records${summary.markdownFiles === undefined ? '' : `, ${summary.markdownFiles} Markdown files`} written to ${outDir}\n`,
     );
     return damages.length > 0 ? 1 : 0;
   });

@@ -1,5 +1,6 @@
 /**
- * `crawler get URL --crawl ID [--body|--headers|--warc] [--raw]`: one stored page by ranged read.
+ * `crawler get URL --crawl ID [--body|--headers|--warc|--markdown|--text|--meta] [--raw]`: one stored
+ * page by ranged read.
  *
  * The URL is normalized like the crawler does (lambdas/core/url-normalize.ts) and its results index
  * line found by its key: in the one part the frontier names (index-lookup.ts), or by a scan when it
@@ -15,6 +16,8 @@
  *   (still encoded) bytes instead. A truncated body (WARC-Truncated) decodes as far as its bytes go.
  * - `--headers`: the HTTP status line and header fields as stored (CRLF line ends, blank line last).
  * - `--warc`: the whole WARC record, uncompressed.
+ * - `--markdown`, `--text`, `--meta`: from the page's content record (the index line's `content`
+ *   pointer, one ranged GET of one gzip member): its Markdown, its text, or its metadata as JSON.
  *
  * Every failure is one line on stderr and exit code 1; one about the stored record names its object
  * (`s3://bucket/key`) and offset.
@@ -25,11 +28,14 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { FrontierUrlLookup } from '../lambdas/adapters/frontier-url-lookup.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
+import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
 import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
-import { type DecodedBody, decodeContent } from '../lambdas/core/page-content.ts';
+import { extractMainContent, type MainContent } from '../lambdas/core/main-content.ts';
+import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
+import { ContentReadError, readContentRecord } from './content-reader.ts';
 import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
 import {
   type BlobReader,
@@ -52,6 +58,9 @@ export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --raw                with --body: the stored bytes, content-encoding not decoded
   --headers            the HTTP status line and headers
   --warc               the whole WARC record
+  --markdown           the page's main content as Markdown (its content record)
+  --text               the page's main content as plain text (a text, JSON or XML page: its text)
+  --meta               the page's metadata (title, description, language, ...) as JSON
 ${STACK_USAGE}`;
 
 export async function getCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
@@ -64,9 +73,13 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
   if (positionals.length !== 1) throw new UsageError(`get needs exactly one URL\n${GET_USAGE}`);
   if (values.crawl === undefined || values.crawl === '')
     throw new UsageError(`get needs --crawl ID\n${GET_USAGE}`);
-  const modes = (['body', 'headers', 'warc'] as const).filter((mode) => values[mode]);
+  const modes = (['body', 'headers', 'warc', 'markdown', 'text', 'meta'] as const).filter(
+    (mode) => values[mode],
+  );
   if (modes.length > 1)
-    throw new UsageError(`give one of --body, --headers, --warc (got ${modes.join(', ')})`);
+    throw new UsageError(
+      `give one of --body, --headers, --warc, --markdown, --text, --meta (got ${modes.map((m) => `--${m}`).join(', ')})`,
+    );
   const mode = modes[0] ?? 'body';
   if (values.raw && mode !== 'body') throw new UsageError('--raw applies to --body only');
   const crawlId = values.crawl;
@@ -101,6 +114,11 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
           : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
       );
       return 1;
+    }
+    if (mode === 'markdown' || mode === 'text' || mode === 'meta') {
+      return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`, async () =>
+        extractFromStoredPage(blobs, blobs.bucket, line, await decodeLimits(stack, crawlId)),
+      );
     }
     if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
       const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
@@ -153,6 +171,77 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
       return 1;
     }
   });
+}
+
+/** `--markdown`, `--text`, `--meta`: from the content record the index line points at. */
+async function writeContent(
+  io: CliIo,
+  blobs: BlobReader,
+  line: IndexLine,
+  mode: 'markdown' | 'text' | 'meta',
+  what: string,
+  fromStoredPage: () => Promise<MainContent>,
+): Promise<number> {
+  if (line.content === undefined) {
+    const why =
+      line.outcome !== 'fetched'
+        ? `it ended as ${line.outcome}${line.code ? ` (${line.code})` : ''}`
+        : `its type ${line.mime ?? 'unknown'} has none, or the crawl ran with --content none`;
+    io.stderr.write(`${what} has no content record: ${why}\n`);
+    return 1;
+  }
+  let record: ContentRecord;
+  try {
+    record = await readContentRecord(blobs, line.content);
+  } catch (error) {
+    if (!(error instanceof ContentReadError)) throw error;
+    io.stderr.write(`${error.message}\n`);
+    return 1;
+  }
+  if (mode === 'meta') {
+    await write(io.stdout, `${JSON.stringify(contentMetadata(record), null, 2)}\n`);
+    return 0;
+  }
+  if (mode === 'markdown' && record.kind === 'text') {
+    io.stderr.write(
+      `${what} has no Markdown (a page of type ${record.mime} has text only); --text prints it\n`,
+    );
+    return 1;
+  }
+  let content = mode === 'markdown' ? record.markdown : record.text;
+  if (content === undefined) {
+    // The record holds the other form (--content markdown or text): render this one from the page.
+    try {
+      const extracted = await fromStoredPage();
+      content = mode === 'markdown' ? extracted.markdown : extracted.text;
+    } catch (error) {
+      if (!(error instanceof StoredRecordError || error instanceof ContentReadError)) throw error;
+      io.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    io.stderr.write(
+      `note: ${mode} extracted from the stored page (the crawl stored ${mode === 'text' ? 'Markdown' : 'text'})\n`,
+    );
+  }
+  await write(io.stdout, content.endsWith('\n') ? content : `${content}\n`);
+  return 0;
+}
+
+/** The main content of a page as stored in its WARC record: decoded under the crawl's caps, extracted. */
+async function extractFromStoredPage(
+  blobs: BlobReader,
+  bucket: string,
+  line: IndexLine,
+  limits: DecodeLimits,
+): Promise<MainContent> {
+  if (line.filename === undefined || line.offset === undefined || line.length === undefined)
+    throw new ContentReadError(`the index line of ${line.url} has a content record but no WARC record`);
+  const place: RecordPlace = { bucket, key: line.filename, offset: line.offset, length: line.length };
+  const http = readResponse(await readMember(blobs, place), place, line);
+  const decoded = decodeStoredBody(http.message.body, http.message.header('Content-Encoding'), limits);
+  if (!decoded.ok) throw new StoredRecordError(place, `cannot decode the page: ${decoded.reason}`);
+  const html = decodeText(decoded.bytes, http.message.header('Content-Type'));
+  return extractMainContent(html, line.finalUrl ?? line.url);
 }
 
 /** Where a record is: the WARC object and its gzip member. */
@@ -283,6 +372,9 @@ function parse(args: string[]) {
       body: { type: 'boolean' },
       headers: { type: 'boolean' },
       warc: { type: 'boolean' },
+      markdown: { type: 'boolean' },
+      text: { type: 'boolean' },
+      meta: { type: 'boolean' },
       raw: { type: 'boolean' },
       ...STACK_OPTIONS,
     },

@@ -4,19 +4,20 @@ import { suggest } from './usage-hints.ts';
 
 const USAGE = `usage: crawler <command> [options]
 commands:
-  crawl URL... [options]   crawl on this machine on embedded AWS emulators; writes results, WARC files and a summary
+  crawl URL... [options]   crawl on this machine on embedded AWS emulators; writes results, WARC files, Markdown and a summary
   status ID                progress and counters of a crawl: state, counts by outcome, bytes, pages/s, times
   results ID [--outcome X] [--format jsonl|csv]
                            the crawl's results index, one line per URL
-  get URL --crawl ID [--body|--headers|--warc] [--raw]
-                           one stored response, by ranged read of its WARC record
+  get URL --crawl ID [--body|--headers|--warc|--markdown|--text|--meta] [--raw]
+                           one stored response (its WARC record) or its content (Markdown, text, metadata)
   redrive [ID] [--queue tasks|results]
                            after a fix, move dead-lettered messages (of crawl ID) back to their queue
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
   submit URL... [options]  start a crawl on a deployed stack (--stack, default ServerlessCrawler) or at --endpoint; prints its id
   cancel ID                stop a crawl: its queued tasks end as \`cancelled\` without being fetched
   list                     the crawls in the local state (or --endpoint, --stack): id, state, pages, started
-  export ID --out DIR      write a finished or interrupted crawl's results.jsonl, warc/ and summary.json to DIR
+  export ID --out DIR      write a finished or interrupted crawl's results.jsonl, warc/, pages.jsonl and summary.json to DIR
+  llms-txt ID [--out DIR]  write llms.txt and llms-full.txt of a crawl from its pages' Markdown
   local [--port 4566]      a long-running local AWS (SQS, S3, DynamoDB, the handlers) for the AWS CLI and SDKs
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
@@ -39,6 +40,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   redrive: async () => (await import('./redrive-command.ts')).redriveCommand,
   list: async () => (await import('./list-command.ts')).listCommand,
   export: async () => (await import('./export-command.ts')).exportCommand,
+  'llms-txt': async () => (await import('./llms-txt-command.ts')).llmsTxtCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

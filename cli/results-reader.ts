@@ -453,6 +453,10 @@ export interface CrawlSummary {
   bytes: number;
   pagesPerSecond: number;
   warcFiles: number;
+  /** Lines of pages.jsonl: pages with a content record. */
+  contentRecords?: number;
+  /** Files written under --markdown-dir. */
+  markdownFiles?: number;
   /** Counted AWS requests per page and the cost per million pages they imply (lambdas/shared/aws-prices.ts). */
   aws?: CrawlCostReport;
 }

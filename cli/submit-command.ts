@@ -169,6 +169,10 @@ export function parseSubmitOptions(
   }
   if (crawl.out !== undefined)
     throw new UsageError('submit has no --out: read results with `crawler results ID`');
+  if (crawl.markdownDir !== undefined)
+    throw new UsageError(
+      'submit has no --markdown-dir: once the crawl ends, `crawler export ID --out DIR --markdown-dir DIR` writes the files',
+    );
   if (crawl.concurrency !== undefined) {
     throw new UsageError(
       "--concurrency is the stack's, not a crawl's: set the fetch event source's MaximumConcurrency (or `crawler local --concurrency N`)",

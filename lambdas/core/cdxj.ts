@@ -13,7 +13,7 @@
  * | --- | --- | --- |
  * | `urlkey` | SURT of `url` (see `surt` below) | `com,example)/a?b=2&c=1` |
  * | `timestamp` | `fetchedAt`, UTC, 14 digits `YYYYMMDDhhmmss` | `20240501120000` |
- * | *result record* | `v, crawlId, key, url, finalUrl?, status?, outcome, code?, reason?, contentType?, bytes, sha1?, truncated?, location?, warc?, fetchedAt, ms, depth, attempt?, outlinks` | |
+ * | *result record* | `v, crawlId, key, url, finalUrl?, status?, outcome, code?, reason?, contentType?, bytes, sha1?, truncated?, location?, canonical?, warc?, content?, fetchedAt, ms, depth, attempt?, outlinks` | |
  * | `mime` | `contentType` without parameters, lower-cased (only when there is one) | `text/html` |
  * | `digest` | `sha1:` + RFC 4648 base32 of the payload SHA-1 (the result's hex `sha1`), as in `WARC-Payload-Digest` | `sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ` |
  * | `filename` | WARC object key in the page bucket (`warc.key`) | `warc/<crawlId>/2024-05-01/<id>.warc.gz` |

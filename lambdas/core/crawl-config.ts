@@ -6,6 +6,10 @@ import { z } from 'zod';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
 import { stripUserinfo } from './url-normalize.ts';
 
+/** What a stored page's content record holds (content-record.ts). */
+export const CONTENT_MODES = ['markdown', 'text', 'none'] as const;
+export type ContentMode = (typeof CONTENT_MODES)[number];
+
 export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
 
 export const FetchLimitsSchema = z.object({
@@ -68,6 +72,14 @@ export const CrawlConfigSchema = z.object({
   storeTypes: z
     .array(z.string().refine(isTypePattern, 'a media type pattern such as text/*, application/pdf or *'))
     .default([...DEFAULT_STORE_TYPES]),
+  /**
+   * What each stored page also gets as a content record (docs/output.md): `markdown` (HTML: main
+   * content as Markdown, with metadata; text, JSON, XML: the text), `text` (HTML as plain text
+   * instead) or `none`.
+   */
+  content: z.enum(CONTENT_MODES).default('markdown'),
+  /** Also put each page's Markdown (or text) into the WARC file, as a conversion record. */
+  warcConversion: z.boolean().default(false),
   /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
   maxAttempts: z.number().int().min(1).max(4).default(4),
   limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),

@@ -9,6 +9,8 @@
  * a held slot (`notBefore`, `slotDelayMs`) date from per-URL scheduling: a visit never meets them.
  */
 import { backoffSeconds } from './backoff.ts';
+import { htmlContentRecord, textContentRecord } from './content-extract.ts';
+import { type ContentRecord, contentKind } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
   describeError,
@@ -20,7 +22,7 @@ import {
 import { headerValue } from './http-headers.ts';
 import { crawlScope, type DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
-import { decodeContent, decodeText, isHtml, isStorableType, mediaType } from './page-content.ts';
+import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type {
   CrawlConfigReader,
@@ -319,9 +321,19 @@ async function decide(
     attempt,
     ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
   };
-  const captured = (result: CrawlResult, links: DiscoveredLink[] = []): TaskDecision => ({
+  const captured = (
+    result: CrawlResult,
+    links: DiscoveredLink[] = [],
+    content?: ContentRecord,
+  ): TaskDecision => ({
     kind: 'captured',
-    page: { response, result: { ...result, outlinks: links.length } },
+    page: {
+      response,
+      result: { ...result, outlinks: links.length },
+      ...(content === undefined
+        ? {}
+        : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
+    },
     config,
     links,
   });
@@ -376,32 +388,61 @@ async function decide(
     const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
-  const page = readPage(response, config);
+  const page = readPage(response, base, config);
   return captured(
     { ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) },
     page.links,
+    page.content,
   );
 }
 
-/** Links (and the canonical URL) of an HTML page; other content is stored but not parsed. */
+interface PageReading {
+  links: DiscoveredLink[];
+  canonical?: string;
+  content?: ContentRecord;
+  note?: { code: string; reason: string };
+}
+
+/**
+ * Links (and the canonical URL) of an HTML page, and the content record of a page with text
+ * (content-record.ts), both from one decode of the body. Other content is stored but not parsed.
+ */
 function readPage(
   response: Awaited<ReturnType<PageFetcher['fetch']>>,
+  result: CrawlResult,
   config: CrawlConfig,
-): { links: DiscoveredLink[]; canonical?: string; note?: { code: string; reason: string } } {
-  if (!isHtml(response.headers)) return { links: [] };
+): PageReading {
+  const mime = mediaType(result.contentType);
+  const kind = contentKind(mime);
+  const wantsContent = config.content !== 'none' && kind !== undefined;
+  if (kind !== 'html' && !wantsContent) return { links: [] };
   const decoded = decodeContent(
     response.body,
     headerValue(response.headers, 'content-encoding'),
     config.limits.maxDecodedBytes,
     { maxRatio: config.limits.maxDecodeRatio },
   );
-  if (!decoded.ok)
-    return { links: [], note: { code: decoded.code, reason: `links not extracted: ${decoded.reason}` } };
-  const html = decodeText(decoded.bytes, headerValue(response.headers, 'content-type'));
-  const extracted = extractLinks(html, response.url, { followNofollow: config.followNofollow });
+  if (!decoded.ok) {
+    const what = kind === 'html' ? 'links' : 'text';
+    return { links: [], note: { code: decoded.code, reason: `${what} not extracted: ${decoded.reason}` } };
+  }
+  const text = decodeText(decoded.bytes, result.contentType);
+  const source = {
+    crawlId: result.crawlId,
+    key: result.key,
+    url: result.url,
+    finalUrl: response.url,
+    fetchedAt: result.fetchedAt,
+    mime: mime ?? '',
+  };
+  if (kind !== 'html') return { links: [], content: textContentRecord(source, text) };
+  const extracted = extractLinks(text, response.url, { followNofollow: config.followNofollow });
   return {
     links: extracted.links.map((link) => ({ url: link.url, nofollow: link.nofollow })),
     ...(extracted.canonical ? { canonical: extracted.canonical } : {}),
+    ...(config.content === 'none'
+      ? {}
+      : { content: htmlContentRecord(source, text, response.url, config.content) }),
   };
 }
 

@@ -1,6 +1,9 @@
 /**
- * Streaming link extraction from HTML with htmlparser2's tokenizer-level `Parser` (no DOM, memory
- * bounded by the links found, not by the page).
+ * Link extraction from HTML without a DOM, memory bounded by the links found, not by the page: a
+ * whole page (`extractLinks`, what the fetch function runs) through main-content-html.ts's reader,
+ * which gives htmlparser2 `Parser`'s element events straight from its Tokenizer without slicing text;
+ * a page in pieces (`createLinkExtractor`) through `Parser` itself. Both feed one collector, and the
+ * tests hold them to the same results.
  *
  * What is extracted and how:
  * - `<a href>` and `<area href>`, in document order, deduplicated by normalized URL (see
@@ -28,6 +31,7 @@
  * - Elements without an href (`<a name=x>`) are not links and not counted.
  */
 import { Parser } from 'htmlparser2';
+import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
 import {
   type NormalizeErrorCode,
   type NormalizeHrefResult,
@@ -94,74 +98,90 @@ function isHttp(url: URL): boolean {
   return url.protocol === 'http:' || url.protocol === 'https:';
 }
 
-/** Creates an incremental extractor for one page; feed it with `write` and finish with `end`. */
-export function createLinkExtractor(pageUrl: string | URL, options?: LinkExtractionOptions): LinkExtractor {
-  const page = typeof pageUrl === 'string' ? resolveUrl(pageUrl) : pageUrl;
-  if (page === undefined) {
-    throw new TypeError(
-      `page URL ${JSON.stringify(pageUrl)} is not an absolute URL; expected the fetched URL`,
-    );
+/** A page's base URL, its options, and what was collected from its elements, turned into the result. */
+class LinkCollector {
+  readonly #page: URL;
+  readonly #followNofollow: boolean;
+  readonly #normalizeOptions: Partial<NormalizeOptions> | undefined;
+  readonly #raw: RawLink[] = [];
+  #baseHref: string | undefined;
+  #canonicalHref: string | undefined;
+  #metaNoindex = false;
+  #metaNofollow = false;
+  #templateDepth = 0;
+
+  constructor(pageUrl: string | URL, options: LinkExtractionOptions | undefined) {
+    const page = typeof pageUrl === 'string' ? resolveUrl(pageUrl) : pageUrl;
+    if (page === undefined) {
+      throw new TypeError(
+        `page URL ${JSON.stringify(pageUrl)} is not an absolute URL; expected the fetched URL`,
+      );
+    }
+    this.#page = page;
+    this.#followNofollow = options?.followNofollow ?? false;
+    this.#normalizeOptions = options?.normalize;
   }
-  const followNofollow = options?.followNofollow ?? false;
-  const normalizeOptions = options?.normalize;
 
-  const raw: RawLink[] = [];
-  let baseHref: string | undefined;
-  let canonicalHref: string | undefined;
-  let metaNoindex = false;
-  let metaNofollow = false;
-  let templateDepth = 0;
-  let ended = false;
-
-  const parser = new Parser(
-    {
-      onopentag(name, attribs) {
-        if (name === 'template') {
-          templateDepth++;
-          return;
+  /** An element opens; `attr` reads its (lower-case named) attributes. */
+  open(name: string, attr: (name: 'href' | 'rel' | 'name' | 'content') => string | undefined): void {
+    if (name === 'template') {
+      this.#templateDepth++;
+      return;
+    }
+    if (this.#templateDepth > 0) return;
+    switch (name) {
+      case 'a':
+      case 'area': {
+        const href = attr('href');
+        if (href === undefined) return;
+        const rel = attr('rel');
+        const nofollow = rel !== undefined && tokens(rel, ASCII_WHITESPACE).includes('nofollow');
+        this.#raw.push({ href, tag: name, nofollow });
+        return;
+      }
+      case 'base': {
+        const href = attr('href');
+        if (this.#baseHref === undefined && href !== undefined) this.#baseHref = href;
+        return;
+      }
+      case 'link': {
+        const href = attr('href');
+        const rel = attr('rel');
+        if (
+          this.#canonicalHref === undefined &&
+          href !== undefined &&
+          rel !== undefined &&
+          tokens(rel, ASCII_WHITESPACE).includes('canonical')
+        ) {
+          this.#canonicalHref = href;
         }
-        if (templateDepth > 0) return;
-        switch (name) {
-          case 'a':
-          case 'area': {
-            const href = attribs.href;
-            if (href === undefined) return;
-            const rel = attribs.rel;
-            const nofollow = rel !== undefined && tokens(rel, ASCII_WHITESPACE).includes('nofollow');
-            raw.push({ href, tag: name, nofollow });
-            return;
-          }
-          case 'base':
-            if (baseHref === undefined && attribs.href !== undefined) baseHref = attribs.href;
-            return;
-          case 'link':
-            if (
-              canonicalHref === undefined &&
-              attribs.href !== undefined &&
-              attribs.rel !== undefined &&
-              tokens(attribs.rel, ASCII_WHITESPACE).includes('canonical')
-            ) {
-              canonicalHref = attribs.href;
-            }
-            return;
-          case 'meta': {
-            if (attribs.name?.trim().toLowerCase() !== 'robots' || attribs.content === undefined) return;
-            for (const token of tokens(attribs.content, META_CONTENT_SEPARATOR)) {
-              if (token === 'nofollow' || token === 'none') metaNofollow = true;
-              if (token === 'noindex' || token === 'none') metaNoindex = true;
-            }
-            return;
-          }
+        return;
+      }
+      case 'meta': {
+        const content = attr('content');
+        if (attr('name')?.trim().toLowerCase() !== 'robots' || content === undefined) return;
+        for (const token of tokens(content, META_CONTENT_SEPARATOR)) {
+          if (token === 'nofollow' || token === 'none') this.#metaNofollow = true;
+          if (token === 'noindex' || token === 'none') this.#metaNoindex = true;
         }
-      },
-      onclosetag(name) {
-        if (name === 'template' && templateDepth > 0) templateDepth--;
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
-  );
+        return;
+      }
+    }
+  }
 
-  const finish = (): LinkExtractionResult => {
+  close(name: string): void {
+    if (name === 'template' && this.#templateDepth > 0) this.#templateDepth--;
+  }
+
+  finish(): LinkExtractionResult {
+    const page = this.#page;
+    const followNofollow = this.#followNofollow;
+    const normalizeOptions = this.#normalizeOptions;
+    const raw = this.#raw;
+    const baseHref = this.#baseHref;
+    const canonicalHref = this.#canonicalHref;
+    const metaNoindex = this.#metaNoindex;
+    const metaNofollow = this.#metaNofollow;
     let base = page;
     let effectiveBase: string | undefined;
     if (baseHref !== undefined) {
@@ -218,8 +238,24 @@ export function createLinkExtractor(pageUrl: string | URL, options?: LinkExtract
       if (normalized?.ok) result.canonical = normalized.url;
     }
     return result;
-  };
+  }
+}
 
+/** Creates an incremental extractor for one page; feed it with `write` and finish with `end`. */
+export function createLinkExtractor(pageUrl: string | URL, options?: LinkExtractionOptions): LinkExtractor {
+  const collector = new LinkCollector(pageUrl, options);
+  let ended = false;
+  const parser = new Parser(
+    {
+      onopentag(name, attribs) {
+        collector.open(name, (attr) => attribs[attr]);
+      },
+      onclosetag(name) {
+        collector.close(name);
+      },
+    },
+    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+  );
   return {
     write(chunk: string): void {
       if (ended) throw new Error('link extractor: write() after end()');
@@ -229,9 +265,42 @@ export function createLinkExtractor(pageUrl: string | URL, options?: LinkExtract
       if (ended) throw new Error('link extractor: end() called twice');
       ended = true;
       parser.end();
-      return finish();
+      return collector.finish();
     },
   };
+}
+
+const LINK_ATTRIBUTES: ReadonlyMap<string, number> = new Map(
+  (['href', 'rel', 'name', 'content'] as const).map((name, i) => [name, i]),
+);
+const LINK_ELEMENTS = new Set(['a', 'area', 'base', 'link', 'meta']);
+
+/**
+ * The collector driven by main-content-html.ts's reader (htmlparser2's Tokenizer with Parser's
+ * element events): a whole page at once, about twice as fast as Parser, since no text is sliced
+ * and only the elements that can hold links have their attributes read.
+ */
+class LinkReaderHandler implements HtmlHandler {
+  reading = true;
+  readonly #collector: LinkCollector;
+
+  constructor(collector: LinkCollector) {
+    this.#collector = collector;
+  }
+
+  onopentagname(name: string): boolean {
+    return LINK_ELEMENTS.has(name);
+  }
+
+  onopentag(name: string, attrs: Attributes): void {
+    this.#collector.open(name, (attr) => attrs.get(LINK_ATTRIBUTES.get(attr)!));
+  }
+
+  onclosetag(name: string): void {
+    this.#collector.close(name);
+  }
+
+  ontext(): void {}
 }
 
 /** Extracts the links of a whole HTML page (see the top of this file for the rules). */
@@ -240,7 +309,7 @@ export function extractLinks(
   pageUrl: string | URL,
   options?: LinkExtractionOptions,
 ): LinkExtractionResult {
-  const extractor = createLinkExtractor(pageUrl, options);
-  extractor.write(html);
-  return extractor.end();
+  const collector = new LinkCollector(pageUrl, options);
+  new HtmlReader(html, new LinkReaderHandler(collector), LINK_ATTRIBUTES).run();
+  return collector.finish();
 }

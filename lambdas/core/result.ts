@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { OUTCOMES } from './outcome.ts';
 
+/** A gzip member of an object in the page bucket: one ranged GET of `offset` .. `offset + length - 1`. */
 export const WarcPointerSchema = z.object({
   key: z.string(),
   offset: z.number().int().min(0),
@@ -30,6 +31,8 @@ export const ResultSchema = z.object({
   /** `<link rel=canonical>` of an HTML page, resolved. */
   canonical: z.string().optional(),
   warc: WarcPointerSchema.optional(),
+  /** The page's content record (Markdown, text, metadata) in its crawl's content file. */
+  content: WarcPointerSchema.optional(),
   fetchedAt: z.string(),
   ms: z.number().min(0),
   depth: z.number().int().min(0),

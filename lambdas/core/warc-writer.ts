@@ -82,6 +82,16 @@ export interface WarcResponseInput {
   recordId?: string;
 }
 
+export interface WarcConversionInput {
+  targetUri: string;
+  date: Date;
+  /** Record id of the response the content was converted from (WARC-Refers-To). */
+  refersTo: string;
+  /** `text/markdown; charset=utf-8`, `text/plain; charset=utf-8`. */
+  contentType: string;
+  block: Uint8Array;
+}
+
 export interface WarcMetadataInput {
   targetUri: string;
   date: Date;
@@ -259,6 +269,29 @@ export class WarcFileBuilder {
         ['WARC-Block-Digest', sha1Of([block])],
       ],
       [block],
+    );
+  }
+
+  /**
+   * Adds a conversion record: content derived from the response `refersTo` (as Common Crawl's WET
+   * files hold a page's text), here its Markdown or plain text.
+   */
+  addConversion(input: WarcConversionInput): WarcRecordRef {
+    if (!RECORD_ID.test(input.refersTo)) {
+      throw new RangeError(`WARC-Refers-To must be a record id like <urn:uuid:…>, got ${input.refersTo}`);
+    }
+    return this.#append(
+      [
+        ['WARC-Type', 'conversion'],
+        ['WARC-Record-ID', newRecordId()],
+        ['WARC-Date', warcDate(input.date)],
+        ['WARC-Target-URI', sanitizeUri(input.targetUri)],
+        ...this.#common(undefined, undefined),
+        ['WARC-Refers-To', input.refersTo],
+        ['Content-Type', sanitizeValue(input.contentType)],
+        ['WARC-Block-Digest', sha1Of([input.block])],
+      ],
+      [input.block],
     );
   }
 

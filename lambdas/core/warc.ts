@@ -19,6 +19,7 @@ export {
   RENAMED_TRANSFER_ENCODING,
   sanitizeName,
   sanitizeValue,
+  type WarcConversionInput,
   WarcFileBuilder,
   type WarcFileBuilderOptions,
   type WarcMetadataInput,

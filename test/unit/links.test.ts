@@ -364,3 +364,22 @@ describe('large pages and chunked input', () => {
     assert.throws(() => extractor.end(), /twice/);
   });
 });
+
+describe('extractLinks reads as the incremental (Parser) extractor does', () => {
+  const PAGES = [
+    '<template><a href="/in-template"></a></template><a href="/after">x</a>',
+    '<svg><a href="/svg-link"/><image href="/img.png"/></svg><a href=/plain>p</a>',
+    '<form><form><a href="/in-nested-form"></form></form><p><a href="/p1"><p><a href="/p2">',
+    '<noscript><a href="/noscript"></a></noscript><script>"<a href=/script>"</script><textarea><a href=/ta></textarea>',
+    '<base href="/sub/"><A HREF="rel"></A><area href=area.html><link rel="Canonical Alternate" href="/canon">',
+    '<meta name=ROBOTS content="noindex, nofollow"><a href="x&amp;y=1&lt;">e</a><a href="&#x2F;hex">h</a>',
+    '<a href="/unclosed"><table><tr><td><a href="/cell"></td><td><a href=/cell2></table><a rel="NoFollow" href=/nf>',
+  ];
+  for (const [i, html] of PAGES.entries()) {
+    test(`tricky page ${i + 1}`, () => {
+      const extractor = createLinkExtractor('https://example.com/dir/page');
+      extractor.write(html);
+      assert.deepEqual(extractLinks(html, 'https://example.com/dir/page'), extractor.end());
+    });
+  }
+});

@@ -3,11 +3,14 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { gunzipSync } from 'node:zlib';
+import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/content-record.ts';
 import type { BlobWriter, PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { iterateWarcFile, parseHttpMessage, readWarcRecord } from '../../lambdas/core/warc.ts';
 import {
   type CapturedPage,
+  contentKey,
   storeWarcFiles,
   WarcBatchWriter,
   warcKey,
@@ -75,7 +78,7 @@ class MemoryBlobs implements BlobWriter {
   gate: Promise<void> | undefined;
 
   async put(key: string, body: Uint8Array, contentType: string): Promise<void> {
-    assert.equal(contentType, 'application/warc');
+    assert.equal(contentType, key.startsWith('content/') ? 'application/x-ndjson' : 'application/warc');
     this.calls.push(key);
     const call = this.calls.length;
     await this.gate;
@@ -261,5 +264,103 @@ describe('WarcBatchWriter', () => {
     const { results, keys } = await storeWarcFiles(pages, blobs, 'inv-7', AT);
     assert.deepEqual(keys, ['warc/a/2026-11-29/inv-7.warc.gz']);
     for (const [i, result] of results.entries()) assertPointsAt(blobs, result, pages[i]!.response.body);
+  });
+});
+
+function contentOf(p: CapturedPage, markdown: string): ContentRecord {
+  return {
+    v: 1,
+    crawlId: p.result.crawlId,
+    key: p.result.key,
+    url: p.result.url,
+    fetchedAt: p.result.fetchedAt,
+    mime: 'text/html',
+    kind: 'html',
+    title: `page ${p.result.key}`,
+    wordCount: markdown.split(/\s+/).length,
+    markdown,
+    text: markdown.replace(/^# /, ''),
+  };
+}
+
+describe('WarcBatchWriter: content records', () => {
+  it("writes each crawl's records to its gzip JSONL file; each result points at its own line", async () => {
+    const blobs = new MemoryBlobs();
+    const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
+    const pages = [
+      page('a', 1, noise(500, 1)),
+      page('b', 2, noise(500, 2)),
+      page('a', 3, noise(500, 3)),
+      page('a', 4, noise(10, 4)),
+    ];
+    pages.forEach((p, i) => {
+      if (i < 3) p.content = contentOf(p, `# Title ${i}\n\nBody ${'é'.repeat(i)}`);
+    });
+    for (const p of pages) writer.add(p);
+    const { results, keys } = await writer.finish();
+    assert.deepEqual(keys, [warcKey('a', AT, 'inv-1'), warcKey('b', AT, 'inv-1')], 'WARC keys only');
+    assert.equal(contentKey('a', AT, 'inv-1'), 'content/a/2026-11-29/inv-1.jsonl.gz');
+    const whole = gunzipSync(blobs.objects.get(contentKey('a', AT, 'inv-1'))!).toString('utf8');
+    assert.deepEqual(
+      whole
+        .trim()
+        .split('\n')
+        .map((line) => ContentRecordSchema.parse(JSON.parse(line)).url),
+      [pages[0]!.result.url, pages[2]!.result.url],
+      'the file is one zcat: every record of crawl a, in add order',
+    );
+    results.forEach((result, i) => {
+      const expected = pages[i]!.content;
+      if (expected === undefined) return assert.equal(result.content, undefined, 'no record, no pointer');
+      assert.ok(result.content, result.url);
+      const object = blobs.objects.get(result.content.key)!;
+      const member = object.subarray(result.content.offset, result.content.offset + result.content.length);
+      assert.deepEqual(JSON.parse(gunzipSync(member).toString('utf8')), expected);
+    });
+    // No conversion records unless asked.
+    for (const key of keys) {
+      const types = [...iterateWarcFile(blobs.objects.get(key)!)].map(({ record }) =>
+        record.header('WARC-Type'),
+      );
+      assert.ok(!types.includes('conversion'), key);
+    }
+  });
+
+  it('starts another content file when one would pass maxFileBytes', async () => {
+    const blobs = new MemoryBlobs();
+    const writer = new WarcBatchWriter(blobs, 'inv-1', AT, { maxFileBytes: 64 * KiB });
+    const pages = Array.from({ length: 6 }, (_, n) => page('a', n, noise(100, n)));
+    // Incompressible Markdown, ~20 KiB per record: three records do not fit one 64 KiB file.
+    for (const p of pages)
+      p.content = contentOf(p, Buffer.from(noise(15 * KiB, p.result.key.length + 7)).toString('base64'));
+    for (const p of pages) writer.add(p);
+    const { results } = await writer.finish();
+    const files = new Set(results.map((result) => result.content?.key));
+    assert.ok(files.size >= 2, [...files].join());
+    for (const key of files) assert.ok(blobs.objects.get(key!)!.byteLength <= 64 * KiB, key);
+    for (const [i, result] of results.entries()) {
+      const object = blobs.objects.get(result.content!.key)!;
+      const member = object.subarray(result.content!.offset, result.content!.offset + result.content!.length);
+      assert.equal(JSON.parse(gunzipSync(member).toString('utf8')).url, pages[i]!.result.url);
+    }
+  });
+
+  it('adds a conversion record referring to the response with warcConversion', async () => {
+    const blobs = new MemoryBlobs();
+    const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
+    const p = page('a', 1, Buffer.from('<html><h1>Hi</h1></html>'));
+    p.content = contentOf(p, '# Hi\n\nThere');
+    p.warcConversion = true;
+    writer.add(p);
+    const { keys } = await writer.finish();
+    await assertValidFile(blobs, keys[0]!);
+    const records = [...iterateWarcFile(blobs.objects.get(keys[0]!)!)].map(({ record }) => record);
+    const response = records.find((record) => record.header('WARC-Type') === 'response');
+    const conversion = records.find((record) => record.header('WARC-Type') === 'conversion');
+    assert.ok(response && conversion);
+    assert.equal(conversion.header('WARC-Refers-To'), response.header('WARC-Record-ID'));
+    assert.equal(conversion.header('WARC-Target-URI'), p.result.url);
+    assert.equal(conversion.header('Content-Type'), 'text/markdown; charset=utf-8');
+    assert.equal(Buffer.from(conversion.block).toString('utf8'), '# Hi\n\nThere');
   });
 });

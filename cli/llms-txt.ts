@@ -1,0 +1,95 @@
+/**
+ * llms.txt (https://llmstxt.org) of a crawl, from its content records: an H1 with the site's name, a
+ * block quote with its summary, then one list line per page, `- [title](url): description`, under
+ * one H2 per host (`## Pages` when the crawl has one host). The site's name and summary come from the
+ * first seed's record (its og:site_name or title, and its description), else from the shallowest page.
+ * Pages are listed by URL, the seed first. llms-full.txt is every page's Markdown (or text) under an
+ * H1 of its title, with its URL.
+ */
+import type { ContentRecord } from '../lambdas/core/content-record.ts';
+
+export interface LlmsEntry {
+  url: string;
+  title: string;
+  description?: string;
+}
+
+export function llmsEntry(record: ContentRecord): LlmsEntry {
+  return {
+    url: record.url,
+    title: oneLine(record.title ?? '') || record.url,
+    ...(record.description ? { description: oneLine(record.description) } : {}),
+  };
+}
+
+/** llms.txt of the pages; `home` is the record the site's name and summary come from. */
+export function llmsTxt(
+  entries: readonly LlmsEntry[],
+  home: ContentRecord | undefined,
+  seeds: readonly string[],
+): string {
+  const firstUrl = seeds[0] ?? entries[0]?.url;
+  const siteName = oneLine(home?.siteName ?? home?.title ?? '') || hostOf(firstUrl) || 'Crawl';
+  const lines = [`# ${siteName}`, ''];
+  if (home?.description) lines.push(`> ${oneLine(home.description)}`, '');
+  const byHost = Map.groupBy(
+    [...entries].sort(
+      (a, b) => rank(a.url, seeds) - rank(b.url, seeds) || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0),
+    ),
+    (entry) => hostOf(entry.url) ?? '',
+  );
+  for (const [host, pages] of byHost) {
+    lines.push(`## ${byHost.size === 1 ? 'Pages' : host}`, '');
+    for (const page of pages) {
+      const link = `- [${escapeLinkText(page.title)}](${encodeUrl(page.url)})`;
+      lines.push(page.description ? `${link}: ${page.description}` : link);
+    }
+    lines.push('');
+  }
+  return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** One page's part of llms-full.txt. */
+export function llmsFullSection(record: ContentRecord): string {
+  const title = oneLine(record.title ?? '') || record.url;
+  const body = (record.markdown ?? record.text ?? '').trim();
+  return `# ${title}\n\nSource: ${record.url}\n\n${body}\n\n`;
+}
+
+/** Of two records, the one that names the site better: a seed, else the shallower URL path. */
+export function betterHome(
+  a: ContentRecord | undefined,
+  b: ContentRecord,
+  seeds: readonly string[],
+): ContentRecord {
+  if (a === undefined) return b;
+  const byRank = rank(b.url, seeds) - rank(a.url, seeds);
+  if (byRank !== 0) return byRank < 0 ? b : a;
+  return pathDepth(b.url) < pathDepth(a.url) ? b : a;
+}
+
+function rank(url: string, seeds: readonly string[]): number {
+  const index = seeds.indexOf(url);
+  return index === -1 ? seeds.length : index;
+}
+
+function pathDepth(url: string): number {
+  return URL.parse(url)?.pathname.split('/').filter(Boolean).length ?? Number.MAX_SAFE_INTEGER;
+}
+
+function hostOf(url: string | undefined): string | undefined {
+  return url === undefined ? undefined : (URL.parse(url)?.host ?? undefined);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function escapeLinkText(text: string): string {
+  return text.replace(/[[\]\\]/g, '\\$&');
+}
+
+/** Parentheses and spaces in a Markdown link destination would end it early. */
+function encodeUrl(url: string): string {
+  return url.replace(/[()\s]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}

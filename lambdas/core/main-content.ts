@@ -1,0 +1,1478 @@
+/**
+ * Main-content extraction (issue 15): the article of a page as Markdown and plain text, plus the
+ * page's metadata, without a DOM.
+ *
+ * One streaming pass of htmlparser2's Tokenizer (main-content-html.ts gives Parser's element events
+ * without its per-element costs) builds a compact tree of the elements that matter for the output
+ * (headings, paragraphs, lists, tables, code, quotes, links, images, emphasis and the block
+ * containers); every other element is transparent (its text goes to the nearest kept ancestor).
+ * Content of script, style, noscript, template, svg, math, iframe, object, form controls and the
+ * like is never read; <title>, <meta>, <link rel=canonical>, <base href>, <html lang>, <time> and
+ * JSON-LD blocks feed the metadata. While the tree is built each element accumulates its text
+ * length, link text length, comma and paragraph counts, so the scoring needs no second walk.
+ *
+ * Choosing the content follows Readability.js: paragraphs (p, pre, td, headings, and the loose
+ * text of containers) of 25+ characters give 1 + commas + min(len/100, 3) points to their
+ * container, half to the grandparent, and score/(3·level) further up (5 levels); containers start
+ * from a tag bonus and a class/id hint weight (±25), and the final score is scaled by 1 - link
+ * density. The best candidate moves up to an ancestor that scores better, and its siblings join
+ * when they score well or are link-poor paragraphs. An <article>, <main> or role=main holding at
+ * least half of the page's text wins outright. Elements that are unlikely content (nav, aside,
+ * footer, header outside an article, hidden elements, navigation/complementary roles, negative
+ * class/id hints such as sidebar, cookie, comment) count for nothing and are not rendered; within
+ * the content, forms, negative-hint headings and link-dense containers are dropped. When that leaves
+ * no text, the whole page is rendered without cleaning (a page of one short <p> still has text).
+ *
+ * Bounds for hostile HTML: elements nested deeper than `maxDepth` are flattened into their
+ * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth open elements
+ * (at least 2,000; all open elements are tracked, kept or not), at `maxTableCells` table cells, or at
+ * `maxTextChars` characters of text; `truncated` then says why. The function does not throw.
+ */
+import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
+
+export interface PageMetadata {
+  title?: string;
+  description?: string;
+  language?: string;
+  canonicalUrl?: string;
+  author?: string;
+  publishedTime?: string;
+  modifiedTime?: string;
+  siteName?: string;
+  /** og:* properties (without the og: prefix); the first value of a repeated property. */
+  og: Record<string, string>;
+  /** @type values of the JSON-LD blocks (also of their @graph members), in document order. */
+  jsonLdTypes: string[];
+  /** Words of the main content text. */
+  wordCount: number;
+}
+
+export interface MainContent {
+  markdown: string;
+  text: string;
+  metadata: PageMetadata;
+  /** Why a bound was hit (one line); absent when the whole page was read. */
+  truncated?: string;
+}
+
+export interface MainContentOptions {
+  /** Render images as `![alt](url)` (default false). */
+  images?: boolean;
+  /** Elements nested deeper than this are flattened into their ancestor (default 500). */
+  maxDepth?: number;
+  /** Table cells read before reading stops (default 10,000). */
+  maxTableCells?: number;
+  /** Characters of text read before reading stops (default 2,000,000). */
+  maxTextChars?: number;
+}
+
+export const DEFAULT_MAX_DEPTH = 500;
+export const DEFAULT_MAX_TABLE_CELLS = 10_000;
+export const DEFAULT_MAX_TEXT_CHARS = 2_000_000;
+
+// --- element kinds --------------------------------------------------------------------------------
+
+const K_NONE = -1; // transparent: not kept, text goes to the nearest kept ancestor
+const K_SKIP = -2; // content never read
+const K_ROOT = 0;
+const K_BOX = 1;
+const K_HEADING = 2;
+const K_P = 3;
+const K_UL = 4;
+const K_OL = 5;
+const K_LI = 6;
+const K_TABLE = 7;
+const K_TR = 8;
+const K_CELL = 9;
+const K_PRE = 10;
+const K_BQ = 11;
+const K_HR = 12;
+// inline kinds (>= K_A)
+const K_A = 13;
+const K_IMG = 14;
+const K_BR = 15;
+const K_STRONG = 16;
+const K_EM = 17;
+const K_CODE = 18;
+
+const TAG_KIND = new Map<string, number>();
+for (const tag of [
+  'div',
+  'section',
+  'article',
+  'main',
+  'aside',
+  'nav',
+  'header',
+  'footer',
+  'form',
+  'body',
+  'figure',
+  'center',
+  'details',
+  'address',
+  'fieldset',
+  'dl',
+  'hgroup',
+  'search',
+]) {
+  TAG_KIND.set(tag, K_BOX);
+}
+for (const tag of ['h1', 'h2', 'h3', 'h4', 'h5', 'h6']) TAG_KIND.set(tag, K_HEADING);
+for (const tag of ['p', 'dt', 'dd', 'figcaption', 'caption', 'summary', 'legend']) TAG_KIND.set(tag, K_P);
+for (const tag of [
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'svg',
+  'math',
+  'iframe',
+  'object',
+  'embed',
+  'canvas',
+  'select',
+  'textarea',
+  'button',
+  'option',
+  'datalist',
+  'dialog',
+  'video',
+  'audio',
+  'map',
+  'title',
+  'xmp',
+  'noembed',
+  'noframes',
+]) {
+  TAG_KIND.set(tag, K_SKIP);
+}
+TAG_KIND.set('ul', K_UL);
+TAG_KIND.set('menu', K_UL);
+TAG_KIND.set('ol', K_OL);
+TAG_KIND.set('li', K_LI);
+TAG_KIND.set('table', K_TABLE);
+TAG_KIND.set('tr', K_TR);
+TAG_KIND.set('td', K_CELL);
+TAG_KIND.set('th', K_CELL);
+TAG_KIND.set('pre', K_PRE);
+TAG_KIND.set('listing', K_PRE);
+TAG_KIND.set('plaintext', K_PRE);
+TAG_KIND.set('blockquote', K_BQ);
+TAG_KIND.set('hr', K_HR);
+TAG_KIND.set('a', K_A);
+TAG_KIND.set('img', K_IMG);
+TAG_KIND.set('br', K_BR);
+TAG_KIND.set('strong', K_STRONG);
+TAG_KIND.set('b', K_STRONG);
+TAG_KIND.set('em', K_EM);
+TAG_KIND.set('i', K_EM);
+TAG_KIND.set('code', K_CODE);
+TAG_KIND.set('kbd', K_CODE);
+TAG_KIND.set('samp', K_CODE);
+TAG_KIND.set('tt', K_CODE);
+
+// flags
+const F_UNLIKELY = 1;
+const F_LANDMARK = 2;
+const F_LAYOUT = 4; // table: layout table (nested table, one column, role=presentation)
+const F_HAS_BLOCK = 8;
+const F_SCORED = 16;
+const F_TH = 32;
+
+const POSITIVE_HINT = /article|body|content|entry|main|page|post|text|blog|story/;
+const NEGATIVE_HINT =
+  /comment|footer|footnote|masthead|meta|nav|sidebar|sponsor|share|social|related|cookie|banner|promo|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|menu|breadcrumb|subscribe|newsletter|popup|gdpr|consent|disqus/;
+/** Class/id hints of elements dropped before scoring (Readability's unlikelyCandidates, and more). */
+const UNLIKELY_HINT =
+  /-ad-|ad-break|banner|breadcrumb|combx|comment|community|cookie|consent|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|share|subscribe|newsletter|supplemental|agegate|pagination|pager|popup|promo/;
+/** Unlikely-hint elements that are kept anyway (Readability's okMaybeItsACandidate). */
+const MAYBE_CANDIDATE = /article|body|column|content|main|shadow/;
+const UNLIKELY_ROLES = new Set([
+  'navigation',
+  'complementary',
+  'contentinfo',
+  'banner',
+  'search',
+  'dialog',
+  'alertdialog',
+  'menu',
+  'menubar',
+  'toolbar',
+]);
+const WS_RUN = /[\t\n\f\r ]+/g;
+const NEEDS_COLLAPSE = /[\t\n\f\r]| {2}/;
+
+class El {
+  kind: number;
+  tag: string;
+  parent: El | null;
+  kids: (El | string)[] | null = null;
+  depth: number;
+  flags = 0;
+  /** Class/id hint weight (+25 positive, -25 negative). */
+  weight = 0;
+  cls: string;
+  /** a: href; img: src. */
+  url: string | undefined = undefined;
+  /** img: alt; pre/code: language. */
+  extra: string | undefined = undefined;
+  /** Heading level, cell colspan, list start. */
+  n = 0;
+  textLen = 0;
+  linkLen = 0;
+  commas = 0;
+  inlineLen = 0;
+  inlineCommas = 0;
+  pCount = 0;
+  score = 0;
+
+  constructor(kind: number, tag: string, parent: El | null, depth: number, cls: string) {
+    this.kind = kind;
+    this.tag = tag;
+    this.parent = parent;
+    this.depth = depth;
+    this.cls = cls;
+  }
+
+  add(kid: El | string): void {
+    if (this.kids === null) this.kids = [kid];
+    else this.kids.push(kid);
+  }
+}
+
+const H_NEGATIVE = 1;
+const H_POSITIVE = 2;
+const H_UNLIKELY = 4;
+const H_MAYBE = 8;
+/** Hint bits by class or id value; pages (and sites) repeat the same few values. */
+const hintCache = new Map<string, number>();
+
+function hintsOf(value: string): number {
+  let hints = hintCache.get(value);
+  if (hints !== undefined) return hints;
+  const lower = value.toLowerCase();
+  hints =
+    (NEGATIVE_HINT.test(lower) ? H_NEGATIVE : 0) |
+    (POSITIVE_HINT.test(lower) ? H_POSITIVE : 0) |
+    (UNLIKELY_HINT.test(lower) ? H_UNLIKELY : 0) |
+    (MAYBE_CANDIDATE.test(lower) ? H_MAYBE : 0);
+  if (hintCache.size >= 20_000) hintCache.clear();
+  if (value.length <= 200) hintCache.set(value, hints);
+  return hints;
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 10 || c === 9 || c === 13 || c === 12;
+}
+
+function collapse(text: string): string {
+  return text.replace(WS_RUN, ' ').trim();
+}
+
+function tagBonus(el: El): number {
+  switch (el.kind) {
+    case K_BOX:
+      if (el.tag === 'div') return 5;
+      if (el.tag === 'form' || el.tag === 'address' || el.tag === 'dl') return -3;
+      return 0;
+    case K_PRE:
+    case K_BQ:
+      return 3;
+    case K_CELL:
+      return el.flags & F_TH ? -5 : 3;
+    case K_UL:
+    case K_OL:
+    case K_LI:
+      return -3;
+    case K_HEADING:
+      return -5;
+    default:
+      return 0;
+  }
+}
+
+function contentScore(len: number, commas: number): number {
+  return 1 + commas + Math.min(Math.floor(len / 100), 3);
+}
+
+function linkDensity(el: El): number {
+  return el.textLen === 0 ? 0 : el.linkLen / el.textLen;
+}
+
+function finalScore(el: El): number {
+  return el.score * (1 - linkDensity(el));
+}
+
+function insideUnlikely(el: El): boolean {
+  for (let p: El | null = el; p !== null; p = p.parent) if (p.flags & F_UNLIKELY) return true;
+  return false;
+}
+
+// --- metadata -------------------------------------------------------------------------------------
+
+interface RawMeta {
+  title?: string;
+  ogTitle?: string;
+  description?: string;
+  ogDescription?: string;
+  language?: string;
+  canonical?: string;
+  base?: string;
+  author?: string;
+  publishedTime?: string;
+  modifiedTime?: string;
+  timeTag?: string;
+  siteName?: string;
+  og: Record<string, string>;
+  ld: unknown[];
+}
+
+function readMeta(meta: RawMeta, attribs: Attributes): void {
+  const content = attribs.get(A_CONTENT);
+  if (content === undefined) return;
+  const value = collapse(content);
+  if (value === '') return;
+  const key = (
+    attribs.get(A_PROPERTY) ??
+    attribs.get(A_NAME) ??
+    attribs.get(A_ITEMPROP) ??
+    attribs.get(A_HTTP_EQUIV)
+  )?.toLowerCase();
+  if (key === undefined) return;
+  if (key.startsWith('og:')) {
+    const prop = key.slice(3);
+    if (!Object.hasOwn(meta.og, prop)) meta.og[prop] = value;
+    if (prop === 'title') meta.ogTitle ??= value;
+    else if (prop === 'description') meta.ogDescription ??= value;
+    else if (prop === 'site_name') meta.siteName ??= value;
+    else if (prop === 'published_time') meta.publishedTime ??= value;
+    else if (prop === 'updated_time' || prop === 'modified_time') meta.modifiedTime ??= value;
+    return;
+  }
+  switch (key) {
+    case 'description':
+      meta.description ??= value;
+      return;
+    case 'twitter:description':
+      meta.ogDescription ??= value;
+      return;
+    case 'twitter:title':
+      meta.ogTitle ??= value;
+      return;
+    case 'author':
+    case 'article:author':
+    case 'dc.creator':
+    case 'parsely-author':
+    case 'sailthru.author':
+      // article:author is often a profile URL; a name is more useful when there is one.
+      if (meta.author === undefined || /^https?:/.test(meta.author)) meta.author = value;
+      return;
+    case 'article:published_time':
+    case 'datepublished':
+    case 'date':
+    case 'dc.date':
+    case 'dc.date.issued':
+    case 'parsely-pub-date':
+    case 'sailthru.date':
+      meta.publishedTime ??= value;
+      return;
+    case 'article:modified_time':
+    case 'datemodified':
+    case 'last-modified':
+      meta.modifiedTime ??= value;
+      return;
+    case 'application-name':
+      meta.siteName ??= value;
+      return;
+    case 'content-language':
+      meta.language ??= value;
+      return;
+  }
+}
+
+function ldName(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const names = value.map(ldName).filter((n): n is string => n !== undefined);
+    return names.length > 0 ? names.join(', ') : undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    const name = (value as Record<string, unknown>).name;
+    return typeof name === 'string' ? name : undefined;
+  }
+  return undefined;
+}
+
+function applyJsonLd(meta: RawMeta, types: string[], node: unknown, depth: number): void {
+  if (depth > 4 || node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const item of node) applyJsonLd(meta, types, item, depth + 1);
+    return;
+  }
+  const obj = node as Record<string, unknown>;
+  const type = obj['@type'];
+  if (typeof type === 'string') types.push(type);
+  else if (Array.isArray(type)) for (const t of type) if (typeof t === 'string') types.push(t);
+  if (typeof obj.datePublished === 'string') meta.publishedTime ??= obj.datePublished;
+  if (typeof obj.dateModified === 'string') meta.modifiedTime ??= obj.dateModified;
+  if (obj.author !== undefined && meta.author === undefined) meta.author = ldName(obj.author);
+  if (typeof obj.headline === 'string') meta.ogTitle ??= obj.headline;
+  if (typeof obj.description === 'string') meta.ogDescription ??= obj.description;
+  if (obj.publisher !== undefined && meta.siteName === undefined) meta.siteName = ldName(obj.publisher);
+  if (obj['@graph'] !== undefined) applyJsonLd(meta, types, obj['@graph'], depth + 1);
+}
+
+function countWords(text: string): number {
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c <= 32) inWord = false;
+    else if (!inWord) {
+      inWord = true;
+      words++;
+    }
+  }
+  return words;
+}
+
+// --- parsing --------------------------------------------------------------------------------------
+
+/** A caller's bound: a non-negative number (Infinity allowed), else the default. */
+function bound(value: number | undefined, fallback: number): number {
+  return typeof value === 'number' && value >= 0 ? value : fallback;
+}
+
+interface Parsed {
+  root: El;
+  candidates: El[];
+  landmarks: El[];
+  meta: RawMeta;
+  truncated: string | undefined;
+}
+
+// The attributes the tree builder reads (the reader slices no others), by index.
+const A_CLASS = 0;
+const A_ID = 1;
+const A_ROLE = 2;
+const A_HIDDEN = 3;
+const A_ARIA_HIDDEN = 4;
+const A_STYLE = 5;
+const A_HREF = 6;
+const A_SRC = 7;
+const A_DATA_SRC = 8;
+const A_DATA_ORIGINAL = 9;
+const A_ALT = 10;
+const A_COLSPAN = 11;
+const A_START = 12;
+const A_LANG = 13;
+const A_CONTENT = 14;
+const A_PROPERTY = 15;
+const A_NAME = 16;
+const A_ITEMPROP = 17;
+const A_HTTP_EQUIV = 18;
+const A_REL = 19;
+const A_DATETIME = 20;
+const A_PUBDATE = 21;
+const A_TYPE = 22;
+const WANTED_ATTRIBUTES: ReadonlyMap<string, number> = new Map(
+  [
+    'class',
+    'id',
+    'role',
+    'hidden',
+    'aria-hidden',
+    'style',
+    'href',
+    'src',
+    'data-src',
+    'data-original',
+    'alt',
+    'colspan',
+    'start',
+    'lang',
+    'content',
+    'property',
+    'name',
+    'itemprop',
+    'http-equiv',
+    'rel',
+    'datetime',
+    'pubdate',
+    'type',
+  ].map((name, i) => [name, i]),
+);
+
+/** Builds the kept-element tree and the metadata from the reader's element events. */
+class TreeBuilder implements HtmlHandler {
+  readonly root = new El(K_ROOT, '', null, 0, '');
+  readonly candidates: El[] = [];
+  readonly landmarks: El[] = [];
+  readonly meta: RawMeta = { og: {}, ld: [] };
+  truncated: string | undefined = undefined;
+  reading = true;
+  reader: HtmlReader | null = null;
+
+  private readonly maxDepth: number;
+  private readonly stopDepth: number;
+  private readonly maxCells: number;
+  private readonly maxText: number;
+  private readonly images: boolean;
+  private readonly stripUnlikely: boolean;
+  private stopped = false;
+  private cur: El;
+  private depth = 0;
+  private skipDepth = 0;
+  private capture = 0; // 1: <title>, 2: JSON-LD
+  private captured = '';
+  private preDepth = 0;
+  private aDepth = 0;
+  private unlikelyDepth = 0;
+  private landmarkDepth = 0;
+  private cells = 0;
+  private textChars = 0;
+  /** The kind of the element whose start tag is being read. */
+  private kind = K_NONE;
+
+  constructor(options: MainContentOptions | undefined, stripUnlikely: boolean) {
+    this.maxDepth = Math.max(1, bound(options?.maxDepth, DEFAULT_MAX_DEPTH));
+    this.stopDepth = Math.max(this.maxDepth * 4, 2000);
+    this.maxCells = bound(options?.maxTableCells, DEFAULT_MAX_TABLE_CELLS);
+    this.maxText = bound(options?.maxTextChars, DEFAULT_MAX_TEXT_CHARS);
+    this.images = options?.images === true;
+    this.stripUnlikely = stripUnlikely;
+    this.cur = this.root;
+  }
+
+  private addScore(from: El, score: number): void {
+    let node: El | null = from;
+    for (let level = 0; level < 5 && node !== null && node.kind !== K_ROOT; level++, node = node.parent) {
+      if ((node.flags & F_SCORED) === 0) {
+        node.flags |= F_SCORED;
+        node.score = tagBonus(node) + node.weight;
+        this.candidates.push(node);
+      }
+      node.score += level === 0 ? score : level === 1 ? score / 2 : score / (level * 3);
+    }
+  }
+
+  closeEl(el: El): void {
+    const parent = el.parent!;
+    const kind = el.kind;
+    if (kind === K_PRE) this.preDepth--;
+    else if (kind === K_A) this.aDepth--;
+    if (el.flags & F_LANDMARK) this.landmarkDepth--;
+    const unlikely = (el.flags & F_UNLIKELY) !== 0;
+    if (unlikely) this.unlikelyDepth--;
+    else if (this.unlikelyDepth === 0) {
+      if (
+        (kind === K_P || kind === K_PRE || kind === K_CELL || kind === K_HEADING) &&
+        el.textLen >= 25 &&
+        el.textLen > el.linkLen
+      ) {
+        this.addScore(parent, contentScore(el.textLen, el.commas));
+      } else if ((kind === K_BOX || kind === K_LI || kind === K_BQ) && el.inlineLen >= 25) {
+        this.addScore(el, contentScore(el.inlineLen, el.inlineCommas));
+      }
+      parent.textLen += el.textLen;
+      parent.linkLen += el.linkLen;
+      parent.commas += el.commas;
+      parent.pCount += kind === K_P ? el.pCount + 1 : el.pCount;
+      if (kind >= K_A) {
+        parent.inlineLen += el.textLen;
+        parent.inlineCommas += el.commas;
+      } else {
+        parent.flags |= F_HAS_BLOCK;
+      }
+    }
+    this.cur = parent;
+  }
+
+  /** Closes the elements still open after the input. */
+  finish(): void {
+    while (this.cur !== this.root) this.closeEl(this.cur);
+  }
+
+  private stop(reason: string): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.reading = false;
+    this.truncated = reason;
+    this.reader?.pause();
+  }
+
+  onopentagname(name: string): boolean {
+    if (this.stopped || this.skipDepth > 0) return false;
+    const kind = TAG_KIND.get(name) ?? K_NONE;
+    this.kind = kind;
+    if (kind === K_SKIP) return name === 'script';
+    if (kind === K_NONE) {
+      return name === 'meta' || name === 'link' || name === 'html' || name === 'base' || name === 'time';
+    }
+    return true;
+  }
+
+  onopentag(name: string, attribs: Attributes): void {
+    if (this.stopped) return;
+    if (this.skipDepth > 0) {
+      if (++this.skipDepth + this.depth > this.stopDepth) {
+        this.stop(`elements nested deeper than ${this.stopDepth} levels: the rest of the page was not read`);
+      }
+      return;
+    }
+    const kind = this.kind;
+    const meta = this.meta;
+    if (kind === K_SKIP) {
+      this.skipDepth = 1;
+      if (name === 'title') {
+        if (meta.title === undefined) {
+          this.capture = 1;
+          this.captured = '';
+        }
+      } else if (name === 'script' && attribs.get(A_TYPE)?.toLowerCase().includes('ld+json')) {
+        this.capture = 2;
+        this.captured = '';
+      }
+      this.reading = this.capture !== 0;
+      return;
+    }
+    this.depth++;
+    if (this.depth > this.stopDepth) {
+      this.stop(`elements nested deeper than ${this.stopDepth} levels: the rest of the page was not read`);
+      return;
+    }
+    if (kind === K_NONE) {
+      switch (name) {
+        case 'html': {
+          const lang = attribs.get(A_LANG);
+          if (lang !== undefined && lang.trim() !== '') meta.language = lang.trim();
+          break;
+        }
+        case 'meta':
+          readMeta(meta, attribs);
+          break;
+        case 'link': {
+          const href = attribs.get(A_HREF);
+          if (
+            meta.canonical === undefined &&
+            href !== undefined &&
+            attribs.get(A_REL)?.toLowerCase().split(/\s+/).includes('canonical')
+          ) {
+            meta.canonical = href;
+          }
+          break;
+        }
+        case 'base': {
+          const href = attribs.get(A_HREF);
+          if (meta.base === undefined && href !== undefined) meta.base = href;
+          break;
+        }
+        case 'time': {
+          const datetime = attribs.get(A_DATETIME);
+          if (datetime !== undefined) {
+            const itemprop = attribs.get(A_ITEMPROP);
+            if (itemprop === 'dateModified') meta.modifiedTime ??= datetime;
+            else if (itemprop === 'datePublished' || attribs.get(A_PUBDATE) !== undefined) {
+              meta.publishedTime ??= datetime;
+            } else meta.timeTag ??= datetime;
+          }
+          break;
+        }
+      }
+      return;
+    }
+    if (this.depth > this.maxDepth) {
+      this.truncated ??= `elements nested deeper than ${this.maxDepth} levels were flattened`;
+      return;
+    }
+    const cls = attribs.get(A_CLASS);
+    const id = attribs.get(A_ID);
+    const el = new El(kind, name, this.cur, this.depth, cls ?? '');
+    this.cur.add(el);
+    this.cur = el;
+    const stripUnlikely = this.stripUnlikely;
+    if (cls !== undefined || id !== undefined) {
+      const hints = (cls === undefined ? 0 : hintsOf(cls)) | (id === undefined ? 0 : hintsOf(id));
+      if (hints & H_NEGATIVE) el.weight -= 25;
+      if (hints & H_POSITIVE) el.weight += 25;
+      if (
+        (hints & (H_UNLIKELY | H_MAYBE)) === H_UNLIKELY &&
+        stripUnlikely &&
+        kind <= K_BQ &&
+        name !== 'body' &&
+        name !== 'article' &&
+        name !== 'main'
+      ) {
+        el.flags |= F_UNLIKELY;
+      }
+    }
+    if (kind < K_A && (el.flags & F_UNLIKELY) === 0) {
+      const role = attribs.get(A_ROLE);
+      if (!stripUnlikely) {
+        if (name === 'article' || name === 'main' || role === 'main') {
+          el.flags |= F_LANDMARK;
+          this.landmarkDepth++;
+          this.landmarks.push(el);
+        }
+      } else if (
+        name === 'nav' ||
+        name === 'aside' ||
+        name === 'footer' ||
+        (name === 'header' && this.landmarkDepth === 0) ||
+        attribs.get(A_HIDDEN) !== undefined ||
+        attribs.get(A_ARIA_HIDDEN) === 'true' ||
+        (role !== undefined && UNLIKELY_ROLES.has(role)) ||
+        hiddenByStyle(attribs.get(A_STYLE))
+      ) {
+        el.flags |= F_UNLIKELY;
+      } else if (name === 'article' || name === 'main' || role === 'main') {
+        el.flags |= F_LANDMARK;
+        this.landmarkDepth++;
+        this.landmarks.push(el);
+      }
+    }
+    if (el.flags & F_UNLIKELY) this.unlikelyDepth++;
+    switch (kind) {
+      case K_A:
+        this.aDepth++;
+        el.url = attribs.get(A_HREF);
+        break;
+      case K_IMG:
+        if (this.images) {
+          let src = attribs.get(A_SRC);
+          if (src === undefined || src === '' || src.startsWith('data:')) {
+            src = attribs.get(A_DATA_SRC) ?? attribs.get(A_DATA_ORIGINAL) ?? src;
+          }
+          el.url = src;
+          el.extra = attribs.get(A_ALT);
+        }
+        break;
+      case K_HEADING:
+        el.n = name.charCodeAt(1) - 48;
+        break;
+      case K_OL: {
+        const value = attribs.get(A_START);
+        const start = value === undefined ? Number.NaN : Number.parseInt(value, 10);
+        el.n = Number.isFinite(start) ? start : 1;
+        break;
+      }
+      case K_CELL: {
+        if (name === 'th') el.flags |= F_TH;
+        const value = attribs.get(A_COLSPAN);
+        const span = value === undefined ? 1 : Number.parseInt(value, 10);
+        el.n = Number.isFinite(span) && span > 1 ? Math.min(span, 100) : 1;
+        if (++this.cells > this.maxCells) {
+          this.stop(`more than ${this.maxCells} table cells: the rest of the page was not read`);
+        }
+        break;
+      }
+      case K_TABLE: {
+        if (attribs.get(A_ROLE) === 'presentation') el.flags |= F_LAYOUT;
+        for (let p = el.parent; p !== null; p = p.parent) {
+          if (p.kind === K_TABLE) {
+            p.flags |= F_LAYOUT;
+            break;
+          }
+        }
+        break;
+      }
+      case K_PRE:
+      case K_CODE: {
+        if (kind === K_PRE) this.preDepth++;
+        const lang = cls === undefined ? undefined : /(?:^|\s)lang(?:uage)?-([\w+#.-]+)/.exec(cls)?.[1];
+        if (lang !== undefined) el.extra = lang;
+        break;
+      }
+    }
+  }
+
+  onclosetag(): void {
+    if (this.stopped) return;
+    if (this.skipDepth > 0) {
+      if (--this.skipDepth === 0) {
+        const capture = this.capture;
+        if (capture !== 0) {
+          const meta = this.meta;
+          if (capture === 1) {
+            const title = collapse(this.captured);
+            if (title !== '') meta.title = title;
+          } else if (meta.ld.length < 20) {
+            try {
+              meta.ld.push(JSON.parse(this.captured));
+            } catch {
+              // invalid JSON-LD is ignored
+            }
+          }
+          this.capture = 0;
+          this.captured = '';
+        }
+        this.reading = true;
+      }
+      return;
+    }
+    if (this.cur.depth === this.depth) this.closeEl(this.cur);
+    this.depth--;
+  }
+
+  ontext(source: string, start: number, end: number): void {
+    if (this.stopped || start >= end) return;
+    if (this.skipDepth > 0) {
+      if (this.capture !== 0 && this.captured.length < 1_000_000) this.captured += source.slice(start, end);
+      return;
+    }
+    const cur = this.cur;
+    let value: string;
+    let len = 0;
+    let commas = 0;
+    if (this.preDepth > 0) {
+      value = source.slice(start, end);
+      len = value.length;
+      for (let j = value.indexOf(','); j !== -1; j = value.indexOf(',', j + 1)) commas++;
+    } else {
+      // whitespace between elements is the most common text: one space keeps inline neighbours apart
+      let i = start;
+      while (i < end && isSpace(source.charCodeAt(i))) i++;
+      if (i === end) {
+        // only after inline content: between blocks (indentation) a space means nothing
+        const kids = cur.kids;
+        if (kids === null) {
+          if (cur.kind >= K_A) cur.add(' ');
+          return;
+        }
+        const last = kids[kids.length - 1]!;
+        if (typeof last === 'string' ? last !== ' ' : last.kind >= K_A) cur.add(' ');
+        return;
+      }
+      value = source.slice(start, end);
+      if (NEEDS_COLLAPSE.test(value)) value = value.replace(WS_RUN, ' ');
+      len = value.length;
+      for (let j = value.indexOf(','); j !== -1; j = value.indexOf(',', j + 1)) commas++;
+    }
+    if (this.textChars + value.length > this.maxText) {
+      value = value.slice(0, Math.max(0, this.maxText - this.textChars));
+      this.stop(`more than ${this.maxText} characters of text: the rest of the page was not read`);
+    }
+    this.textChars += value.length;
+    cur.add(value);
+    cur.textLen += len;
+    cur.inlineLen += len;
+    cur.commas += commas;
+    cur.inlineCommas += commas;
+    if (this.aDepth > 0) cur.linkLen += len;
+  }
+}
+
+const HIDDEN_STYLE = /display\s*:\s*none|visibility\s*:\s*hidden/i;
+
+function hiddenByStyle(style: string | undefined): boolean {
+  return style !== undefined && HIDDEN_STYLE.test(style);
+}
+
+function parse(html: string, options: MainContentOptions | undefined, stripUnlikely: boolean): Parsed {
+  const builder = new TreeBuilder(options, stripUnlikely);
+  const reader = new HtmlReader(html, builder, WANTED_ATTRIBUTES);
+  builder.reader = reader;
+  reader.run();
+  builder.finish();
+  const { root, candidates, landmarks, meta, truncated } = builder;
+  return { root, candidates, landmarks, meta, truncated };
+}
+
+// --- choosing the content -------------------------------------------------------------------------
+
+function chooseContent(parsed: Parsed): El[] {
+  const { root, candidates, landmarks } = parsed;
+  let landmark: El | undefined;
+  for (const el of landmarks) {
+    if ((landmark === undefined || el.textLen > landmark.textLen) && !insideUnlikely(el)) landmark = el;
+  }
+  if (landmark !== undefined && landmark.textLen > 0 && landmark.textLen * 2 >= root.textLen)
+    return [landmark];
+
+  // the 5 best candidates, best first
+  const best: El[] = [];
+  const bestScores: number[] = [];
+  for (const el of candidates) {
+    const score = finalScore(el);
+    if (best.length === 5 && score <= bestScores[4]!) continue;
+    if (insideUnlikely(el)) continue;
+    let i = best.length < 5 ? best.length : 4;
+    while (i > 0 && bestScores[i - 1]! < score) {
+      best[i] = best[i - 1]!;
+      bestScores[i] = bestScores[i - 1]!;
+      i--;
+    }
+    best[i] = el;
+    bestScores[i] = score;
+  }
+  let top = best[0];
+  if (top === undefined) return [root];
+  const topScore = bestScores[0]!;
+
+  // Readability: when 3+ of the other good candidates (75% of the top score) share an ancestor of
+  // the top candidate, that ancestor holds the article (its parts are split in sections).
+  const shared = new Map<El, number>();
+  for (let i = 1; i < best.length; i++) {
+    if (bestScores[i]! < topScore * 0.75) continue;
+    for (let p = best[i]!.parent; p !== null && p.kind !== K_ROOT; p = p.parent) {
+      shared.set(p, (shared.get(p) ?? 0) + 1);
+    }
+  }
+  if (shared.size > 0) {
+    for (let p = top.parent; p !== null && p.kind !== K_ROOT && p.tag !== 'body'; p = p.parent) {
+      if ((shared.get(p) ?? 0) >= 3) {
+        top = p;
+        break;
+      }
+    }
+  }
+
+  // Readability: move up while the parent scores better (not too much lower), then past only-children.
+  let lastScore = finalScore(top);
+  const threshold = lastScore / 3;
+  for (let p = top.parent; p !== null && p.kind !== K_ROOT && p.tag !== 'body'; p = p.parent) {
+    if ((p.flags & F_SCORED) === 0) continue;
+    const score = finalScore(p);
+    if (score < threshold) break;
+    if (score > lastScore) {
+      top = p;
+      break;
+    }
+    lastScore = score;
+  }
+  for (let p = top.parent; p !== null && p.kind !== K_ROOT && p.tag !== 'body'; p = p.parent) {
+    let elements = 0;
+    for (const kid of p.kids ?? []) if (typeof kid !== 'string') elements++;
+    if (elements !== 1) break;
+    top = p;
+  }
+
+  const parent = top.parent;
+  if (parent === null || parent.kind === K_ROOT) return [top];
+  const score = finalScore(top);
+  const siblingThreshold = Math.max(10, score * 0.2);
+  const chosen: El[] = [];
+  for (const kid of parent.kids ?? []) {
+    if (typeof kid === 'string') continue;
+    if (kid === top) {
+      chosen.push(kid);
+      continue;
+    }
+    if (kid.flags & F_UNLIKELY) continue;
+    let append = false;
+    const bonus = kid.cls !== '' && kid.cls === top.cls ? score * 0.2 : 0;
+    if ((kid.flags & F_SCORED) !== 0 && finalScore(kid) + bonus >= siblingThreshold) append = true;
+    else if (kid.kind === K_P) {
+      const density = linkDensity(kid);
+      if (kid.textLen > 80 && density < 0.25) append = true;
+      else if (kid.textLen > 0 && kid.textLen <= 80 && density === 0 && endsWithPeriod(kid)) append = true;
+    }
+    if (append) chosen.push(kid);
+  }
+  return chosen;
+}
+
+function endsWithPeriod(el: El): boolean {
+  const kids = el.kids;
+  if (kids === null) return false;
+  for (let i = kids.length - 1; i >= 0; i--) {
+    const kid = kids[i]!;
+    if (typeof kid !== 'string') return false;
+    const t = kid.trimEnd();
+    if (t !== '') return t.endsWith('.');
+  }
+  return false;
+}
+
+// --- rendering ------------------------------------------------------------------------------------
+
+/**
+ * Quotes and lists nested deeper than this render as plain blocks: each level re-indents its whole
+ * content, so deep nesting would cost depth × size.
+ */
+const MAX_RENDER_NEST = 32;
+
+class Inline {
+  md: string[] = [];
+  tx = '';
+  /** The output is empty or ends with whitespace: a leading space of the next text is dropped. */
+  ws = true;
+}
+
+class Renderer {
+  readonly base: string;
+  readonly images: boolean;
+  clean: boolean;
+  /** Quotes and lists being rendered around the current element (their prefixes re-indent text). */
+  private nest = 0;
+  private strong = 0;
+  private em = 0;
+  private code = 0;
+  private link = 0;
+
+  constructor(base: string, images: boolean, clean: boolean) {
+    this.base = base;
+    this.images = images;
+    this.clean = clean;
+  }
+
+  resolve(href: string | undefined, image: boolean): string | undefined {
+    if (href === undefined) return undefined;
+    const trimmed = href.trim();
+    if (trimmed === '' && image) return undefined;
+    const url = URL.parse(trimmed, this.base);
+    if (url === null) return undefined;
+    const protocol = url.protocol;
+    if (protocol !== 'http:' && protocol !== 'https:' && (image || protocol !== 'mailto:')) return undefined;
+    const out = url.href;
+    return out.includes('(') || out.includes(')') || out.includes(' ')
+      ? out.replaceAll('(', '%28').replaceAll(')', '%29').replaceAll(' ', '%20')
+      : out;
+  }
+
+  /** Whether a kept element inside the content is dropped. */
+  dropped(el: El): boolean {
+    if (!this.clean) return false;
+    if (el.flags & F_UNLIKELY) return true;
+    const kind = el.kind;
+    if (kind === K_HEADING) return el.weight < 0;
+    if (kind === K_BOX || kind === K_UL || kind === K_OL || kind === K_BQ) {
+      if (el.tag === 'form') return true;
+      if (el.commas >= 10) return false;
+      const density = linkDensity(el);
+      return density > 0.5 || (el.weight < 0 && density > 0.2);
+    }
+    return false;
+  }
+
+  /** Renders the children of `el` as blocks; runs of inline content become paragraphs. */
+  flow(el: El, md: string[], tx: string[]): void {
+    const kids = el.kids;
+    if (kids === null) return;
+    let inline: Inline | null = null;
+    for (const kid of kids) {
+      if (typeof kid === 'string' || kid.kind >= K_A) {
+        if (inline === null) {
+          if (typeof kid === 'string' && kid === ' ') continue;
+          inline = new Inline();
+        }
+        if (typeof kid === 'string') this.text(inline, kid);
+        else this.inline(kid, inline);
+        continue;
+      }
+      if (inline !== null) {
+        this.flushParagraph(inline, md, tx);
+        inline = null;
+      }
+      if (!this.dropped(kid)) this.block(kid, md, tx);
+    }
+    if (inline !== null) this.flushParagraph(inline, md, tx);
+  }
+
+  flushParagraph(inline: Inline, md: string[], tx: string[]): void {
+    const m = inline.md.join('').trim();
+    if (m === '') return;
+    md.push(m);
+    tx.push(inline.tx.trim());
+  }
+
+  block(el: El, md: string[], tx: string[]): void {
+    switch (el.kind) {
+      case K_HEADING: {
+        const inline = this.inlineOf(el);
+        let m = inline.md.join('').trim();
+        if (m === '') return;
+        if (m.includes('\n')) m = collapse(m);
+        md.push(`${'#'.repeat(el.n)} ${m}`);
+        tx.push(collapse(inline.tx));
+        return;
+      }
+      case K_UL:
+      case K_OL:
+        this.list(el, md, tx);
+        return;
+      case K_TABLE:
+        this.table(el, md, tx);
+        return;
+      case K_PRE: {
+        const raw = rawText(el);
+        let body = raw.startsWith('\n') ? raw.slice(1) : raw;
+        body = body.replace(/\s+$/, '');
+        if (body.trim() === '') return;
+        let fence = '```';
+        while (body.includes(fence)) fence += '`';
+        const lang = el.extra ?? firstCodeLanguage(el) ?? '';
+        md.push(`${fence}${lang}\n${body}\n${fence}`);
+        tx.push(body);
+        return;
+      }
+      case K_BQ: {
+        if (this.nest >= MAX_RENDER_NEST) {
+          this.flow(el, md, tx);
+          return;
+        }
+        const subMd: string[] = [];
+        const subTx: string[] = [];
+        this.nest++;
+        this.flow(el, subMd, subTx);
+        this.nest--;
+        if (subMd.length === 0) return;
+        md.push(
+          subMd
+            .join('\n\n')
+            .split('\n')
+            .map((line) => (line === '' ? '>' : `> ${line}`))
+            .join('\n'),
+        );
+        tx.push(subTx.join('\n\n'));
+        return;
+      }
+      case K_HR:
+        md.push('---');
+        return;
+      default:
+        // containers, list items and rows outside their usual parents
+        this.flow(el, md, tx);
+    }
+  }
+
+  list(el: El, md: string[], tx: string[]): void {
+    const kids = el.kids;
+    if (kids === null) return;
+    if (this.nest >= MAX_RENDER_NEST) {
+      this.flow(el, md, tx);
+      return;
+    }
+    this.nest++;
+    try {
+      this.listItems(el, kids, md, tx);
+    } finally {
+      this.nest--;
+    }
+  }
+
+  listItems(el: El, kids: (El | string)[], md: string[], tx: string[]): void {
+    const ordered = el.kind === K_OL;
+    let number = ordered ? el.n : 0;
+    const items: string[] = [];
+    const texts: string[] = [];
+    let loose: El | null = null;
+    const flushLoose = (): void => {
+      if (loose === null) return;
+      this.item(loose, ordered ? `${number++}. ` : '- ', items, texts);
+      loose = null;
+    };
+    for (const kid of kids) {
+      if (typeof kid === 'string' || kid.kind >= K_A) {
+        // stray inline content directly in the list: an item of its own
+        if (typeof kid === 'string' && kid.trim() === '') continue;
+        loose ??= new El(K_LI, 'li', el, el.depth + 1, '');
+        loose.add(kid);
+        continue;
+      }
+      flushLoose();
+      if (this.dropped(kid)) continue;
+      if (kid.kind === K_LI) {
+        this.item(kid, ordered ? `${number++}. ` : '- ', items, texts);
+      } else {
+        // a list or block directly in a list (invalid, common): part of the previous item
+        const subMd: string[] = [];
+        const subTx: string[] = [];
+        this.block(kid, subMd, subTx);
+        if (subMd.length === 0) continue;
+        const indent = ordered ? '   ' : '  ';
+        const body = indent + subMd.join('\n').replaceAll('\n', `\n${indent}`);
+        items.push(body);
+        texts.push(subTx.join('\n'));
+      }
+    }
+    flushLoose();
+    if (items.length === 0) return;
+    md.push(items.join('\n'));
+    tx.push(texts.join('\n'));
+  }
+
+  item(li: El, marker: string, items: string[], texts: string[]): void {
+    const subMd: string[] = [];
+    const subTx: string[] = [];
+    this.flow(li, subMd, subTx);
+    if (subMd.length === 0) return;
+    const indent = ' '.repeat(marker.length);
+    items.push(marker + subMd.join('\n').replaceAll('\n', `\n${indent}`));
+    texts.push(subTx.join('\n'));
+  }
+
+  table(el: El, md: string[], tx: string[]): void {
+    const rows: El[] = [];
+    const before: El[] = [];
+    let columns = 0;
+    for (const kid of el.kids ?? []) {
+      if (typeof kid === 'string') continue;
+      if (kid.kind === K_TR) {
+        rows.push(kid);
+        let width = 0;
+        for (const cell of kid.kids ?? [])
+          if (typeof cell !== 'string' && cell.kind === K_CELL) width += cell.n;
+        if (width > columns) columns = width;
+      } else before.push(kid);
+    }
+    if (el.flags & F_LAYOUT || columns < 2) {
+      this.flow(el, md, tx);
+      return;
+    }
+    for (const kid of before) if (!this.dropped(kid)) this.block(kid, md, tx);
+    const lines: string[] = [];
+    const textRows: string[] = [];
+    for (const row of rows) {
+      const cells: string[] = [];
+      const cellTexts: string[] = [];
+      for (const cell of row.kids ?? []) {
+        if (typeof cell === 'string' || cell.kind !== K_CELL) continue;
+        const subMd: string[] = [];
+        const subTx: string[] = [];
+        this.flow(cell, subMd, subTx);
+        let m = subMd.join(' ');
+        if (m.includes('\n')) m = collapse(m);
+        if (m.includes('|')) m = m.replaceAll('|', '\\|');
+        cells.push(m);
+        cellTexts.push(collapse(subTx.join(' ')));
+        for (let i = 1; i < cell.n; i++) {
+          cells.push('');
+          cellTexts.push('');
+        }
+      }
+      if (cells.length === 0) continue;
+      while (cells.length < columns) cells.push('');
+      lines.push(`| ${cells.join(' | ')} |`);
+      textRows.push(cellTexts.join('\t').trimEnd());
+      if (lines.length === 1) lines.push(`|${' --- |'.repeat(columns)}`);
+    }
+    if (lines.length === 0) return;
+    md.push(lines.join('\n'));
+    tx.push(textRows.join('\n'));
+  }
+
+  inlineOf(el: El): Inline {
+    const inline = new Inline();
+    for (const kid of el.kids ?? []) {
+      if (typeof kid === 'string') this.text(inline, kid);
+      else this.inline(kid, inline);
+    }
+    return inline;
+  }
+
+  text(inline: Inline, value: string): void {
+    let v = value;
+    if (inline.ws && v.charCodeAt(0) === 32) v = v.slice(1);
+    if (v === '') return;
+    inline.md.push(v);
+    inline.tx += v;
+    inline.ws = v.charCodeAt(v.length - 1) === 32;
+  }
+
+  /** Renders `el` and its subtree into the current paragraph. */
+  inline(el: El, inline: Inline): void {
+    switch (el.kind) {
+      case K_BR:
+        inline.md.push('  \n');
+        inline.tx += '\n';
+        inline.ws = true;
+        return;
+      case K_IMG: {
+        if (!this.images) return;
+        const url = this.resolve(el.url, true);
+        if (url === undefined) return;
+        const alt = el.extra === undefined ? '' : collapse(el.extra).replaceAll(']', '\\]');
+        inline.md.push(`![${alt}](${url})`);
+        inline.ws = false;
+        return;
+      }
+      case K_A: {
+        const url = this.link === 0 ? this.resolve(el.url, false) : undefined;
+        if (url === undefined) {
+          this.children(el, inline);
+          return;
+        }
+        this.link++;
+        this.wrap(el, inline, '[', `](${url})`);
+        this.link--;
+        return;
+      }
+      case K_STRONG:
+        if (this.strong > 0) this.children(el, inline);
+        else {
+          this.strong++;
+          this.wrap(el, inline, '**', '**');
+          this.strong--;
+        }
+        return;
+      case K_EM:
+        if (this.em > 0) this.children(el, inline);
+        else {
+          this.em++;
+          this.wrap(el, inline, '*', '*');
+          this.em--;
+        }
+        return;
+      case K_CODE:
+        if (this.code > 0) this.children(el, inline);
+        else {
+          this.code++;
+          const start = inline.md.length;
+          this.children(el, inline);
+          const inner = inline.md.splice(start).join('');
+          const fence = inner.includes('`') ? '``' : '`';
+          const pad = fence.length > 1 ? ' ' : '';
+          this.put(inline, inner, `${fence}${pad}`, `${pad}${fence}`);
+          this.code--;
+        }
+        return;
+      default: {
+        // a block inside inline content (<a><div>...</div></a>): its text, set apart by spaces
+        if (this.clean && this.dropped(el)) return;
+        this.text(inline, ' ');
+        if (el.kind === K_PRE) this.text(inline, collapse(rawText(el)));
+        else this.children(el, inline);
+        this.text(inline, ' ');
+      }
+    }
+  }
+
+  children(el: El, inline: Inline): void {
+    for (const kid of el.kids ?? []) {
+      if (typeof kid === 'string') this.text(inline, kid);
+      else this.inline(kid, inline);
+    }
+  }
+
+  wrap(el: El, inline: Inline, open: string, close: string): void {
+    const start = inline.md.length;
+    this.children(el, inline);
+    this.put(inline, inline.md.splice(start).join(''), open, close);
+  }
+
+  /** Puts `inner` back wrapped in open/close, with its edge spaces outside the markers. */
+  put(inline: Inline, inner: string, open: string, close: string): void {
+    const trimmed = inner.trim();
+    if (trimmed === '') {
+      if (inner !== '') inline.md.push(inner);
+      return;
+    }
+    const lead = trimmed.length < inner.length && inner.charCodeAt(0) !== trimmed.charCodeAt(0) ? ' ' : '';
+    const trail = inner.charCodeAt(inner.length - 1) !== trimmed.charCodeAt(trimmed.length - 1) ? ' ' : '';
+    inline.md.push(`${lead}${open}${trimmed}${close}${trail}`);
+  }
+}
+
+function rawText(el: El): string {
+  let out = '';
+  for (const kid of el.kids ?? []) {
+    if (typeof kid === 'string') out += kid;
+    else if (kid.kind === K_BR) out += '\n';
+    else out += rawText(kid);
+  }
+  return out;
+}
+
+function firstCodeLanguage(el: El): string | undefined {
+  for (const kid of el.kids ?? []) if (typeof kid !== 'string' && kid.kind === K_CODE) return kid.extra;
+  return undefined;
+}
+
+// --- entry point ----------------------------------------------------------------------------------
+
+function renderAll(roots: El[], renderer: Renderer): { markdown: string; text: string } {
+  const md: string[] = [];
+  const tx: string[] = [];
+  for (const el of roots) {
+    if (
+      el.kind === K_ROOT ||
+      el.kind === K_BOX ||
+      el.kind === K_LI ||
+      el.kind === K_TR ||
+      el.kind === K_CELL
+    ) {
+      renderer.flow(el, md, tx);
+    } else if (el.kind >= K_A) {
+      const inline = new Inline();
+      renderer.inline(el, inline);
+      renderer.flushParagraph(inline, md, tx);
+    } else renderer.block(el, md, tx);
+  }
+  return { markdown: md.join('\n\n'), text: tx.join('\n\n') };
+}
+
+function metadataOf(meta: RawMeta, base: string, wordCount: number): PageMetadata {
+  const jsonLdTypes: string[] = [];
+  for (const block of meta.ld) applyJsonLd(meta, jsonLdTypes, block, 0);
+  const out: PageMetadata = { og: meta.og, jsonLdTypes, wordCount };
+  const title = meta.title ?? meta.ogTitle;
+  if (title !== undefined) out.title = title;
+  const description = meta.description ?? meta.ogDescription;
+  if (description !== undefined) out.description = description;
+  if (meta.language !== undefined) out.language = meta.language;
+  if (meta.canonical !== undefined) {
+    const url = URL.parse(meta.canonical.trim(), base);
+    if (url !== null && (url.protocol === 'http:' || url.protocol === 'https:')) out.canonicalUrl = url.href;
+  }
+  if (meta.author !== undefined) out.author = meta.author;
+  const published = meta.publishedTime ?? meta.timeTag;
+  if (published !== undefined) out.publishedTime = published;
+  if (meta.modifiedTime !== undefined) out.modifiedTime = meta.modifiedTime;
+  if (meta.siteName !== undefined) out.siteName = meta.siteName;
+  return out;
+}
+
+/**
+ * Extracts the main content of an HTML page as Markdown and text, with the page's metadata (see the
+ * top of this file). Links and images are made absolute against `baseUrl` and the page's <base href>.
+ */
+export function extractMainContent(html: string, baseUrl: string, options?: MainContentOptions): MainContent {
+  const images = options?.images === true;
+  const source = typeof html === 'string' ? html : String(html);
+  let parsed: Parsed;
+  try {
+    parsed = parse(source, options, true);
+  } catch (error) {
+    return {
+      markdown: '',
+      text: '',
+      metadata: { og: {}, jsonLdTypes: [], wordCount: 0 },
+      truncated: `the page could not be parsed: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  let base = URL.parse(baseUrl)?.href ?? 'about:blank';
+  if (parsed.meta.base !== undefined) {
+    const resolved = URL.parse(parsed.meta.base.trim(), base);
+    if (resolved !== null && (resolved.protocol === 'http:' || resolved.protocol === 'https:')) {
+      base = resolved.href;
+    }
+  }
+  let content: { markdown: string; text: string };
+  try {
+    const renderer = new Renderer(base, images, true);
+    content = renderAll(chooseContent(parsed), renderer);
+    if (content.text.trim() === '') {
+      // Everything was unlikely (an ad-wrapper around the page): read it again without that rule,
+      // and if even that leaves nothing, take the whole page uncleaned.
+      parsed = parse(source, options, false);
+      content = renderAll(chooseContent(parsed), renderer);
+      if (content.text.trim() === '') {
+        renderer.clean = false;
+        content = renderAll([parsed.root], renderer);
+      }
+    }
+  } catch (error) {
+    // not expected; the output stays well-formed rather than throwing at the caller
+    content = { markdown: '', text: '' };
+    parsed.truncated ??= `rendering failed: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  const result: MainContent = {
+    markdown: content.markdown,
+    text: content.text,
+    metadata: metadataOf(parsed.meta, base, countWords(content.text)),
+  };
+  if (parsed.truncated !== undefined) result.truncated = parsed.truncated;
+  return result;
+}

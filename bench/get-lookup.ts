@@ -8,9 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { synthesizeTemplate } from '../cdk/synth.ts';
 import { getCommand } from '../cli/get-command.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import { STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../local/state-dir.ts';

@@ -4,7 +4,8 @@
  * memory is not mixed with the emulators'. Sends `{kind: 'ready', env}` (the fetch function's
  * environment) over IPC; stops on `{cmd: 'exit'}` or when the parent goes away.
  */
-import { STACK_NAME, synthesizeTemplate } from '../cdk/synth.ts';
+import { synthesizeTemplate } from '../cdk/synth.ts';
+import { STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
-import { CrawlerStack, STACK_NAME } from './crawler-stack.ts';
+import { STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { CrawlerStack } from './crawler-stack.ts';
 import { applyNag } from './nag.ts';
 import { fromRoot } from './paths.ts';
 

@@ -4,15 +4,10 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { HANDLER_METADATA_KEY } from '../lambdas/shared/contracts.ts';
 import { LOGS } from './limits.ts';
 import { fromRoot, REPO_ROOT } from './paths.ts';
 import { type QueueWithDlq, visibilityTimeoutFor } from './queue-with-dlq.ts';
-
-/**
- * Resource Metadata key naming the handler module (repo-relative). The local runtime imports that
- * module and calls its `createHandler(env)` with the function's Environment.Variables.
- */
-export const HANDLER_METADATA_KEY = 'crawler:handler';
 
 /**
  * Lets CommonJS dependencies `require()` Node built-ins from inside the ESM bundle; without it

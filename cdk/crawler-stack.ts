@@ -2,6 +2,7 @@ import { CfnOutput, type CfnResource, Duration, Stack, type StackProps } from 'a
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct, IConstruct } from 'constructs';
+import { FUNCTION_ENV, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
 import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
@@ -10,9 +11,6 @@ import { CrawlerMonitoring } from './monitoring.ts';
 import { OperatorPolicy } from './operator-policy.ts';
 import { PageStore } from './page-store.ts';
 import { QueueWithDlq } from './queue-with-dlq.ts';
-import { HANDLERS, IDS, OUTPUTS, STACK_NAME } from './stack-contract.ts';
-
-export { HANDLERS, IDS, OUTPUTS, STACK_NAME } from './stack-contract.ts';
 
 export interface CrawlerStackProps extends StackProps {
   /**
@@ -89,13 +87,13 @@ export class CrawlerStack extends Stack {
     const pageStore = new PageStore(this, IDS.pageStore);
     const frontierTable = new FrontierTable(this, IDS.frontierTable);
 
-    fetchFunction.addEnvironment('TASK_QUEUE_URL', taskQueue.queueUrl);
-    fetchFunction.addEnvironment('TASK_DLQ_URL', taskQueue.dlq.queueUrl);
-    fetchFunction.addEnvironment('RESULTS_QUEUE_URL', resultsQueue.queueUrl);
-    fetchFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
-    fetchFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
-    aggregateFunction.addEnvironment('PAGE_BUCKET', pageStore.bucketName);
-    aggregateFunction.addEnvironment('FRONTIER_TABLE', frontierTable.tableName);
+    fetchFunction.addEnvironment(FUNCTION_ENV.taskQueueUrl, taskQueue.queueUrl);
+    fetchFunction.addEnvironment(FUNCTION_ENV.taskDlqUrl, taskQueue.dlq.queueUrl);
+    fetchFunction.addEnvironment(FUNCTION_ENV.resultsQueueUrl, resultsQueue.queueUrl);
+    fetchFunction.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
+    fetchFunction.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
+    aggregateFunction.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
+    aggregateFunction.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
 
     // The event source mappings grant what Lambda's polling needs (crawler-function.ts).
     fetchFunction.consumeFrom(taskQueue, { ...FETCH_EVENT_SOURCE, maxConcurrency: fetchConcurrency });

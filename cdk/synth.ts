@@ -6,9 +6,6 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { type CrawlerApp, createCrawlerApp } from './crawler-app.ts';
 
-export { HANDLER_METADATA_KEY } from './crawler-function.ts';
-export { HANDLERS, IDS, OUTPUTS, STACK_NAME } from './crawler-stack.ts';
-
 /** The app and stack, bundling and validation skipped; for `Template.fromStack` and construct-level checks. */
 export function synthesizeStack(): CrawlerApp {
   return createCrawlerApp({ skipBundling: true, cfnValidation: false });

@@ -11,15 +11,9 @@
 import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
-import {
-  type CliIo,
-  cliIo,
-  requireOutput,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { isCrawlId, OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
+import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { stackOutputsReader } from './stack-outputs.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
@@ -38,12 +32,11 @@ export async function cancelCommand(args: string[], overrides: Partial<CliIo> = 
   const { values, positionals } = parse(args);
   if (positionals.length !== 1) throw new UsageError(`cancel needs exactly one crawl id\n${CANCEL_USAGE}`);
   const crawlId = positionals[0] as string;
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(crawlId))
-    throw new UsageError(`not a crawl id: ${JSON.stringify(crawlId)}`);
+  if (!isCrawlId(crawlId)) throw new UsageError(`not a crawl id: ${JSON.stringify(crawlId)}`);
   const io = cliIo({ describeStackOutputs: stackOutputsReader(values.endpoint), ...overrides });
 
   return withStack(values, io, async (stack) => {
-    const table = requireOutput(stack, 'FrontierTableName');
+    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
     const outcome = await cancelCrawl(stack.clients.dynamodb, table, crawlId);
     if (outcome.status === 'unknown') {
       io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);

@@ -10,12 +10,15 @@
 import { gunzipSync } from 'node:zlib';
 import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/content-record.ts';
 import type { WarcPointer } from '../lambdas/core/result.ts';
-import { contentPrefix } from '../lambdas/core/warc-batch.ts';
+import { contentPrefix } from '../lambdas/shared/contracts.ts';
 import {
   type BlobReader,
+  gzipJsonLines,
   type IndexDamage,
   MAX_PART_DECODED_BYTES,
   type OnDamage,
+  type ParsedLine,
+  parseJsonLine,
 } from './results-reader.ts';
 
 export interface StoredContent {
@@ -46,55 +49,17 @@ export async function* streamContent(
       continue;
     }
     next = i + 1 < keys.length ? blobs.get(keys[i + 1]!) : undefined;
-    for (const stored of contentLines(key, body, onDamage)) {
-      const id = stored.record.key.slice(0, 32);
+    for (const { value: record, text } of gzipJsonLines(key, body, onDamage, parseContentLine)) {
+      const id = record.key.slice(0, 32);
       if (seen.has(id)) continue;
       seen.add(id);
-      yield stored;
+      yield { record, text };
     }
   }
 }
 
-/** The records of one content file; a bad line is skipped alone, a file that is not gzip whole. */
-export function* contentLines(key: string, body: Uint8Array, onDamage: OnDamage): Generator<StoredContent> {
-  let bytes: Buffer;
-  try {
-    bytes = gunzipSync(body, { maxOutputLength: MAX_PART_DECODED_BYTES });
-  } catch (error) {
-    onDamage({ key, reason: `not gzip, or cut short (${messageOf(error)})` });
-    return;
-  }
-  let start = 0;
-  for (let lineNo = 1; start < bytes.length; lineNo++) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end === -1) end = bytes.length;
-    const text = bytes.toString('utf8', start, end);
-    start = end + 1;
-    if (text.trim() === '') continue;
-    const parsed = parseContentLine(text);
-    if (parsed.ok) yield { record: parsed.record, text };
-    else onDamage({ key, line: lineNo, reason: parsed.reason });
-  }
-}
-
-export function parseContentLine(
-  text: string,
-): { ok: true; record: ContentRecord } | { ok: false; reason: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, reason: `not JSON (${messageOf(error)})` };
-  }
-  const parsed = ContentRecordSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return {
-      ok: false,
-      reason: `not a content record (${issue?.path.join('.') || 'record'}: ${issue?.message})`,
-    };
-  }
-  return { ok: true, record: parsed.data };
+export function parseContentLine(text: string): ParsedLine<ContentRecord> {
+  return parseJsonLine(text, ContentRecordSchema, 'a content record');
 }
 
 /** The record a results index line's `content` pointer names: one ranged GET of one gzip member. */
@@ -114,7 +79,7 @@ export async function readContentRecord(blobs: BlobReader, pointer: WarcPointer)
   }
   const parsed = parseContentLine(text);
   if (!parsed.ok) throw new ContentReadError(`${where}: ${parsed.reason}`);
-  return parsed.record;
+  return parsed.value;
 }
 
 /** A stored content record could not be read; the message names it. */

@@ -11,13 +11,13 @@
  * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
 import { join, resolve } from 'node:path';
-import { IDS, STACK_NAME } from '../cdk/stack-contract.ts';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
+import { IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
 import { stackTemplate } from '../local/stack-template.ts';
@@ -28,9 +28,10 @@ import { describeSummary, prepareOutDir, writeCrawlOutput } from './crawl-output
 import { createRenderer, followProgress, longCrawlNotice } from './crawl-progress.ts';
 import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
+import { requiredOutput } from './required-output.ts';
 import { damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
-import { requiredOutput, submitCrawl } from './submit-crawl.ts';
+import { submitCrawl } from './submit-crawl.ts';
 
 export async function crawlCommand(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
@@ -104,7 +105,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       },
     });
     try {
-      const table = requiredOutput(local.outputs, 'FrontierTableName');
+      const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
       const frontier = createFrontierStore(local.clients.dynamodb, table);
       // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
       const countedFrom = awsCallCounter.snapshot();
@@ -141,7 +142,7 @@ export async function crawlCommand(args: string[]): Promise<number> {
       const endedAt = new Date();
       const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
 
-      const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, 'PageBucketName'));
+      const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
       const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
         seeds: config.seeds, // without any user:pass@ the command line had
         startedAt,

@@ -10,6 +10,7 @@ import {
 } from '../lambdas/core/crawl-config.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
+import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
@@ -121,7 +122,7 @@ export function parseCrawlOptions(
       }
     }
   }
-  if (values.resume !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(values.resume))
+  if (values.resume !== undefined && !isCrawlId(values.resume))
     throw new UsageError(
       `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
     );

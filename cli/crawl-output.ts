@@ -23,6 +23,7 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
+import { warcPrefix } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';
 import { MarkdownDirWriter } from './markdown-files.ts';
 import {
@@ -107,7 +108,7 @@ export async function writeCrawlOutput(
 ): Promise<CrawlOutputReport> {
   await mkdir(join(outDir, 'warc'), { recursive: true });
   let warcFiles = 0;
-  for await (const key of blobs.list(`warc/${crawlId}/`)) {
+  for await (const key of blobs.list(warcPrefix(crawlId))) {
     await pipeline(await blobs.getStream(key), createWriteStream(join(outDir, localWarcPath(key))));
     warcFiles++;
   }

@@ -4,9 +4,10 @@
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { CrawlProgressReader } from '../lambdas/adapters/crawl-progress-reader.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import type { RuntimeStats } from '../local/local-aws.ts';
 import type { ProgressSource } from './crawl-progress.ts';
-import { requiredOutput } from './submit-crawl.ts';
+import { requiredOutput } from './required-output.ts';
 
 export function localProgressSource(
   local: {
@@ -19,7 +20,7 @@ export function localProgressSource(
   // A client of its own, not `local.clients`: those count every call into the crawl's cost report
   // (and its AWS requests per page), and watching the crawl is no part of its cost.
   const dynamodb = new DynamoDBClient(local.clientConfig.dynamodb);
-  const reader = new CrawlProgressReader(dynamodb, requiredOutput(local.outputs, 'FrontierTableName'));
+  const reader = new CrawlProgressReader(dynamodb, requiredOutput(local.outputs, OUTPUTS.frontierTableName));
   return {
     async read() {
       const counters = await reader.counters(crawlId);

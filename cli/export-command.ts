@@ -8,12 +8,13 @@ import { resolve } from 'node:path';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
+import { requiredOutput } from './required-output.ts';
 import {
   type CliIo,
   cliIo,
   damageWarning,
-  requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
   withStack,
@@ -45,7 +46,7 @@ export async function exportCommand(args: string[], overrides: Partial<CliIo> = 
   const crawlId = positionals[0]!;
   const outDir = resolve(values.out);
   return withStack(values, io, async (stack) => {
-    const table = requireOutput(stack, 'FrontierTableName');
+    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
     const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
     if (!counters) {
       io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
@@ -53,7 +54,10 @@ export async function exportCommand(args: string[], overrides: Partial<CliIo> = 
     }
     const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
     const now = new Date();
-    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
+    const blobs = new S3Blobs(
+      stack.clients.s3,
+      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+    );
     const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
       seeds: config.seeds,
       startedAt: counters.startedAt ? new Date(counters.startedAt) : now,

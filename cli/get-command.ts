@@ -34,15 +34,16 @@ import { extractMainContent, type MainContent } from '../lambdas/core/main-conte
 import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
 import { ContentReadError, readContentRecord } from './content-reader.ts';
 import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
+import { requiredOutput } from './required-output.ts';
 import {
   type BlobReader,
   type CliIo,
   cliIo,
   damageWarning,
-  requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
   withStack,
@@ -87,8 +88,11 @@ export async function getCommand(args: string[], overrides: Partial<CliIo> = {})
   if (!normalized.ok) throw new UsageError(`not a crawlable URL: ${normalized.reason}`);
 
   return withStack(values, io, async (stack) => {
-    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
-    const table = requireOutput(stack, 'FrontierTableName');
+    const blobs = new S3Blobs(
+      stack.clients.s3,
+      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+    );
+    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
     let skipped = 0;
     const line = await lookupIndexLine(
       blobs,
@@ -330,7 +334,7 @@ async function decodeLimits(stack: LocatedStack, crawlId: string): Promise<Decod
   try {
     const config = await new CrawlConfigStore(
       stack.clients.dynamodb,
-      requireOutput(stack, 'FrontierTableName'),
+      requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description),
     ).get(crawlId);
     return config.limits;
   } catch {

@@ -4,15 +4,9 @@
  * that no process runs is shown `interrupted`: `crawler crawl --resume ID` goes on with it.
  */
 import { type CrawlListing, listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
-import {
-  type CliIo,
-  cliIo,
-  requireOutput,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
+import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { parseCommandArgs } from './usage-hints.ts';
 
@@ -60,7 +54,7 @@ export async function listCommand(args: string[], overrides: Partial<CliIo> = {}
   );
   if (positionals.length > 0) throw new UsageError(`list takes no arguments\n${LIST_USAGE}`);
   return withStack(values, io, async (stack) => {
-    const table = requireOutput(stack, 'FrontierTableName');
+    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
     const crawls: ListedCrawl[] = [];
     for await (const listing of listCrawls(stack.clients.dynamodb, table))
       crawls.push(listedCrawl(listing, stack.mode === 'embedded'));

@@ -11,13 +11,14 @@ import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { ContentRecord } from '../lambdas/core/content-record.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';
 import { betterHome, type LlmsEntry, llmsEntry, llmsFullSection, llmsTxt } from './llms-txt.ts';
+import { requiredOutput } from './required-output.ts';
 import {
   type CliIo,
   cliIo,
   damageWarning,
-  requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
   withStack,
@@ -49,7 +50,7 @@ export async function llmsTxtCommand(args: string[], overrides: Partial<CliIo> =
   const crawlId = positionals[0]!;
   const outDir = resolve(values.out ?? '.');
   return withStack(values, io, async (stack) => {
-    const table = requireOutput(stack, 'FrontierTableName');
+    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
     const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
     if (!counters) {
       io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
@@ -58,7 +59,10 @@ export async function llmsTxtCommand(args: string[], overrides: Partial<CliIo> =
     if (counters.state === 'running')
       io.stderr.write(`note: crawl ${crawlId} is still running: the files hold the pages stored so far\n`);
     const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
-    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
+    const blobs = new S3Blobs(
+      stack.clients.s3,
+      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+    );
     await mkdir(outDir, { recursive: true });
     const entries: LlmsEntry[] = [];
     let home: ContentRecord | undefined;

@@ -21,8 +21,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { STACK_NAME } from '../cdk/stack-contract.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { FUNCTION_ENV, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../local/aws-clients.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import type { LocalStackDescription } from '../local/cloudformation-describe.ts';
@@ -130,7 +130,7 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
     port: 0,
     handlerEnvOverrides: {
       LOG_LEVEL: options.logLevel,
-      DEFAULT_CRAWL_CONFIG: JSON.stringify(options.defaults),
+      [FUNCTION_ENV.defaultCrawlConfig]: JSON.stringify(options.defaults),
     },
     ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
   });
@@ -260,8 +260,8 @@ function describeReady(server: LocalServer, options: LocalCommandOptions): strin
     ...outputs,
     `defaults for plain URL messages (crawl "default"): ${defaults}`,
     'try:',
-    `  aws --endpoint-url ${e} sqs send-message --queue-url ${server.outputs.TaskQueueUrl} --message-body https://example.com/`,
-    `  aws --endpoint-url ${e} s3 ls s3://${server.outputs.PageBucketName}/results/default/`,
+    `  aws --endpoint-url ${e} sqs send-message --queue-url ${server.outputs[OUTPUTS.taskQueueUrl]} --message-body https://example.com/`,
+    `  aws --endpoint-url ${e} s3 ls s3://${server.outputs[OUTPUTS.pageBucketName]}/results/default/`,
     `  crawler submit https://example.com/ --endpoint ${e}`,
     'Ctrl-C stops it.',
   ].join('\n');

@@ -17,15 +17,9 @@ import { DEAD_LETTER_CODE_ATTRIBUTE } from '../lambdas/adapters/queues.ts';
 import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { parseTaskMessage } from '../lambdas/core/task.ts';
-import {
-  type CliIo,
-  cliIo,
-  requireOutput,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
+import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { parseCommandArgs } from './usage-hints.ts';
 
@@ -36,8 +30,8 @@ export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
 ${STACK_USAGE}`;
 
 const PAIRS = {
-  tasks: { dlq: 'TaskDlqUrl', source: 'TaskQueueUrl', owner: taskCrawlOf },
-  results: { dlq: 'ResultsDlqUrl', source: 'ResultsQueueUrl', owner: crawlOf },
+  tasks: { dlq: OUTPUTS.taskDlqUrl, source: OUTPUTS.taskQueueUrl, owner: taskCrawlOf },
+  results: { dlq: OUTPUTS.resultsDlqUrl, source: OUTPUTS.resultsQueueUrl, owner: crawlOf },
 } as const;
 
 /** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
@@ -62,8 +56,8 @@ export async function redriveCommand(args: string[], overrides: Partial<CliIo> =
       const pair = PAIRS[name];
       const moved = await redrive(
         stack.clients.sqs,
-        requireOutput(stack, pair.dlq),
-        requireOutput(stack, pair.source),
+        requiredOutput(stack.outputs, pair.dlq, stack.description),
+        requiredOutput(stack.outputs, pair.source, stack.description),
         crawlId,
         { includeMalformed: values['include-malformed'] ?? false, owner: pair.owner },
       );

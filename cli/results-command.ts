@@ -10,6 +10,8 @@
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
 import {
   type CliIo,
   CSV_COLUMNS,
@@ -18,7 +20,6 @@ import {
   csvRow,
   damageWarning,
   isOutcome,
-  requireOutput,
   STACK_OPTIONS,
   STACK_USAGE,
   streamIndex,
@@ -53,7 +54,10 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
     );
   }
   return withStack(values, io, async (stack) => {
-    const blobs = new S3Blobs(stack.clients.s3, requireOutput(stack, 'PageBucketName'));
+    const blobs = new S3Blobs(
+      stack.clients.s3,
+      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+    );
     if (format === 'csv') await write(io.stdout, csvHeader());
     let damaged = 0;
     const lines = streamIndex(blobs, crawlId, {
@@ -71,7 +75,7 @@ export async function resultsCommand(args: string[], overrides: Partial<CliIo> =
     if (damaged > 0) return 1;
     // No lines: an unknown crawl is an error; a known one just has no (matching) results yet.
     if (count === 0) {
-      const table = requireOutput(stack, 'FrontierTableName');
+      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
       if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
         io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
         return 1;

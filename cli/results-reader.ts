@@ -19,6 +19,7 @@ import { OUTCOMES } from '../lambdas/core/outcome.ts';
 import type { CrawlResult } from '../lambdas/core/result.ts';
 import { ResultSchema } from '../lambdas/core/result.ts';
 import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
+import { resultsPrefix } from '../lambdas/shared/contracts.ts';
 import {
   type DescribeStackOutputs,
   type LocatedStack,
@@ -94,10 +95,6 @@ export interface ReadIndexOptions {
   onDamage?: OnDamage;
 }
 
-export function resultsPrefix(crawlId: string): string {
-  return `results/${crawlId}/`;
-}
-
 /** Every index line of a crawl, deduplicated by key, in part order; damaged parts and lines skipped. */
 export async function* streamIndex(
   blobs: BlobReader,
@@ -134,6 +131,23 @@ export function* partLines(
   body: Uint8Array,
   onDamage: OnDamage = throwDamage,
 ): Generator<StoredLine> {
+  for (const { value, text } of gzipJsonLines(key, body, onDamage, parseIndexLine))
+    yield { line: value, text };
+}
+
+export type ParsedLine<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/**
+ * The parsed lines of a gzip JSONL object (an index part, a content file). The whole object is
+ * gunzipped before any line is given out, so one that is not gzip (or is cut short) is skipped whole;
+ * a bad line is skipped alone.
+ */
+export function* gzipJsonLines<T>(
+  key: string,
+  body: Uint8Array,
+  onDamage: OnDamage,
+  parse: (text: string) => ParsedLine<T>,
+): Generator<{ value: T; text: string }> {
   let bytes: Buffer;
   try {
     bytes = gunzipSync(body, { maxOutputLength: MAX_PART_DECODED_BYTES });
@@ -141,7 +155,7 @@ export function* partLines(
     onDamage({ key, reason: gzipDamage(body, error) });
     return;
   }
-  // Line by line from the buffer: no string of the whole part, whatever its size.
+  // Line by line from the buffer: no string of the whole object, whatever its size.
   let start = 0;
   for (let lineNo = 1; start < bytes.length; lineNo++) {
     let end = bytes.indexOf(0x0a, start);
@@ -149,8 +163,8 @@ export function* partLines(
     const text = bytes.toString('utf8', start, end);
     start = end + 1;
     if (text.trim() === '') continue;
-    const parsed = parseIndexLine(text);
-    if (parsed.ok) yield { line: parsed.line, text };
+    const parsed = parse(text);
+    if (parsed.ok) yield { value: parsed.value, text };
     else onDamage({ key, line: lineNo, reason: parsed.reason });
   }
 }
@@ -163,19 +177,22 @@ function gzipDamage(body: Uint8Array, error: unknown): string {
   return `bad gzip (${message})`;
 }
 
-export type ParsedIndexLine = { ok: true; line: IndexLine } | { ok: false; reason: string };
-
-export function parseIndexLine(text: string): ParsedIndexLine {
+/** A JSON line validated by `schema`; `what` names it in the reason (`not an index line (...)`). */
+export function parseJsonLine<T>(text: string, schema: z.ZodType<T>, what: string): ParsedLine<T> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
     return { ok: false, reason: `not JSON (${(error as Error).message})` };
   }
-  const parsed = IndexLineSchema.safeParse(json);
-  if (parsed.success) return { ok: true, line: parsed.data };
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return { ok: true, value: parsed.data };
   const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-  return { ok: false, reason: `not an index line (${issues})` };
+  return { ok: false, reason: `not ${what} (${issues})` };
+}
+
+export function parseIndexLine(text: string): ParsedLine<IndexLine> {
+  return parseJsonLine(text, IndexLineSchema, 'an index line');
 }
 
 /** The whole index of a crawl in memory (tests, small crawls; `crawler crawl` streams it instead). */
@@ -379,13 +396,6 @@ export function withStack(
       await stack.close();
     }
   });
-}
-
-export function requireOutput(stack: LocatedStack, name: string): string {
-  const value = stack.outputs[name];
-  if (!value)
-    throw new Error(`${stack.description} has no ${name} output; is it the serverless-crawler stack?`);
-  return value;
 }
 
 /** The reader of the output went away (EPIPE, e.g. `crawler results ID | head`), or the stream failed. */

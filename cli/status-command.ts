@@ -7,15 +7,9 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
 import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
 import type { CrawlCounters } from '../lambdas/core/ports.ts';
-import {
-  type CliIo,
-  cliIo,
-  requireOutput,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
+import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 import { parseCommandArgs } from './usage-hints.ts';
@@ -87,7 +81,10 @@ export async function statusCommand(args: string[], overrides: Partial<CliIo> = 
   if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
   const crawlId = positionals[0]!;
   return withStack(values, io, async (stack) => {
-    const frontier = createFrontierStore(stack.clients.dynamodb, requireOutput(stack, 'FrontierTableName'));
+    const frontier = createFrontierStore(
+      stack.clients.dynamodb,
+      requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description),
+    );
     const counters = await frontier.readCounters(crawlId);
     if (!counters) {
       io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);

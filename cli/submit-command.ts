@@ -14,6 +14,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { CRAWL_ID_RULE, isCrawlId } from '../lambdas/shared/contracts.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { type CliIo, cliIo, openStack, StackNotFoundError, write, writingTo } from './results-reader.ts';
@@ -184,8 +185,8 @@ export function parseSubmitOptions(
     throw new UsageError('give --stack or --state-dir, not both');
   }
   const crawlId = own['crawl-id'];
-  if (crawlId !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(crawlId)) {
-    throw new UsageError(`--crawl-id expects 1-64 of A-Z a-z 0-9 _ -, got ${JSON.stringify(crawlId)}`);
+  if (crawlId !== undefined && !isCrawlId(crawlId)) {
+    throw new UsageError(`--crawl-id expects ${CRAWL_ID_RULE}, got ${JSON.stringify(crawlId)}`);
   }
   return { crawl, files: own.file, stack: own.stack, crawlId, json: own.json ?? false };
 }

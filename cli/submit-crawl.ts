@@ -18,16 +18,12 @@ import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from './required-output.ts';
 
 export interface StackHandles {
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient };
   outputs: Record<string, string>;
-}
-
-export function requiredOutput(outputs: Record<string, string>, name: string): string {
-  const value = outputs[name];
-  if (!value) throw new Error(`the stack has no ${name} output; is it the serverless-crawler stack?`);
-  return value;
 }
 
 /**
@@ -80,9 +76,12 @@ export async function submitCrawl(
         `${MAX_CONFIG_BYTES}: split the seeds into several crawls`,
     );
   }
-  const table = requiredOutput(stack.outputs, 'FrontierTableName');
-  const tasks = new SqsTaskSender(stack.clients.sqs, requiredOutput(stack.outputs, 'TaskQueueUrl'));
-  const results = new SqsResultSender(stack.clients.sqs, requiredOutput(stack.outputs, 'ResultsQueueUrl'));
+  const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
+  const tasks = new SqsTaskSender(stack.clients.sqs, requiredOutput(stack.outputs, OUTPUTS.taskQueueUrl));
+  const results = new SqsResultSender(
+    stack.clients.sqs,
+    requiredOutput(stack.outputs, OUTPUTS.resultsQueueUrl),
+  );
   await new CrawlConfigStore(stack.clients.dynamodb, table).put(config);
   const frontier = createFrontierStore(stack.clients.dynamodb, table);
 

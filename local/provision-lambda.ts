@@ -1,11 +1,9 @@
 // Reads the template's functions and SQS event source mappings into what the pollers need.
 import { randomUUID } from 'node:crypto';
 import { resolve as resolvePath } from 'node:path';
+import { HANDLER_METADATA_KEY } from '../lambdas/shared/contracts.ts';
 import type { CfnResource } from './cfn-template.ts';
 import type { LocalEventSource, LocalFunction, ProvisionedResource } from './stack-model.ts';
-
-/** Resource Metadata key naming the handler module (relative to the repo root). */
-export const HANDLER_METADATA_KEY = 'crawler:handler';
 
 export interface FunctionInput {
   logicalId: string;

@@ -12,7 +12,7 @@
 //                                     holds it - read through that process's emulators
 import { existsSync } from 'node:fs';
 import { ListQueuesCommand, ListQueueTagsCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { STACK_NAME } from '../cdk/stack-contract.ts';
+import { STACK_NAME } from '../lambdas/shared/contracts.ts';
 import {
   type AwsClients,
   type ClientSettings,

@@ -55,6 +55,7 @@
  */
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
 import { type IndexLine, indexLine } from './cdxj.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
 import { OUTCOMES, type Outcome } from './outcome.ts';
@@ -113,20 +114,6 @@ export interface AggregateReport {
 }
 
 export const DEFAULT_FINALIZE_CONCURRENCY = 16;
-
-/** `results/<crawlId>/<UTC time>-<invocation id>.jsonl.gz`: keys sort by write time, then invocation. */
-export function resultPartKey(crawlId: string, at: Date, invocationId: string): string {
-  const stamp = at.toISOString().replace(/[:.]/g, '-');
-  return `${resultsPrefixOf(crawlId)}${stamp}-${invocationId}.jsonl.gz`;
-}
-
-function resultsPrefixOf(crawlId: string): string {
-  return `results/${crawlId}/`;
-}
-
-export function summaryKey(crawlId: string): string {
-  return `crawls/${crawlId}/summary.json`;
-}
 
 /**
  * `crawls/<crawlId>/summary.json`: the crawl's final numbers, written once when it completes; for the
@@ -512,7 +499,7 @@ async function unindexed<T extends Item & { rid: string } & FinalizeOutcome>(
 async function allWritten(blobs: ResultStore, crawlId: string, parts: ReadonlySet<string>): Promise<boolean> {
   if (parts.size === 0) return true;
   const missing = new Set(parts);
-  for await (const key of blobs.list(resultsPrefixOf(crawlId))) {
+  for await (const key of blobs.list(resultsPrefix(crawlId))) {
     missing.delete(key);
     if (missing.size === 0) return true;
   }

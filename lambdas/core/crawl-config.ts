@@ -3,6 +3,7 @@
  * Defaults are stated here once; every entry point (CLI, handlers) validates through this schema.
  */
 import { z } from 'zod';
+import { CRAWL_ID_PATTERN, CRAWL_ID_RULE } from '../shared/contracts.ts';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
 import { stripUserinfo } from './url-normalize.ts';
 
@@ -36,7 +37,7 @@ export const FetchLimitsSchema = z.object({
 
 export const CrawlConfigSchema = z.object({
   v: z.literal(1).default(1),
-  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'crawl id: 1-64 of A-Z a-z 0-9 _ -'),
+  crawlId: z.string().regex(CRAWL_ID_PATTERN, `crawl id: ${CRAWL_ID_RULE}`),
   /**
    * As given, minus any `user:pass@`: the config is stored and its seeds are recorded (invalid ones
    * as given), so a secret in a seed must not survive parsing. The scope is compiled from these.

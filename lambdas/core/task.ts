@@ -3,11 +3,12 @@
  * so `aws sqs send-message --message-body https://example.com/` works.
  */
 import { z } from 'zod';
+import { CRAWL_ID_PATTERN, isCrawlId } from '../shared/contracts.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
 
 export const TaskSchema = z.object({
   v: z.literal(1),
-  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  crawlId: z.string().regex(CRAWL_ID_PATTERN),
   url: z.string().min(1),
   depth: z.number().int().min(0),
   parent: z.string().optional(),
@@ -34,7 +35,7 @@ export type Task = z.infer<typeof TaskSchema>;
 export const VisitMessageSchema = z.object({
   v: z.literal(1),
   kind: z.literal('visit'),
-  crawlId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  crawlId: z.string().regex(CRAWL_ID_PATTERN),
   host: z.string().min(1).max(300),
   /** Given by whoever sent it (a wake, a hand-back): the host accepts only the message it expects. */
   ticket: z.string().max(64).optional(),
@@ -82,9 +83,7 @@ export function parseTaskMessage(body: string): TaskParse {
   if (parsed.success) return { ok: true, task: parsed.data };
   const record = typeof json === 'object' && json !== null ? (json as Record<string, unknown>) : {};
   const crawlId =
-    typeof record.crawlId === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(record.crawlId)
-      ? record.crawlId
-      : DEFAULT_CRAWL_ID;
+    typeof record.crawlId === 'string' && isCrawlId(record.crawlId) ? record.crawlId : DEFAULT_CRAWL_ID;
   const url = typeof record.url === 'string' ? clip(record.url) : undefined;
   const problems = parsed.error.issues
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)

@@ -13,6 +13,7 @@
  * goes into the WARC file as a conversion record referring to the response.
  */
 import { gzipSync } from 'node:zlib';
+import { contentKey, warcKey } from '../shared/contracts.ts';
 import type { ContentRecord } from './content-record.ts';
 import type { BlobWriter, PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
@@ -48,29 +49,6 @@ export const DEFAULT_MAX_WARC_FILE_BYTES = 8 * 1024 * 1024;
  * bytes instead of 24 %.
  */
 export const CONTENT_GZIP_LEVEL = 1;
-
-/**
- * Object key of an invocation's WARC file `part` for a crawl: part 0 is `<invocationId>.warc.gz`,
- * later parts `<invocationId>_0001.warc.gz`, `_0002`, ... ('_' sorts after '.', so a listing keeps
- * the parts in order; the number widens past 9999 parts, which no invocation reaches).
- */
-export function warcKey(crawlId: string, at: Date, invocationId: string, part = 0): string {
-  const name = part === 0 ? invocationId : `${invocationId}_${String(part).padStart(4, '0')}`;
-  return `warc/${crawlId}/${at.toISOString().slice(0, 10)}/${name}.warc.gz`;
-}
-
-/**
- * Object key of an invocation's content file `part` for a crawl, named like its WARC files:
- * `content/<crawlId>/<date>/<invocationId>[_NNNN].jsonl.gz`.
- */
-export function contentKey(crawlId: string, at: Date, invocationId: string, part = 0): string {
-  const name = part === 0 ? invocationId : `${invocationId}_${String(part).padStart(4, '0')}`;
-  return `content/${crawlId}/${at.toISOString().slice(0, 10)}/${name}.jsonl.gz`;
-}
-
-export function contentPrefix(crawlId: string): string {
-  return `content/${crawlId}/`;
-}
 
 interface OpenFile {
   key: string;

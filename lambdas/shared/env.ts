@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { CrawlConfigSchema } from '../core/crawl-config.ts';
+import { FUNCTION_ENV } from './contracts.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -46,14 +47,12 @@ const DefaultCrawlSchema = z
   });
 
 export const FetchEnvSchema = AwsEnvSchema.extend({
-  TASK_QUEUE_URL: z.url(),
-  /** Malformed tasks are moved here at once, with their reason. */
-  TASK_DLQ_URL: z.url(),
-  RESULTS_QUEUE_URL: z.url(),
-  PAGE_BUCKET: z.string().min(3),
-  FRONTIER_TABLE: z.string().min(3),
-  /** Config for crawls that have none stored (plain URL messages); `crawler local` sets it. */
-  DEFAULT_CRAWL_CONFIG: DefaultCrawlSchema,
+  [FUNCTION_ENV.taskQueueUrl]: z.url(),
+  [FUNCTION_ENV.taskDlqUrl]: z.url(),
+  [FUNCTION_ENV.resultsQueueUrl]: z.url(),
+  [FUNCTION_ENV.pageBucket]: z.string().min(3),
+  [FUNCTION_ENV.frontierTable]: z.string().min(3),
+  [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
   /**
    * Set by Lambda itself (the Runtime API's host:port, on loopback), never by the stack or the local
    * runtime: its presence means this process runs inside Lambda.
@@ -62,8 +61,8 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
 });
 
 export const AggregateEnvSchema = AwsEnvSchema.extend({
-  PAGE_BUCKET: z.string().min(3),
-  FRONTIER_TABLE: z.string().min(3),
+  [FUNCTION_ENV.pageBucket]: z.string().min(3),
+  [FUNCTION_ENV.frontierTable]: z.string().min(3),
 });
 
 export type AwsEnv = z.infer<typeof AwsEnvSchema>;

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '../../cdk/paths.ts';
-import { HANDLER_METADATA_KEY, IDS, STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
+import { HANDLER_METADATA_KEY, IDS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { isRecord, ofType, resourcesOf } from './template.ts';
 
 const outdir = mkdtempSync(join(tmpdir(), 'crawler-synth-'));

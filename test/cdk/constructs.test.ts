@@ -6,7 +6,8 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { CrawlerFunction, type QueueConsumerSettings } from '../../cdk/crawler-function.ts';
 import { QueueWithDlq, visibilityTimeoutFor } from '../../cdk/queue-with-dlq.ts';
-import { HANDLER_METADATA_KEY, HANDLERS, IDS, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
+import { HANDLER_METADATA_KEY, HANDLERS, IDS } from '../../lambdas/shared/contracts.ts';
 import { resource } from './template.ts';
 
 function testStack(): Stack {

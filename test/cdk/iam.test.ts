@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
-import { IDS, synthesizeStack } from '../../cdk/synth.ts';
+import { synthesizeStack } from '../../cdk/synth.ts';
+import { IDS } from '../../lambdas/shared/contracts.ts';
 import {
   allows,
   isRecord,

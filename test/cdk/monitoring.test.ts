@@ -13,7 +13,8 @@ import { createCrawlerApp } from '../../cdk/crawler-app.ts';
 import { AGGREGATE_EVENT_SOURCE, ALARMS, CONTEXT_KEYS, FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { crawlerSearchExpression, MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
-import { IDS, OUTPUTS, STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
+import { IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import {
   CRAWLER_METRICS,
   CRAWLER_NAMESPACE,

@@ -12,14 +12,8 @@ import {
   QUEUE,
 } from '../../cdk/limits.ts';
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
-import {
-  HANDLER_METADATA_KEY,
-  HANDLERS,
-  IDS,
-  OUTPUTS,
-  STACK_NAME,
-  synthesizeStack,
-} from '../../cdk/synth.ts';
+import { synthesizeStack } from '../../cdk/synth.ts';
+import { HANDLER_METADATA_KEY, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import {
   type CfnResource,
   getAttTarget,

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createCrawlerApp } from '../../cdk/crawler-app.ts';
 import { CONTEXT_KEYS } from '../../cdk/limits.ts';
-import { OUTPUTS, STACK_NAME } from '../../cdk/synth.ts';
+import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { CRAWLER_BIN, NODE_BIN, REPO_ROOT, tempDir } from '../fixtures/run-cli.ts';
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
 

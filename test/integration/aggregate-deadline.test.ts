@@ -14,11 +14,12 @@ import {
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { createHandler } from '../../lambdas/aggregate/handler.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { toSqsRecord } from '../../local/sqs-event.ts';

@@ -17,22 +17,18 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import {
-  type DrainedRecord,
-  resultId,
-  resultPartKey,
-  summaryKey,
-} from '../../lambdas/core/aggregate-batch.ts';
+import { type DrainedRecord, resultId } from '../../lambdas/core/aggregate-batch.ts';
 import { tallyOf } from '../../lambdas/core/fetch-batch.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type { HostTally } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { WarcFileBuilder } from '../../lambdas/core/warc.ts';
+import { resultPartKey, STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import type { InvocationReport } from '../../local/event-source-poller.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

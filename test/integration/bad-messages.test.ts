@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';

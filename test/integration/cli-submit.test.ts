@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import type { CliIo } from '../../cli/results-reader.ts';
@@ -21,6 +21,7 @@ import { CrawlCancellation, cancelCrawl } from '../../lambdas/adapters/frontier-
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { OUTCOMES } from '../../lambdas/core/outcome.ts';
+import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';

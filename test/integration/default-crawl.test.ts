@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import type { CrawlStatus } from '../../cli/status-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { summaryKey } from '../../lambdas/core/aggregate-batch.ts';
 import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl-config.ts';
+import { STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { ioAgainst } from '../fixtures/local-cli-io.ts';

@@ -16,7 +16,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { OUTPUTS, STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
 import { getCommand } from '../../cli/get-command.ts';
 import { redriveCommand } from '../../cli/redrive-command.ts';
@@ -25,6 +25,7 @@ import type { CliIo } from '../../cli/results-reader.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
 import { awsCallLedger, type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
+import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { AggregateEnvSchema, FetchEnvSchema } from '../../lambdas/shared/env.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

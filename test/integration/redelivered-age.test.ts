@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { createHandler as createAggregateHandler } from '../../lambdas/aggregate/handler.ts';
 import { createHandler as createFetchHandler } from '../../lambdas/fetch/handler.ts';
+import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { CRAWLER_METRICS, CRAWLER_NAMESPACE } from '../../lambdas/shared/metrics.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

@@ -7,11 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { STACK_NAME, synthesizeTemplate } from '../../cdk/synth.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/results-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { startDynaliteServer } from '../../local/dynalite-server.ts';
 import { type RunningServer, startFauxqsServer } from '../../local/fauxqs-server.ts';

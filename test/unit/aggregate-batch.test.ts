@@ -13,9 +13,7 @@ import {
   processResultBatch,
   type ResultMessage,
   resultId,
-  resultPartKey,
   summaryFromCounters,
-  summaryKey,
 } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
@@ -28,6 +26,7 @@ import type {
   ResultStore,
 } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
 
 /**
  * Where a fake can make the invocation die: the call never settles (like a Lambda that timed out or

@@ -8,13 +8,8 @@ import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/cont
 import type { BlobWriter, PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { iterateWarcFile, parseHttpMessage, readWarcRecord } from '../../lambdas/core/warc.ts';
-import {
-  type CapturedPage,
-  contentKey,
-  storeWarcFiles,
-  WarcBatchWriter,
-  warcKey,
-} from '../../lambdas/core/warc-batch.ts';
+import { type CapturedPage, storeWarcFiles, WarcBatchWriter } from '../../lambdas/core/warc-batch.ts';
+import { contentKey, warcKey } from '../../lambdas/shared/contracts.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';
 
 const AT = new Date('2026-11-29T12:00:00.000Z');

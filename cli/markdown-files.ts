@@ -14,7 +14,8 @@ import { dirname, join } from 'node:path';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
 
 const DROPPED_EXTENSION = /\.(html?|php|aspx?|md)$/i;
-const UNSAFE = /[\u0000-\u001f<>:"/\\|?*\u007f]/g;
+/** Characters some file system refuses in a name (Windows' set, and the path separators). */
+const UNSAFE = new Set(['<', '>', ':', '"', '/', '\\', '|', '?', '*']);
 const MAX_SEGMENT = 120;
 
 /** The file's path relative to DIR, without the collision suffix. */
@@ -30,7 +31,7 @@ export function markdownPath(url: string): string {
   last = last.replace(DROPPED_EXTENSION, '') || 'index';
   if (parsed.search) last = `${last}_${hex(parsed.search)}`;
   segments[segments.length - 1] = last;
-  return join(host, ...segments.map((segment) => segment || '_')) + '.md';
+  return `${join(host, ...segments.map((segment) => segment || '_'))}.md`;
 }
 
 /**
@@ -78,7 +79,11 @@ function decodeSegment(segment: string): string {
 }
 
 function safeSegment(segment: string): string {
-  let safe = segment.replace(UNSAFE, '_');
+  let safe = '';
+  for (const char of segment) {
+    const code = char.charCodeAt(0);
+    safe += code < 0x20 || code === 0x7f || UNSAFE.has(char) ? '_' : char;
+  }
   if (safe === '.' || safe === '..') safe = '_';
   return safe.length > MAX_SEGMENT ? `${safe.slice(0, MAX_SEGMENT - 9)}_${hex(safe)}` : safe;
 }

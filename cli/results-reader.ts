@@ -321,7 +321,7 @@ export interface CliIo {
   stdout: Writable;
   stderr: Writable;
   locate: Locate;
-  /** For `--stack NAME` (a deployed stack): its CloudFormation outputs. Not wired yet: needs a CloudFormation client. */
+  /** For `--stack NAME` (a deployed stack): its CloudFormation outputs (cli/stack-outputs.ts). */
   describeStackOutputs?: DescribeStackOutputs;
 }
 

@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { OUTCOMES } from '../../lambdas/core/outcome.ts';
 import { CRAWLER_BIN, NODE_BIN, REPO_ROOT, runCli, tempDir } from '../fixtures/run-cli.ts';
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
 

@@ -20,7 +20,6 @@ import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { CrawlCancellation, cancelCrawl } from '../../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { OUTCOMES } from '../../lambdas/core/outcome.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

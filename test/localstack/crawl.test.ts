@@ -20,7 +20,6 @@ import { gunzipSync } from 'node:zlib';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describeStackOutputs } from '../../cli/stack-outputs.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { OUTCOMES } from '../../lambdas/core/outcome.ts';
 import { createClients, destroyClients, endpointsFromUrl } from '../../local/aws-clients.ts';
 import { runCli } from '../fixtures/run-cli.ts';
 

@@ -31,7 +31,7 @@ import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
 import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
 import { extractMainContent, type MainContent } from '../lambdas/core/main-content.ts';
-import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
+import { type DecodedBody, decodeContent, decodeText, isGzip } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
@@ -362,10 +362,6 @@ export function contentCodings(header: string | undefined): string[] {
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
-}
-
-function isGzip(bytes: Uint8Array): boolean {
-  return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
 function parse(args: string[]) {

@@ -16,6 +16,7 @@ import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
+import { isGzip } from '../lambdas/core/page-content.ts';
 import type { CrawlResult } from '../lambdas/core/result.ts';
 import { ResultSchema } from '../lambdas/core/result.ts';
 import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
@@ -171,7 +172,7 @@ export function* gzipJsonLines<T>(
 
 function gzipDamage(body: Uint8Array, error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  if (body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) return `not gzip (${message})`;
+  if (!isGzip(body)) return `not gzip (${message})`;
   if (error instanceof RangeError || (error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE')
     return `decodes to more than ${MAX_PART_DECODED_BYTES} bytes`;
   return `bad gzip (${message})`;

@@ -34,6 +34,11 @@ export function isHtml(headers: ReadonlyArray<[string, string]>): boolean {
 
 // --- content codings --------------------------------------------------------------------------
 
+/** Starts with gzip's magic bytes (a gzip body whatever its Content-Encoding says, a WARC member). */
+export function isGzip(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
+}
+
 /** Decoded bytes per received byte above which a body is a decompression bomb (Apache POI's 1:100). */
 export const DEFAULT_MAX_DECODE_RATIO = 100;
 /** The ratio is only enforced once the decoded output is larger than this. */

@@ -54,6 +54,8 @@
  * save is retried (retryStep). Store errors propagate (the visit fails: its host is released and its
  * message retried).
  */
+
+import { decodeContent } from './capped-inflate.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
   describeError,
@@ -78,7 +80,6 @@ import {
   type RobotsPolicy,
   type RobotsRule,
 } from './robots.ts';
-import { decodeContent } from './sitemap.ts';
 
 /** A stored or cached policy is used for at most this long after it was fetched (RFC 9309 §2.4). */
 export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000;

@@ -9,6 +9,7 @@
  * gzip members all throw WarcFormatError.
  */
 import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
+import { isGzip } from './page-content.ts';
 
 export class WarcFormatError extends Error {
   readonly code = 'warc_format';
@@ -102,10 +103,6 @@ export function* iterateWarcFile(bytes: Uint8Array): Generator<WarcFileEntry> {
     yield { offset, length: end - offset, record };
     offset = end;
   }
-}
-
-function isGzip(bytes: Uint8Array): boolean {
-  return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
 function findHeader(headers: Array<[string, string]>, name: string): string | undefined {

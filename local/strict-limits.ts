@@ -4,6 +4,7 @@
  * requests are strict-sqs-s3.ts (fauxqs) and strict-dynamodb.ts (dynalite). An error carries what AWS
  * answers: the HTTP status, the error code and a message of the same shape.
  */
+import { AWS_LIMITS } from '../lambdas/core/limits.ts';
 
 export interface AwsError {
   status: number;
@@ -14,7 +15,7 @@ export interface AwsError {
 /** SQS quotas (SQS Developer Guide, "Amazon SQS message quotas"; API reference of SendMessageBatch). */
 export const SQS_LIMITS = {
   /** DelaySeconds of a message (and a queue's default): 0 to 900 seconds. */
-  maxDelaySeconds: 900,
+  maxDelaySeconds: AWS_LIMITS.sqsMaxDelaySeconds,
   /** Entries of one SendMessageBatch (and of the other batch actions). */
   maxBatchEntries: 10,
   /**

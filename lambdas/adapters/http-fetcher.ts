@@ -39,6 +39,7 @@ import {
 } from '../core/address-guard.ts';
 import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
 import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
+import { STORAGE_LIMITS } from '../core/limits.ts';
 import type { PageFetcher, PageResponse } from '../core/ports.ts';
 import { withoutUserinfo } from '../core/url-normalize.ts';
 
@@ -104,7 +105,7 @@ export interface HttpFetcherOptions {
  * to the WARC writer as they complete): peak RSS 217-227 MB with 16 MiB, 229-243 with 24, 237-256
  * with 32, 290-318 with 64; throughput the same (the work is CPU-bound on one core).
  */
-export const DEFAULT_MAX_BUFFERED_BODY_BYTES = 24 * 1024 * 1024;
+export const DEFAULT_MAX_BUFFERED_BODY_BYTES: number = STORAGE_LIMITS.bufferedBodyBytes;
 
 export const ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8';
 export const ACCEPT_ENCODING = 'gzip, deflate, br';

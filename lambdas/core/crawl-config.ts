@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { CRAWL_ID_PATTERN, CRAWL_ID_RULE } from '../shared/contracts.ts';
+import { CRAWL_LIMITS, FETCH_LIMITS } from './limits.ts';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
 import { stripUserinfo } from './url-normalize.ts';
 
@@ -14,23 +15,15 @@ export type ContentMode = (typeof CONTENT_MODES)[number];
 export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
 
 export const FetchLimitsSchema = z.object({
-  connectTimeoutMs: z.number().int().positive().default(5_000),
-  headersTimeoutMs: z.number().int().positive().default(10_000),
+  connectTimeoutMs: z.number().int().positive().default(FETCH_LIMITS.connectTimeoutMs),
+  headersTimeoutMs: z.number().int().positive().default(FETCH_LIMITS.headersTimeoutMs),
   /** Total deadline per request: undici's own timeouts are inactivity timers a trickling server defeats. */
-  totalTimeoutMs: z.number().int().positive().default(20_000),
-  maxBodyBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(5 * 1024 * 1024),
+  totalTimeoutMs: z.number().int().positive().default(FETCH_LIMITS.totalTimeoutMs),
+  maxBodyBytes: z.number().int().positive().default(FETCH_LIMITS.maxBodyBytes),
   /** Decoded (decompressed) bytes read for link extraction: decompression bombs stop here. */
-  maxDecodedBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(20 * 1024 * 1024),
-  maxRedirects: z.number().int().min(0).default(5),
-  maxUrlLength: z.number().int().positive().default(2048),
+  maxDecodedBytes: z.number().int().positive().default(FETCH_LIMITS.maxDecodedBytes),
+  maxRedirects: z.number().int().min(0).default(FETCH_LIMITS.maxRedirects),
+  maxUrlLength: z.number().int().positive().default(FETCH_LIMITS.maxUrlLength),
   /** Decoded bytes per received byte before a compressed body counts as a decompression bomb (past 1 MiB decoded). */
   maxDecodeRatio: z.number().positive().default(DEFAULT_MAX_DECODE_RATIO),
 });
@@ -60,7 +53,7 @@ export const CrawlConfigSchema = z.object({
    * Cap on a server's Retry-After (429, 503; robots.txt too): the host rests at most this long, and a
    * URL asked to wait longer ends `failed` with code `retry-after-too-long`. 15 min, the longest SQS delay.
    */
-  maxRetryAfterMs: z.number().int().min(0).default(900_000),
+  maxRetryAfterMs: z.number().int().min(0).default(CRAWL_LIMITS.maxRetryAfterMs),
   respectRobots: z.boolean().default(true),
   /** Stop the crawl (its queued tasks end `cancelled`) once its estimated AWS cost reaches this (core/budget.ts). */
   maxCostUsd: z.number().positive().optional(),
@@ -82,7 +75,7 @@ export const CrawlConfigSchema = z.object({
   /** Also put each page's Markdown (or text) into the WARC file, as a conversion record. */
   warcConversion: z.boolean().default(false),
   /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
-  maxAttempts: z.number().int().min(1).max(4).default(4),
+  maxAttempts: z.number().int().min(1).max(CRAWL_LIMITS.maxAttempts).default(CRAWL_LIMITS.maxAttempts),
   limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),
   createdAt: z.string().optional(),
 });

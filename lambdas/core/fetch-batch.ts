@@ -19,6 +19,7 @@ import type { CrawlConfig } from './crawl-config.ts';
 import { isCrawlError } from './errors.ts';
 import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
+import { AWS_LIMITS } from './limits.ts';
 import { admitEnded, admitLinks, type DiscoveringPage, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
@@ -118,7 +119,7 @@ const DEFAULT_FLUSH_EVERY_PAGES = 25;
 /** Visits wait once this many flushes' worth of pages are unsent (BatchOutput.room). */
 const PENDING_FLUSHES = 2;
 /** SQS caps DelaySeconds at 15 minutes. */
-const MAX_DELAY_SECONDS = 900;
+const MAX_DELAY_SECONDS = AWS_LIMITS.sqsMaxDelaySeconds;
 
 export async function processFetchBatch(
   messages: readonly TaskMessage[],

@@ -20,6 +20,7 @@ import {
   type RetryableError,
 } from './errors.ts';
 import { headerValue } from './http-headers.ts';
+import { AWS_LIMITS } from './limits.ts';
 import { crawlScope, type DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
@@ -99,7 +100,7 @@ export interface ClaimedUrl {
   relink: boolean;
 }
 
-const MAX_SQS_DELAY_SECONDS = 900;
+const MAX_SQS_DELAY_SECONDS = AWS_LIMITS.sqsMaxDelaySeconds;
 /**
  * A held slot (`notBefore`, per-URL scheduling's deferrals) further ahead than this is not one the
  * crawler handed out: it is ignored and a slot reserved. A visit's tasks carry no `notBefore`.

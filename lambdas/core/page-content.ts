@@ -20,6 +20,7 @@ import {
 } from 'node:zlib';
 import { decodeAs, type EncodingSource, sniffHtmlEncoding } from './encoding-sniff.ts';
 import { headerValue } from './http-headers.ts';
+import { FETCH_LIMITS } from './limits.ts';
 
 export const HTML_TYPES = ['text/html', 'application/xhtml+xml'];
 
@@ -40,7 +41,7 @@ export function isGzip(bytes: Uint8Array): boolean {
 }
 
 /** Decoded bytes per received byte above which a body is a decompression bomb (Apache POI's 1:100). */
-export const DEFAULT_MAX_DECODE_RATIO = 100;
+export const DEFAULT_MAX_DECODE_RATIO: number = FETCH_LIMITS.maxDecodeRatio;
 /** The ratio is only enforced once the decoded output is larger than this. */
 export const DEFAULT_RATIO_FLOOR_BYTES = 1024 * 1024;
 /** More stacked codings than this (`gzip, gzip, gzip, ...`) are refused unread. */

@@ -14,10 +14,11 @@
  * - Slots are per host:port (`hostKey`), not per origin: http://a and https://a share one host.
  */
 import type { CrawlConfig } from './crawl-config.ts';
+import { AWS_LIMITS } from './limits.ts';
 
 export const DEFAULT_MAX_WAIT_MS = 2_000;
 /** SQS caps DelaySeconds at 15 minutes. */
-export const MAX_SQS_DELAY_SECONDS = 900;
+export const MAX_SQS_DELAY_SECONDS: number = AWS_LIMITS.sqsMaxDelaySeconds;
 
 export interface EffectiveDelay {
   /** Gap to keep between two requests to the host, in ms. */

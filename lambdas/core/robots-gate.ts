@@ -66,6 +66,7 @@ import {
   RetryableError,
 } from './errors.ts';
 import { headerValue, retryAfterMs } from './http-headers.ts';
+import { ROBOTS_LIMITS } from './limits.ts';
 import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
 import { retryStep } from './retry-step.ts';
@@ -82,7 +83,7 @@ import {
 } from './robots.ts';
 
 /** A stored or cached policy is used for at most this long after it was fetched (RFC 9309 §2.4). */
-export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000;
+export const ROBOTS_TTL_MS: number = ROBOTS_LIMITS.ttlMs;
 export const MAX_ROBOTS_REDIRECTS = 5;
 /** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
 export const MAX_ROBOTS_FAILURES = 4;
@@ -91,7 +92,7 @@ export const ROBOTS_BACKOFF_BASE_MS = 30_000;
 export const ROBOTS_POLL_MS = 5_000;
 /** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */
 export const MAX_ROBOTS_BYTES = DEFAULT_MAX_ROBOTS_BYTES;
-export const DEFAULT_ROBOTS_CACHE_ENTRIES = 1000;
+export const DEFAULT_ROBOTS_CACHE_ENTRIES: number = ROBOTS_LIMITS.cacheEntries;
 
 export type RobotsVerdict =
   | { kind: 'allowed'; crawlDelaySeconds?: number; slot?: number }

@@ -15,6 +15,7 @@
 import { gzipSync } from 'node:zlib';
 import { contentKey, warcKey } from '../shared/contracts.ts';
 import type { ContentRecord } from './content-record.ts';
+import { STORAGE_LIMITS } from './limits.ts';
 import type { BlobWriter, PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { type PreparedResponse, prepareResponse, WarcFileBuilder, type WarcResponseRef } from './warc.ts';
@@ -41,7 +42,7 @@ export interface WarcBatchWriterOptions {
   gzipLevel?: number;
 }
 
-export const DEFAULT_MAX_WARC_FILE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_WARC_FILE_BYTES: number = STORAGE_LIMITS.warcFileBytes;
 
 /**
  * zlib level of a content record's gzip member. Level 1: on the bench site's pages (58 KB records:

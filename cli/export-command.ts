@@ -10,19 +10,11 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import {
-  type CliIo,
-  cliIo,
-  damageWarning,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { damageWarning, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
 writes results.jsonl, warc/, pages.jsonl and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does
@@ -30,46 +22,40 @@ writes results.jsonl, warc/, pages.jsonl and summary.json of crawl ID to DIR, as
   --markdown-dir DIR   also write each page's Markdown to DIR/<host>/<path>.md, with YAML front matter
 ${STACK_USAGE}`;
 
-export async function exportCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${EXPORT_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { out: { type: 'string' }, 'markdown-dir': { type: 'string' }, ...STACK_OPTIONS },
-    EXPORT_USAGE,
-  );
-  if (positionals.length !== 1) throw new UsageError(`export needs exactly one crawl id\n${EXPORT_USAGE}`);
-  if (values.out === undefined) throw new UsageError(`export needs --out DIR\n${EXPORT_USAGE}`);
-  const crawlId = positionals[0]!;
-  const outDir = resolve(values.out);
-  return withStack(values, io, async (stack) => {
-    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-    const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-    if (!counters) {
-      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-      return 1;
-    }
-    const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
-    const now = new Date();
-    const blobs = new S3Blobs(
-      stack.clients.s3,
-      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
-    );
-    const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-      seeds: config.seeds,
-      startedAt: counters.startedAt ? new Date(counters.startedAt) : now,
-      endedAt: counters.endedAt ? new Date(counters.endedAt) : now,
-      state: counters.state === 'running' ? 'interrupted' : counters.state,
-      onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
-      ...(values['markdown-dir'] === undefined ? {} : { markdownDir: resolve(values['markdown-dir']) }),
+export const exportCommand = defineCommand({
+  usage: EXPORT_USAGE,
+  options: { out: { type: 'string' }, 'markdown-dir': { type: 'string' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length !== 1) throw new UsageError(`export needs exactly one crawl id\n${EXPORT_USAGE}`);
+    if (values.out === undefined) throw new UsageError(`export needs --out DIR\n${EXPORT_USAGE}`);
+    const crawlId = positionals[0]!;
+    const outDir = resolve(values.out);
+    return withStack(values, io, async (stack) => {
+      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+      const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+      if (!counters) {
+        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
+        return 1;
+      }
+      const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
+      const now = new Date();
+      const blobs = new S3Blobs(
+        stack.clients.s3,
+        requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+      );
+      const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
+        seeds: config.seeds,
+        startedAt: counters.startedAt ? new Date(counters.startedAt) : now,
+        endedAt: counters.endedAt ? new Date(counters.endedAt) : now,
+        state: counters.state === 'running' ? 'interrupted' : counters.state,
+        onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+        ...(values['markdown-dir'] === undefined ? {} : { markdownDir: resolve(values['markdown-dir']) }),
+      });
+      await write(
+        io.stdout,
+        `crawl ${crawlId} (${summary.state}): ${summary.urls} URLs, ${summary.warcFiles} WARC files, ${summary.contentRecords ?? 0} content records${summary.markdownFiles === undefined ? '' : `, ${summary.markdownFiles} Markdown files`} written to ${outDir}\n`,
+      );
+      return damages.length > 0 ? 1 : 0;
     });
-    await write(
-      io.stdout,
-      `crawl ${crawlId} (${summary.state}): ${summary.urls} URLs, ${summary.warcFiles} WARC files, ${summary.contentRecords ?? 0} content records${summary.markdownFiles === undefined ? '' : `, ${summary.markdownFiles} Markdown files`} written to ${outDir}\n`,
-    );
-    return damages.length > 0 ? 1 : 0;
-  });
-}
+  },
+});

@@ -5,16 +5,11 @@
  * still `running` is written as `interrupted` (what exists so far).
  */
 import { resolve } from 'node:path';
-import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
-import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';
-import { requiredOutput } from './required-output.ts';
 import { damageWarning, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
-import { noSuchCrawl } from './usage-failures.ts';
 
 export const EXPORT_USAGE = `usage: crawler export ID --out DIR [options]
 writes results.jsonl, warc/, pages.jsonl and summary.json of crawl ID to DIR, as \`crawler crawl --out\` does
@@ -31,18 +26,10 @@ export const exportCommand = defineCommand({
     const crawlId = positionals[0]!;
     const outDir = resolve(values.out);
     return withStack(values, io, async (stack) => {
-      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-      const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-      if (!counters) {
-        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-        return 1;
-      }
-      const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
+      const crawl = await openStoredCrawl(stack, crawlId, io);
+      if (!crawl) return 1;
+      const { counters, config, blobs } = crawl;
       const now = new Date();
-      const blobs = new S3Blobs(
-        stack.clients.s3,
-        requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
-      );
       const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
         seeds: config.seeds,
         startedAt: counters.startedAt ? new Date(counters.startedAt) : now,

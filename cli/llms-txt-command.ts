@@ -7,18 +7,13 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
-import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { ContentRecord } from '../lambdas/core/content-record.ts';
-import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';
 import { defineCommand } from './define-command.ts';
 import { betterHome, type LlmsEntry, llmsEntry, llmsFullSection, llmsTxt } from './llms-txt.ts';
-import { requiredOutput } from './required-output.ts';
 import { damageWarning, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
-import { noSuchCrawl } from './usage-failures.ts';
 
 export const LLMS_TXT_USAGE = `usage: crawler llms-txt ID [options]
 writes llms.txt (the site's title and summary, one line per page with its description) and
@@ -35,19 +30,11 @@ export const llmsTxtCommand = defineCommand({
     const crawlId = positionals[0]!;
     const outDir = resolve(values.out ?? '.');
     return withStack(values, io, async (stack) => {
-      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-      const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-      if (!counters) {
-        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-        return 1;
-      }
+      const crawl = await openStoredCrawl(stack, crawlId, io);
+      if (!crawl) return 1;
+      const { counters, config, blobs } = crawl;
       if (counters.state === 'running')
         io.stderr.write(`note: crawl ${crawlId} is still running: the files hold the pages stored so far\n`);
-      const config = await new CrawlConfigStore(stack.clients.dynamodb, table).get(crawlId);
-      const blobs = new S3Blobs(
-        stack.clients.s3,
-        requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
-      );
       await mkdir(outDir, { recursive: true });
       const entries: LlmsEntry[] = [];
       let home: ContentRecord | undefined;

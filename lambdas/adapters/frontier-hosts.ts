@@ -11,7 +11,6 @@ import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
   DeleteItemCommand,
-  type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
@@ -27,6 +26,7 @@ import {
   DONE_SK_PREFIX,
   doneKey,
   expiresAt,
+  FrontierTableAdapter,
   HOST_SK_PREFIX,
   hostKey,
   type Item,
@@ -35,7 +35,6 @@ import {
   names,
   num,
   outcomeAttr,
-  type ResolvedOptions,
   S,
   str,
 } from './frontier-schema.ts';
@@ -112,17 +111,7 @@ class Update {
   }
 }
 
-export class FrontierHosts implements HostVisits {
-  private readonly dynamodb: DynamoDBClient;
-  private readonly table: string;
-  private readonly options: ResolvedOptions;
-
-  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
-    this.dynamodb = dynamodb;
-    this.table = table;
-    this.options = options;
-  }
-
+export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
   /**
    * `ADD wake 1` always: a visit that leased the host before this admission can then no longer drain
    * it (drain is conditional on the wake it saw), so the admitted URL is never stranded. An active

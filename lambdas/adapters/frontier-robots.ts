@@ -9,18 +9,18 @@
  * as RFC 9309 does for an unreachable robots.txt), with `truncated: true`.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { RobotsState, RobotsStore } from '../core/ports.ts';
 import { DISALLOW_ALL } from '../core/robots.ts';
 import {
   ATTR,
   expiresAt,
+  FrontierTableAdapter,
   type Item,
   isConditionFailed,
   N,
   names,
   num,
-  type ResolvedOptions,
   ROBOTS_ST,
   robotsKey,
   S,
@@ -33,17 +33,7 @@ export const INLINE_POLICY_MAX_BYTES = 350_000;
 /** What `read` returns for a policy too large to store. */
 export const OVERSIZED_POLICY_JSON = JSON.stringify({ ...DISALLOW_ALL, truncated: true });
 
-export class FrontierRobots implements RobotsStore {
-  private readonly dynamodb: DynamoDBClient;
-  private readonly table: string;
-  private readonly options: ResolvedOptions;
-
-  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
-    this.dynamodb = dynamodb;
-    this.table = table;
-    this.options = options;
-  }
-
+export class FrontierRobots extends FrontierTableAdapter implements RobotsStore {
   async read(crawlId: string, origin: string): Promise<RobotsState> {
     const { Item: item } = await this.dynamodb.send(
       new GetItemCommand({ TableName: this.table, Key: robotsKey(crawlId, origin), ConsistentRead: true }),

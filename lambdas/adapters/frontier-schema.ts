@@ -4,6 +4,7 @@
  * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
  */
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ROBOTS_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -160,9 +161,22 @@ export function resolveOptions(options: FrontierStoreOptions = {}): ResolvedOpti
     ttlSeconds: options.ttlSeconds ?? DEFAULT_TTL_SECONDS,
     admitConcurrency: Math.max(1, Math.floor(options.admitConcurrency ?? 16)),
     maxConflictAttempts: Math.max(1, Math.floor(options.maxConflictAttempts ?? 100)),
-    robotsMaxAgeMs: options.robotsMaxAgeMs ?? 24 * 3600 * 1000,
+    robotsMaxAgeMs: options.robotsMaxAgeMs ?? ROBOTS_LIMITS.ttlMs,
     clock: options.clock ?? Date.now,
   };
+}
+
+/** What every FrontierTable adapter holds: the client, the table and the resolved options. */
+export abstract class FrontierTableAdapter {
+  protected readonly dynamodb: DynamoDBClient;
+  protected readonly table: string;
+  protected readonly options: ResolvedOptions;
+
+  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
+    this.dynamodb = dynamodb;
+    this.table = table;
+    this.options = options;
+  }
 }
 
 /** `expiresAt` (epoch seconds) for an item written now. */

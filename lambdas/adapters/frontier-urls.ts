@@ -5,7 +5,6 @@
  */
 import {
   BatchGetItemCommand,
-  type DynamoDBClient,
   QueryCommand,
   type QueryCommandOutput,
   UpdateItemCommand,
@@ -24,12 +23,12 @@ import { retryStep } from '../core/retry-step.ts';
 import {
   ATTR,
   expiresAt,
+  FrontierTableAdapter,
   type Item,
   isConditionFailed,
   N,
   names,
   num,
-  type ResolvedOptions,
   S,
   str,
   URL_ST,
@@ -88,17 +87,7 @@ function hostUrl(item: Item): HostUrl {
   return url;
 }
 
-export class FrontierUrls implements HostUrlStore {
-  private readonly dynamodb: DynamoDBClient;
-  private readonly table: string;
-  private readonly options: ResolvedOptions;
-
-  constructor(dynamodb: DynamoDBClient, table: string, options: ResolvedOptions) {
-    this.dynamodb = dynamodb;
-    this.table = table;
-    this.options = options;
-  }
-
+export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   /**
    * One conditional write per candidate (duplicate keys in one call are tried once), each in its
    * host's partition, at most `admitConcurrency` in flight. A `held` candidate (admitted as skipped,

@@ -37,12 +37,12 @@ import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } f
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
 import { ContentReadError, readContentRecord } from './content-reader.ts';
+import { defineCommand } from './define-command.ts';
 import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
 import { requiredOutput } from './required-output.ts';
 import {
   type BlobReader,
   type CliIo,
-  cliIo,
   damageWarning,
   STACK_OPTIONS,
   STACK_USAGE,
@@ -51,7 +51,6 @@ import {
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --crawl ID           the crawl to read from (required)
@@ -64,118 +63,128 @@ export const GET_USAGE = `usage: crawler get URL --crawl ID [options]
   --meta               the page's metadata (title, description, language, ...) as JSON
 ${STACK_USAGE}`;
 
-export async function getCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${GET_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parse(args);
-  if (positionals.length !== 1) throw new UsageError(`get needs exactly one URL\n${GET_USAGE}`);
-  if (values.crawl === undefined || values.crawl === '')
-    throw new UsageError(`get needs --crawl ID\n${GET_USAGE}`);
-  const modes = (['body', 'headers', 'warc', 'markdown', 'text', 'meta'] as const).filter(
-    (mode) => values[mode],
-  );
-  if (modes.length > 1)
-    throw new UsageError(
-      `give one of --body, --headers, --warc, --markdown, --text, --meta (got ${modes.map((m) => `--${m}`).join(', ')})`,
+export const getCommand = defineCommand({
+  usage: GET_USAGE,
+  options: {
+    crawl: { type: 'string' },
+    body: { type: 'boolean' },
+    headers: { type: 'boolean' },
+    warc: { type: 'boolean' },
+    markdown: { type: 'boolean' },
+    text: { type: 'boolean' },
+    meta: { type: 'boolean' },
+    raw: { type: 'boolean' },
+    ...STACK_OPTIONS,
+  },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length !== 1) throw new UsageError(`get needs exactly one URL\n${GET_USAGE}`);
+    if (values.crawl === undefined || values.crawl === '')
+      throw new UsageError(`get needs --crawl ID\n${GET_USAGE}`);
+    const modes = (['body', 'headers', 'warc', 'markdown', 'text', 'meta'] as const).filter(
+      (mode) => values[mode],
     );
-  const mode = modes[0] ?? 'body';
-  if (values.raw && mode !== 'body') throw new UsageError('--raw applies to --body only');
-  const crawlId = values.crawl;
-  const normalized = normalizeUrl(positionals[0]!);
-  if (!normalized.ok) throw new UsageError(`not a crawlable URL: ${normalized.reason}`);
+    if (modes.length > 1)
+      throw new UsageError(
+        `give one of --body, --headers, --warc, --markdown, --text, --meta (got ${modes.map((m) => `--${m}`).join(', ')})`,
+      );
+    const mode = modes[0] ?? 'body';
+    if (values.raw && mode !== 'body') throw new UsageError('--raw applies to --body only');
+    const crawlId = values.crawl;
+    const normalized = normalizeUrl(positionals[0]!);
+    if (!normalized.ok) throw new UsageError(`not a crawlable URL: ${normalized.reason}`);
 
-  return withStack(values, io, async (stack) => {
-    const blobs = new S3Blobs(
-      stack.clients.s3,
-      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
-    );
-    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-    let skipped = 0;
-    const line = await lookupIndexLine(
-      blobs,
-      new FrontierUrlLookup(stack.clients.dynamodb, table),
-      crawlId,
-      normalized,
-      {
-        onFallback: (why) =>
-          io.stderr.write(`note: ${normalized.url}: ${why}; scanning the whole index of crawl ${crawlId}\n`),
-        onDamage: (damage) => {
-          skipped++;
-          io.stderr.write(`${damageWarning(damage)}\n`);
+    return withStack(values, io, async (stack) => {
+      const blobs = new S3Blobs(
+        stack.clients.s3,
+        requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+      );
+      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+      let skipped = 0;
+      const line = await lookupIndexLine(
+        blobs,
+        new FrontierUrlLookup(stack.clients.dynamodb, table),
+        crawlId,
+        normalized,
+        {
+          onFallback: (why) =>
+            io.stderr.write(
+              `note: ${normalized.url}: ${why}; scanning the whole index of crawl ${crawlId}\n`,
+            ),
+          onDamage: (damage) => {
+            skipped++;
+            io.stderr.write(`${damageWarning(damage)}\n`);
+          },
         },
-      },
-    );
-    if (!line) {
-      const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-      const maybe =
-        skipped > 0 ? ` (${skipped} damaged index parts or lines were skipped: it may be in one)` : '';
-      io.stderr.write(
-        known
-          ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
-          : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
       );
-      return 1;
-    }
-    if (mode === 'markdown' || mode === 'text' || mode === 'meta') {
-      return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`, async () =>
-        extractFromStoredPage(blobs, blobs.bucket, line, await decodeLimits(stack, crawlId)),
-      );
-    }
-    if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
-      const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
-      io.stderr.write(
-        `${normalized.url} has no stored page in crawl ${crawlId}: it ended as ${line.outcome}${why ? ` (${why})` : ''}\n`,
-      );
-      return 1;
-    }
-    const place: RecordPlace = {
-      bucket: blobs.bucket,
-      key: line.filename,
-      offset: line.offset,
-      length: line.length,
-    };
-    try {
-      const member = await readMember(blobs, place);
-      if (mode === 'warc') {
-        await write(io.stdout, isGzip(member) ? gunzipMember(member, place) : member);
-        return 0;
-      }
-      const http = readResponse(member, place, line);
-      if (mode === 'headers') {
-        await write(io.stdout, http.head);
-        return 0;
-      }
-      const contentEncoding = http.message.header('Content-Encoding');
-      const codings = contentCodings(contentEncoding);
-      if (values.raw || codings.length === 0) {
-        await write(io.stdout, http.message.body);
-        return 0;
-      }
-      const limits = await decodeLimits(stack, crawlId);
-      const decoded = decodeStoredBody(http.message.body, contentEncoding, limits);
-      if (!decoded.ok) {
+      if (!line) {
+        const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+        const maybe =
+          skipped > 0 ? ` (${skipped} damaged index parts or lines were skipped: it may be in one)` : '';
         io.stderr.write(
-          decoded.code === 'bad-encoding'
-            ? `cannot decode the body of ${normalized.url} (Content-Encoding: ${codings.join(', ')}): ${decoded.reason}; --raw writes it as stored\n`
-            : `the body of ${normalized.url} is larger than the crawl's decode cap when decoded: ${decoded.reason}; --raw writes it as stored\n`,
+          known
+            ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
+            : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
         );
         return 1;
       }
-      io.stderr.write(
-        `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.message.body.byteLength} → ${decoded.bytes.byteLength} bytes); --raw keeps it encoded\n`,
-      );
-      await write(io.stdout, decoded.bytes);
-      return 0;
-    } catch (error) {
-      if (!(error instanceof StoredRecordError)) throw error;
-      io.stderr.write(`${error.message}\n`);
-      return 1;
-    }
-  });
-}
+      if (mode === 'markdown' || mode === 'text' || mode === 'meta') {
+        return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`, async () =>
+          extractFromStoredPage(blobs, blobs.bucket, line, await decodeLimits(stack, crawlId)),
+        );
+      }
+      if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
+        const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
+        io.stderr.write(
+          `${normalized.url} has no stored page in crawl ${crawlId}: it ended as ${line.outcome}${why ? ` (${why})` : ''}\n`,
+        );
+        return 1;
+      }
+      const place: RecordPlace = {
+        bucket: blobs.bucket,
+        key: line.filename,
+        offset: line.offset,
+        length: line.length,
+      };
+      try {
+        const member = await readMember(blobs, place);
+        if (mode === 'warc') {
+          await write(io.stdout, isGzip(member) ? gunzipMember(member, place) : member);
+          return 0;
+        }
+        const http = readResponse(member, place, line);
+        if (mode === 'headers') {
+          await write(io.stdout, http.head);
+          return 0;
+        }
+        const contentEncoding = http.message.header('Content-Encoding');
+        const codings = contentCodings(contentEncoding);
+        if (values.raw || codings.length === 0) {
+          await write(io.stdout, http.message.body);
+          return 0;
+        }
+        const limits = await decodeLimits(stack, crawlId);
+        const decoded = decodeStoredBody(http.message.body, contentEncoding, limits);
+        if (!decoded.ok) {
+          io.stderr.write(
+            decoded.code === 'bad-encoding'
+              ? `cannot decode the body of ${normalized.url} (Content-Encoding: ${codings.join(', ')}): ${decoded.reason}; --raw writes it as stored\n`
+              : `the body of ${normalized.url} is larger than the crawl's decode cap when decoded: ${decoded.reason}; --raw writes it as stored\n`,
+          );
+          return 1;
+        }
+        io.stderr.write(
+          `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.message.body.byteLength} → ${decoded.bytes.byteLength} bytes); --raw keeps it encoded\n`,
+        );
+        await write(io.stdout, decoded.bytes);
+        return 0;
+      } catch (error) {
+        if (!(error instanceof StoredRecordError)) throw error;
+        io.stderr.write(`${error.message}\n`);
+        return 1;
+      }
+    });
+  },
+});
 
 /** `--markdown`, `--text`, `--meta`: from the content record the index line points at. */
 async function writeContent(
@@ -362,22 +371,4 @@ export function contentCodings(header: string | undefined): string[] {
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
-}
-
-function parse(args: string[]) {
-  return parseCommandArgs(
-    args,
-    {
-      crawl: { type: 'string' },
-      body: { type: 'boolean' },
-      headers: { type: 'boolean' },
-      warc: { type: 'boolean' },
-      markdown: { type: 'boolean' },
-      text: { type: 'boolean' },
-      meta: { type: 'boolean' },
-      raw: { type: 'boolean' },
-      ...STACK_OPTIONS,
-    },
-    GET_USAGE,
-  );
 }

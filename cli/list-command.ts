@@ -5,10 +5,10 @@
  */
 import { type CrawlListing, listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const LIST_USAGE = `usage: crawler list [options]
 the crawls in the local state (or at an endpoint, or a deployed stack): id, state, pages, started
@@ -41,51 +41,45 @@ export function listedCrawl({ crawlId, counters }: CrawlListing, nobodyRuns: boo
   };
 }
 
-export async function listCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${LIST_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { json: { type: 'boolean' }, ...STACK_OPTIONS },
-    LIST_USAGE,
-  );
-  if (positionals.length > 0) throw new UsageError(`list takes no arguments\n${LIST_USAGE}`);
-  return withStack(values, io, async (stack) => {
-    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-    const crawls: ListedCrawl[] = [];
-    for await (const listing of listCrawls(stack.clients.dynamodb, table))
-      crawls.push(listedCrawl(listing, stack.mode === 'embedded'));
-    crawls.sort((a, b) => (a.startedAt ?? '').localeCompare(b.startedAt ?? ''));
-    if (values.json) {
-      for (const crawl of crawls) await write(io.stdout, `${JSON.stringify(crawl)}\n`);
+export const listCommand = defineCommand({
+  usage: LIST_USAGE,
+  options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length > 0) throw new UsageError(`list takes no arguments\n${LIST_USAGE}`);
+    return withStack(values, io, async (stack) => {
+      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+      const crawls: ListedCrawl[] = [];
+      for await (const listing of listCrawls(stack.clients.dynamodb, table))
+        crawls.push(listedCrawl(listing, stack.mode === 'embedded'));
+      crawls.sort((a, b) => (a.startedAt ?? '').localeCompare(b.startedAt ?? ''));
+      if (values.json) {
+        for (const crawl of crawls) await write(io.stdout, `${JSON.stringify(crawl)}\n`);
+        return 0;
+      }
+      if (crawls.length === 0) {
+        io.stderr.write(`no crawls in ${stack.description}\n`);
+        return 0;
+      }
+      const rows = [
+        ['ID', 'STATE', 'PAGES', 'URLS', 'STARTED'],
+        ...crawls.map((c) => [
+          c.crawlId,
+          c.state,
+          String(c.pages),
+          `${c.done}/${c.queued}`,
+          c.startedAt ?? '-',
+        ]),
+      ];
+      const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+      for (const row of rows)
+        await write(
+          io.stdout,
+          `${row
+            .map((cell, i) => cell.padEnd(widths[i]!))
+            .join('  ')
+            .trimEnd()}\n`,
+        );
       return 0;
-    }
-    if (crawls.length === 0) {
-      io.stderr.write(`no crawls in ${stack.description}\n`);
-      return 0;
-    }
-    const rows = [
-      ['ID', 'STATE', 'PAGES', 'URLS', 'STARTED'],
-      ...crawls.map((c) => [
-        c.crawlId,
-        c.state,
-        String(c.pages),
-        `${c.done}/${c.queued}`,
-        c.startedAt ?? '-',
-      ]),
-    ];
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-    for (const row of rows)
-      await write(
-        io.stdout,
-        `${row
-          .map((cell, i) => cell.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd()}\n`,
-      );
-    return 0;
-  });
-}
+    });
+  },
+});

@@ -18,10 +18,10 @@ import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { parseTaskMessage } from '../lambdas/core/task.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)
@@ -37,42 +37,40 @@ const PAIRS = {
 /** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
 const LOOK_SECONDS = 30;
 
-export async function redriveCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${REDRIVE_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parse(args);
-  if (positionals.length > 1) throw new UsageError(`redrive takes at most one crawl id\n${REDRIVE_USAGE}`);
-  const crawlId = positionals[0];
-  const queue = values.queue ?? 'both';
-  if (queue !== 'both' && queue !== 'tasks' && queue !== 'results') {
-    throw new UsageError(`--queue expects tasks, results or both, got ${JSON.stringify(queue)}`);
-  }
-  const names = queue === 'both' ? (['tasks', 'results'] as const) : ([queue] as const);
-  return withStack(values, io, async (stack) => {
-    for (const name of names) {
-      const pair = PAIRS[name];
-      const moved = await redrive(
-        stack.clients.sqs,
-        requiredOutput(stack.outputs, pair.dlq, stack.description),
-        requiredOutput(stack.outputs, pair.source, stack.description),
-        crawlId,
-        { includeMalformed: values['include-malformed'] ?? false, owner: pair.owner },
-      );
-      const malformed =
-        moved.malformed > 0
-          ? `, left ${moved.malformed} dead-lettered as malformed (--include-malformed moves them)`
-          : '';
-      await write(
-        io.stdout,
-        `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls${malformed}\n`,
-      );
+export const redriveCommand = defineCommand({
+  usage: REDRIVE_USAGE,
+  options: { queue: { type: 'string' }, 'include-malformed': { type: 'boolean' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length > 1) throw new UsageError(`redrive takes at most one crawl id\n${REDRIVE_USAGE}`);
+    const crawlId = positionals[0];
+    const queue = values.queue ?? 'both';
+    if (queue !== 'both' && queue !== 'tasks' && queue !== 'results') {
+      throw new UsageError(`--queue expects tasks, results or both, got ${JSON.stringify(queue)}`);
     }
-    return 0;
-  });
-}
+    const names = queue === 'both' ? (['tasks', 'results'] as const) : ([queue] as const);
+    return withStack(values, io, async (stack) => {
+      for (const name of names) {
+        const pair = PAIRS[name];
+        const moved = await redrive(
+          stack.clients.sqs,
+          requiredOutput(stack.outputs, pair.dlq, stack.description),
+          requiredOutput(stack.outputs, pair.source, stack.description),
+          crawlId,
+          { includeMalformed: values['include-malformed'] ?? false, owner: pair.owner },
+        );
+        const malformed =
+          moved.malformed > 0
+            ? `, left ${moved.malformed} dead-lettered as malformed (--include-malformed moves them)`
+            : '';
+        await write(
+          io.stdout,
+          `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls${malformed}\n`,
+        );
+      }
+      return 0;
+    });
+  },
+});
 
 /** The crawl a queued message belongs to: a task's or result's `crawlId`, a bare URL's default crawl. */
 export function crawlOf(body: string): string | undefined {
@@ -169,13 +167,5 @@ async function release(sqs: SQSClient, queueUrl: string, messages: readonly Mess
         VisibilityTimeout: 0,
       })),
     }),
-  );
-}
-
-function parse(args: string[]) {
-  return parseCommandArgs(
-    args,
-    { queue: { type: 'string' }, 'include-malformed': { type: 'boolean' }, ...STACK_OPTIONS },
-    REDRIVE_USAGE,
   );
 }

@@ -11,11 +11,10 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { OUTCOMES } from '../lambdas/core/outcome.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
 import {
-  type CliIo,
   CSV_COLUMNS,
-  cliIo,
   csvHeader,
   csvRow,
   damageWarning,
@@ -28,67 +27,57 @@ import {
 } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const RESULTS_USAGE = `usage: crawler results ID [options]
   --outcome X          only URLs with this outcome (${OUTCOMES.join(', ')})
   --format F           jsonl (default: the index lines as stored) or csv (columns: ${CSV_COLUMNS.join(',')})
 ${STACK_USAGE}`;
 
-export async function resultsCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${RESULTS_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parse(args);
-  if (positionals.length !== 1) throw new UsageError(`results needs exactly one crawl id\n${RESULTS_USAGE}`);
-  const crawlId = positionals[0]!;
-  const format = values.format ?? 'jsonl';
-  if (format !== 'jsonl' && format !== 'csv') {
-    throw new UsageError(`--format expects jsonl or csv, got ${JSON.stringify(format)}`);
-  }
-  if (values.outcome !== undefined && !isOutcome(values.outcome)) {
-    throw new UsageError(
-      `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
-    );
-  }
-  return withStack(values, io, async (stack) => {
-    const blobs = new S3Blobs(
-      stack.clients.s3,
-      requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
-    );
-    if (format === 'csv') await write(io.stdout, csvHeader());
-    let damaged = 0;
-    const lines = streamIndex(blobs, crawlId, {
-      ...(values.outcome === undefined ? {} : { outcome: values.outcome }),
-      onDamage: (damage) => {
-        damaged++;
-        io.stderr.write(`${damageWarning(damage)}\n`);
-      },
-    });
-    let count = 0;
-    for await (const { line, text } of lines) {
-      await write(io.stdout, format === 'csv' ? csvRow(line) : `${text}\n`);
-      count++;
+export const resultsCommand = defineCommand({
+  usage: RESULTS_USAGE,
+  options: { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length !== 1)
+      throw new UsageError(`results needs exactly one crawl id\n${RESULTS_USAGE}`);
+    const crawlId = positionals[0]!;
+    const format = values.format ?? 'jsonl';
+    if (format !== 'jsonl' && format !== 'csv') {
+      throw new UsageError(`--format expects jsonl or csv, got ${JSON.stringify(format)}`);
     }
-    if (damaged > 0) return 1;
-    // No lines: an unknown crawl is an error; a known one just has no (matching) results yet.
-    if (count === 0) {
-      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-      if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
-        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-        return 1;
+    if (values.outcome !== undefined && !isOutcome(values.outcome)) {
+      throw new UsageError(
+        `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
+      );
+    }
+    return withStack(values, io, async (stack) => {
+      const blobs = new S3Blobs(
+        stack.clients.s3,
+        requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
+      );
+      if (format === 'csv') await write(io.stdout, csvHeader());
+      let damaged = 0;
+      const lines = streamIndex(blobs, crawlId, {
+        ...(values.outcome === undefined ? {} : { outcome: values.outcome }),
+        onDamage: (damage) => {
+          damaged++;
+          io.stderr.write(`${damageWarning(damage)}\n`);
+        },
+      });
+      let count = 0;
+      for await (const { line, text } of lines) {
+        await write(io.stdout, format === 'csv' ? csvRow(line) : `${text}\n`);
+        count++;
       }
-    }
-    return 0;
-  });
-}
-
-function parse(args: string[]) {
-  return parseCommandArgs(
-    args,
-    { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
-    RESULTS_USAGE,
-  );
-}
+      if (damaged > 0) return 1;
+      // No lines: an unknown crawl is an error; a known one just has no (matching) results yet.
+      if (count === 0) {
+        const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+        if (!(await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId))) {
+          io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
+          return 1;
+        }
+      }
+      return 0;
+    });
+  },
+});

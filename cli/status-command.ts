@@ -8,11 +8,11 @@ import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
 import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
 import type { CrawlCounters } from '../lambdas/core/ports.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const STATUS_USAGE = `usage: crawler status ID [options]
   --json               print one JSON object instead of text
@@ -71,34 +71,28 @@ export function describeStatus(status: CrawlStatus): string {
   ].join('\n');
 }
 
-export async function statusCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  const io = cliIo(overrides);
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(io.stdout, `${STATUS_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parse(args);
-  if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
-  const crawlId = positionals[0]!;
-  return withStack(values, io, async (stack) => {
-    const frontier = createFrontierStore(
-      stack.clients.dynamodb,
-      requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description),
-    );
-    const counters = await frontier.readCounters(crawlId);
-    if (!counters) {
-      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-      return 1;
-    }
-    const status = crawlStatus(crawlId, counters, new Date());
-    await write(
-      io.stdout,
-      values.json ? `${JSON.stringify(status, null, 2)}\n` : `${describeStatus(status)}\n`,
-    );
-    return 0;
-  });
-}
-
-function parse(args: string[]) {
-  return parseCommandArgs(args, { json: { type: 'boolean' }, ...STACK_OPTIONS }, STATUS_USAGE);
-}
+export const statusCommand = defineCommand({
+  usage: STATUS_USAGE,
+  options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
+    const crawlId = positionals[0]!;
+    return withStack(values, io, async (stack) => {
+      const frontier = createFrontierStore(
+        stack.clients.dynamodb,
+        requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description),
+      );
+      const counters = await frontier.readCounters(crawlId);
+      if (!counters) {
+        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
+        return 1;
+      }
+      const status = crawlStatus(crawlId, counters, new Date());
+      await write(
+        io.stdout,
+        values.json ? `${JSON.stringify(status, null, 2)}\n` : `${describeStatus(status)}\n`,
+      );
+      return 0;
+    });
+  },
+});

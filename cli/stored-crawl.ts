@@ -3,7 +3,6 @@
  * Undefined (with the one line that says so already on stderr) when the stack holds no such crawl.
  */
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
-
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';

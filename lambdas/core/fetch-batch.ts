@@ -20,7 +20,7 @@ import { isCrawlError } from './errors.ts';
 import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
 import { AWS_LIMITS } from './limits.ts';
-import { admitEnded, admitLinks, type DiscoveringPage, visitOf } from './link-admission.ts';
+import { admitEnded, admitLinks, type DiscoveringPage, giveBack, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
   CrawlBudget,
@@ -577,17 +577,16 @@ class BatchOutput {
     );
     const endedVisits = await retryStep(() =>
       admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now }),
-    );
+    ).catch(async (error: unknown) => {
+      await giveBack(admitted.visits, deps.hosts);
+      throw error;
+    });
     const visits = [...admitted.visits, ...endedVisits];
     await retryStep(() => deps.tasks.sendVisits(visits)).catch(async (error: unknown) => {
       // The wakes claimed these sends: given back, so the retried batch's wakes send them again. A
       // claim left standing holds its host until VISIT_GRACE_MS, longer than the retry's backoff,
       // and then only a new link wakes it: each give-back is tried as hard as the send.
-      await Promise.all(
-        visits.map(({ visit }) =>
-          retryStep(() => deps.hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '')).catch(() => {}),
-        ),
-      );
+      await giveBack(visits, deps.hosts);
       throw error;
     });
     this.sentVisits.push(...visits);

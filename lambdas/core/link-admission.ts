@@ -11,6 +11,7 @@ import { frontierHost } from './politeness.ts';
 import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
+import { retryStep } from './retry-step.ts';
 import { type CompiledScope, compileScope } from './scope.ts';
 import { normalizeUrl } from './url-normalize.ts';
 
@@ -164,13 +165,30 @@ async function wakeHosts(
 ): Promise<OutgoingVisit[]> {
   const now = deps.now.getTime();
   const visits: OutgoingVisit[] = [];
-  await Promise.all(
+  const woken = await Promise.allSettled(
     [...hosts].map(async ({ crawlId, host }) => {
       const ticket = await deps.hosts.wake(crawlId, host, now);
       if (ticket !== undefined) visits.push({ visit: visitOf(crawlId, host, ticket) });
     }),
   );
+  const failed = woken.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) {
+    // The caller repeats the whole admission and never sees these tickets: their claims are given
+    // back, or each host would wait, with no visit on its way, for a wake after VISIT_GRACE_MS that
+    // may never come (fault scenario (c): a host stuck with a claim at the end of the crawl).
+    await giveBack(visits, deps.hosts);
+    throw failed.reason;
+  }
   return visits;
+}
+
+/** Gives back the wake claims of visits that will not be sent (each tried as hard as a send). */
+export async function giveBack(visits: readonly OutgoingVisit[], hosts: HostVisits): Promise<void> {
+  await Promise.all(
+    visits.map(({ visit }) =>
+      retryStep(() => hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '')).catch(() => {}),
+    ),
+  );
 }
 
 /**

@@ -146,6 +146,30 @@ describe('admitLinks', () => {
     assert.deepEqual(again.visits, [], 'site.test has a visit already');
   });
 
+  it('gives back the claims of the hosts it woke when another wake fails, so the repeat can wake them again', async () => {
+    const links = ['https://site.test/a', 'https://other.test/x'];
+    const scoped = {
+      ...page(links),
+      config: parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/', 'https://other.test/'] }),
+    };
+    const claims = new Map<string, string>();
+    const flaky: HostVisits = {
+      ...hosts(),
+      wake: async (_crawlId, host) => {
+        if (host === 'other.test') throw new Error('ProvisionedThroughputExceededException');
+        if (claims.has(host)) return undefined; // claimed, within its grace: nobody sends again
+        claims.set(host, `ticket-${host}`);
+        return `ticket-${host}`;
+      },
+      unwake: async (_crawlId, host, ticket) => {
+        if (claims.get(host) === ticket) claims.delete(host);
+      },
+    };
+    const deps = { frontier: frontier(links), hosts: flaky, seen: new LruSet(10), now: new Date() };
+    await assert.rejects(admitLinks([scoped], deps), /ProvisionedThroughput/);
+    assert.deepEqual([...claims.keys()], [], "site.test's claim was given back: no visit was sent for it");
+  });
+
   it('admits what will not be fetched as held, with its skipped result; the budget promotes only what it grants', async () => {
     const admittedAs: FrontierUrl[] = [];
     const promoted: string[] = [];

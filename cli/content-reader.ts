@@ -19,6 +19,7 @@ import {
   type OnDamage,
   type ParsedLine,
   parseJsonLine,
+  prefetchInOrder,
 } from './results-reader.ts';
 
 export interface StoredContent {
@@ -36,19 +37,18 @@ export async function* streamContent(
   for await (const key of blobs.list(contentPrefix(crawlId))) if (key.endsWith('.jsonl.gz')) keys.push(key);
   keys.sort();
   const seen = new Set<string>();
-  // One file ahead: the next download overlaps the parsing of this one.
-  let next = keys.length > 0 ? blobs.get(keys[0]!) : undefined;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    let body: Uint8Array;
-    try {
-      body = await next!;
-    } catch (error) {
-      next = i + 1 < keys.length ? blobs.get(keys[i + 1]!) : undefined;
-      onDamage({ key, reason: `cannot read it (${messageOf(error)})` });
+  // Two files in flight: the next download overlaps the parsing of this one.
+  const read = (key: string) =>
+    blobs.get(key).then(
+      (body) => ({ body }),
+      (error: unknown) => ({ error }),
+    );
+  for await (const [key, got] of prefetchInOrder(keys, read, 2)) {
+    if ('error' in got) {
+      onDamage({ key, reason: `cannot read it (${messageOf(got.error)})` });
       continue;
     }
-    next = i + 1 < keys.length ? blobs.get(keys[i + 1]!) : undefined;
+    const body = got.body;
     for (const { value: record, text } of gzipJsonLines(key, body, onDamage, parseContentLine)) {
       const id = record.key.slice(0, 32);
       if (seen.has(id)) continue;

@@ -233,7 +233,8 @@ export function findLineInPart(
 }
 
 /** Yields `[item, await load(item)]` in order, with up to `ahead` loads in flight. */
-async function* prefetchInOrder<T, R>(
+/** Loads `items` in order, up to `ahead` at once, and yields each with what it loaded. */
+export async function* prefetchInOrder<T, R>(
   items: readonly T[],
   load: (item: T) => Promise<R>,
   ahead: number,

@@ -92,6 +92,7 @@ export class CrawlerStack extends Stack {
     fetchFunction.addEnvironment(FUNCTION_ENV.resultsQueueUrl, resultsQueue.queueUrl);
     fetchFunction.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
     fetchFunction.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
+    aggregateFunction.addEnvironment(FUNCTION_ENV.resultsQueueUrl, resultsQueue.queueUrl);
     aggregateFunction.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
     aggregateFunction.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
 
@@ -128,14 +129,10 @@ export class CrawlerStack extends Stack {
       [frontierTable.tableArn],
     );
 
-    // A malformed or retried result is made visible again soon (ChangeMessageVisibility on the queue
-    // its record names, found by GetQueueUrl); SQS itself parks it in ResultsDLQ after maxReceiveCount.
-    // Results it had no time to start go back to the queue as new messages (SendMessage).
-    allow(
-      aggregateFunction,
-      ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility', 'sqs:SendMessage'],
-      [resultsQueue.queueArn],
-    );
+    // A malformed or retried result is made visible again soon (ChangeMessageVisibility); SQS itself
+    // parks it in ResultsDLQ after maxReceiveCount. Results it had no time to start go back to the
+    // queue as new messages (SendMessage).
+    allow(aggregateFunction, ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'], [resultsQueue.queueArn]);
     allow(aggregateFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // index parts, summaries
     allow(aggregateFunction, ['s3:ListBucket'], [pageStore.bucketArn]); // listing parts; 404 on a missing one
     allow(

@@ -4,7 +4,8 @@
  * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
  */
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ROBOTS_LIMITS } from '../core/limits.ts';
+import { backoffPause } from '../core/backoff.ts';
+import { RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -183,13 +184,9 @@ export abstract class FrontierTableAdapter {
 export const expiresAt = (options: ResolvedOptions): AttributeValue =>
   N(Math.floor(options.clock() / 1000) + options.ttlSeconds);
 
-/**
- * Full-jitter pause between attempts of an optimistic update: up to 2 ms doubling per attempt, capped
- * at 50 ms. Conflicts are resolved by re-reading, so the pause only spreads colliding writers apart.
- */
+/** The pause after the `attempt`-th (from 0) optimistic update lost to a concurrent writer. */
 export function conflictPause(attempt: number): Promise<void> {
-  const ceiling = Math.min(50, 2 * 2 ** Math.min(attempt, 10));
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+  return backoffPause(attempt + 1, RETRY_BACKOFF.writeConflict);
 }
 
 const THROTTLING = new Set([

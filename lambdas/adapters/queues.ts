@@ -1,6 +1,6 @@
 /** The task and results queues as the core's ports. */
 import { createHash } from 'node:crypto';
-import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DrainedRecord } from '../core/aggregate-batch.ts';
 import type { DeadLetter, DeadLetterSender, OutgoingVisit, ResultSender, TaskSender } from '../core/ports.ts';
 import type { CrawlResult } from '../core/result.ts';
@@ -133,28 +133,4 @@ function sqsSafe(text: string, maxLength: number): string {
   // Cut between code points: half a surrogate pair is a character SQS refuses.
   const cut = safe.slice(0, maxLength - 1);
   return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
-}
-
-/**
- * Hides messages that failed retryably for their backoff before they are reported as batch item
- * failures, so the retry waits the backoff instead of the (6× function timeout) visibility timeout.
- */
-export async function delayRedelivery(
-  sqs: SQSClient,
-  queueUrl: string,
-  entries: ReadonlyArray<{ receiptHandle: string; seconds: number }>,
-): Promise<void> {
-  for (let start = 0; start < entries.length; start += 10) {
-    const chunk = entries.slice(start, start + 10);
-    await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: chunk.map((entry, index) => ({
-          Id: String(index),
-          ReceiptHandle: entry.receiptHandle,
-          VisibilityTimeout: entry.seconds,
-        })),
-      }),
-    );
-  }
 }

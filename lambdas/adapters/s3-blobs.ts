@@ -7,6 +7,8 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { backoffPause } from '../core/backoff.ts';
+import { RETRY_BACKOFF } from '../core/limits.ts';
 import type { ResultStore } from '../core/ports.ts';
 
 const PUT_ONCE_ATTEMPTS = 5;
@@ -50,7 +52,7 @@ export class S3Blobs implements ResultStore {
         // 412: it exists; 409: a concurrent conditional write to the same key is in progress.
         if (status === 412 || status === 409) return false;
         if (attempt >= PUT_ONCE_ATTEMPTS) throw err;
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 100 * 2 ** attempt));
+        await backoffPause(attempt, RETRY_BACKOFF.awsStep);
       }
     }
   }

@@ -4,7 +4,9 @@
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { QUEUE } from '../../cdk/limits.ts';
+import { backoffPause } from '../core/backoff.ts';
 import { RetryableError } from '../core/errors.ts';
+import { RETRY_BACKOFF } from '../core/limits.ts';
 
 export interface QueueMessage {
   body: string;
@@ -92,6 +94,6 @@ async function sendChunk(sqs: SQSClient, queueUrl: string, chunk: QueueMessage[]
         `SQS kept failing ${pending.size} of ${chunk.length} messages to ${queueUrl} after ${round} rounds`,
       );
     }
-    if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** round));
+    if (pending.size > 0) await backoffPause(round, RETRY_BACKOFF.awsStep);
   }
 }

@@ -19,7 +19,7 @@ import type { CrawlConfig } from './crawl-config.ts';
 import { isCrawlError } from './errors.ts';
 import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
-import { AWS_LIMITS } from './limits.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import { admitEnded, admitLinks, type DiscoveringPage, giveBack, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
@@ -653,10 +653,7 @@ class BatchOutput {
 function failedRetry(message: TaskMessage, error: unknown): RetryRequest {
   return {
     id: message.id,
-    delaySeconds: backoffSeconds(message.receiveCount, FAILURE_BACKOFF),
+    delaySeconds: backoffSeconds(message.receiveCount, RETRY_BACKOFF.failedMessage),
     code: isCrawlError(error) ? error.code : 'batch-step-failed',
   };
 }
-
-/** Retries of a message after an infrastructure failure: seconds, not the queue's visibility timeout. */
-const FAILURE_BACKOFF = { baseSeconds: 2, maxSeconds: 60 };

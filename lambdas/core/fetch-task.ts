@@ -20,7 +20,7 @@ import {
   type RetryableError,
 } from './errors.ts';
 import { headerValue } from './http-headers.ts';
-import { AWS_LIMITS } from './limits.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import { crawlScope, type DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
@@ -260,7 +260,10 @@ async function decide(
     retryAfterMs: number | undefined,
   ): Promise<TaskDecision | undefined> => {
     if (attempt >= config.maxAttempts) return undefined;
-    const wanted = Math.max(backoffSeconds(attempt), Math.ceil((retryAfterMs ?? 0) / 1000));
+    const wanted = Math.max(
+      backoffSeconds(attempt, RETRY_BACKOFF.page),
+      Math.ceil((retryAfterMs ?? 0) / 1000),
+    );
     const delaySeconds = Math.min(MAX_SQS_DELAY_SECONDS, wanted);
     await deps.frontier.postpone(task.crawlId, subject.key, attempt, deps.now() + delaySeconds * 1000);
     claim.held = undefined;

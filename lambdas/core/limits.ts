@@ -39,6 +39,26 @@ export const CRAWL_LIMITS = {
   maxRetryAfterMs: AWS_LIMITS.sqsMaxDelaySeconds * 1000,
 } as const;
 
+/**
+ * Every retry's wait (core/backoff.ts computes it): `baseMs` doubles per attempt up to `maxMs`.
+ * `equal` jitter keeps at least half the wait, `full` spreads it from 0, `none` is a stored time.
+ */
+export const RETRY_BACKOFF = {
+  /** A page that failed retryably (5xx, timeout, reset) waits on its URL item: 2 s, 4 s, ... 5 min. */
+  page: { baseMs: 2_000, maxMs: 300_000, jitter: 'equal' },
+  /**
+   * A message whose processing failed (an AWS step after its retries) comes back after this, not the
+   * queue's visibility timeout (6x the function timeout): both functions use it.
+   */
+  failedMessage: { baseMs: 2_000, maxMs: 60_000, jitter: 'equal' },
+  /** An unreachable robots.txt: 30 s, 1 min, ... (~8.5 h at most); its host waits until `retryAt`. */
+  robotsUnreachable: { baseMs: 30_000, maxMs: 30_000 * 2 ** 10, jitter: 'none' },
+  /** An AWS step repeated in process after the SDK's own retries (or a round of SQS batch sends). */
+  awsStep: { baseMs: 100, maxMs: 3_200, jitter: 'full' },
+  /** An optimistic DynamoDB update that lost to a concurrent writer: it re-reads, the pause only spreads writers apart. */
+  writeConflict: { baseMs: 2, maxMs: 50, jitter: 'full' },
+} as const;
+
 export const ROBOTS_LIMITS = {
   /** A fetched policy is used for at most a day (RFC 9309 §2.4). */
   ttlMs: 24 * 60 * 60 * 1000,

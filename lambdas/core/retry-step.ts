@@ -1,3 +1,6 @@
+import { backoffPause } from './backoff.ts';
+import { RETRY_BACKOFF } from './limits.ts';
+
 /**
  * In-function retries of a step that is safe to repeat: a failed AWS call (after the SDK's own
  * retries) costs a short pause, not the batch's whole output. `retryIf` limits the retries to the
@@ -13,8 +16,8 @@ export async function retryStep<T>(
       return await step();
     } catch (error) {
       if (attempt >= attempts || !retryIf(error)) throw error;
-      // Full jitter up to 100 ms, 200 ms, ...: concurrent invocations hitting one fault spread apart.
-      await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt * Math.random()));
+      // Jittered: concurrent invocations hitting one fault spread apart.
+      await backoffPause(attempt, RETRY_BACKOFF.awsStep);
     }
   }
 }

@@ -55,6 +55,7 @@
  * message retried).
  */
 
+import { backoffMs } from './backoff.ts';
 import { decodeContent } from './capped-inflate.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
@@ -66,7 +67,7 @@ import {
   RetryableError,
 } from './errors.ts';
 import { headerValue, retryAfterMs } from './http-headers.ts';
-import { ROBOTS_LIMITS } from './limits.ts';
+import { RETRY_BACKOFF, ROBOTS_LIMITS } from './limits.ts';
 import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from './politeness.ts';
 import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from './ports.ts';
 import { retryStep } from './retry-step.ts';
@@ -87,7 +88,8 @@ export const ROBOTS_TTL_MS: number = ROBOTS_LIMITS.ttlMs;
 export const MAX_ROBOTS_REDIRECTS = 5;
 /** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
 export const MAX_ROBOTS_FAILURES = 4;
-export const ROBOTS_BACKOFF_BASE_MS = 30_000;
+/** The first wait after an unreachable robots.txt (RETRY_BACKOFF.robotsUnreachable doubles it). */
+export const ROBOTS_BACKOFF_BASE_MS: number = RETRY_BACKOFF.robotsUnreachable.baseMs;
 /** How long a visit waits for another visit's robots.txt fetch before looking again. */
 export const ROBOTS_POLL_MS = 5_000;
 /** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */
@@ -461,7 +463,7 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
         reason: `robots.txt of ${origin} not fetched: the invocation's time ran out`,
       };
     case 'unreachable': {
-      const backoff = ROBOTS_BACKOFF_BASE_MS * 2 ** Math.min(10, Math.max(0, priorFailures));
+      const backoff = backoffMs(priorFailures + 1, RETRY_BACKOFF.robotsUnreachable);
       const retryAt = now + Math.max(backoff, outcome.retryAfterMs ?? 0);
       const failures = await deps.store.saveUnavailable(deps.crawlId, origin, retryAt);
       if (failures >= MAX_ROBOTS_FAILURES) {

@@ -268,11 +268,12 @@ describe('functions', () => {
     });
   });
 
-  it('AggregateFunction environment: bucket and table names as Refs, source maps on (no queue: it sends to none)', () => {
+  it('AggregateFunction environment: the queue it consumes (for redelivery), bucket and table names as Refs, source maps on', () => {
     const env = resource(json, IDS.aggregateFunction, 'AWS::Lambda::Function').Properties.Environment;
     assert.deepEqual(env, {
       Variables: {
         NODE_OPTIONS: '--enable-source-maps',
+        RESULTS_QUEUE_URL: { Ref: IDS.resultsQueue },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
       },

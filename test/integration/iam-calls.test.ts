@@ -54,7 +54,7 @@ const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
     'sqs:GetQueueAttributes':
       'the SQS event source mapping reads the queue with the function role (AWSLambdaSQSQueueExecutionRole); the local poller does not',
     'sqs:ChangeMessageVisibility':
-      "a retried task's backoff (lambdas/fetch/handler.ts delayRedelivery) after a failed AWS write; faults.test.ts drives it",
+      "a retried task's backoff (lambdas/adapters/sqs-redelivery.ts delay) after a failed AWS write; faults.test.ts drives it",
     's3:ListBucket':
       'a HEAD of an index part not yet written (lambdas/core/host-visit.ts allPartsWritten) answers 404 only with it, 403 without',
   },

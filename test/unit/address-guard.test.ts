@@ -6,7 +6,7 @@ import {
   hostIpLiteral,
   hostLocalAddressReason,
 } from '../../lambdas/core/address-guard.ts';
-import { fetcherOptions } from '../../lambdas/fetch/handler.ts';
+import { fetcherOptions } from '../../lambdas/fetch/fetch-deps.ts';
 
 /** [address, a fragment the reason must contain] */
 const BLOCKED_V4: Array<[string, string]> = [

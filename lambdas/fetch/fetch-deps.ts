@@ -1,0 +1,83 @@
+/**
+ * The fetch function's adapters, built once per container: the core's ports over DynamoDB, S3, SQS
+ * and the network, plus the container's caches (what a warm container remembers between batches).
+ */
+import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
+import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
+import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
+import { SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
+import { S3Blobs } from '../adapters/s3-blobs.ts';
+import type { FetchBatchDeps } from '../core/fetch-batch.ts';
+import { LruSet } from '../core/lru.ts';
+import type { PageFetcher } from '../core/ports.ts';
+import { createRobotsCache } from '../core/robots-gate.ts';
+import type { AwsClients } from '../shared/aws-clients.ts';
+import type { FetchEnv } from '../shared/env.ts';
+import type { Logger } from '../shared/logger.ts';
+
+/** Links this container has seen (per crawl): bounded so a long-lived container stays small. */
+const SEEN_CACHE_ENTRIES = 100_000;
+/** Index parts this container has seen written. */
+const WRITTEN_PARTS_CACHE_ENTRIES = 10_000;
+
+/** What a test may put in place of the real thing (a synthetic web instead of sockets). */
+export interface HandlerOverrides {
+  fetcher?: PageFetcher;
+}
+
+/**
+ * Inside Lambda `--allow-private` opens private ranges but never this machine's own addresses: the
+ * Runtime API listens on loopback and the metadata service is link-local.
+ */
+export function fetcherOptions(env: Pick<FetchEnv, 'AWS_LAMBDA_RUNTIME_API'>): HttpFetcherOptions {
+  return { connectionsPerOrigin: 6, refuseHostLocal: env.AWS_LAMBDA_RUNTIME_API !== undefined };
+}
+
+/** The batch's deps but for what each invocation sets (its id and time). */
+export type ContainerDeps = Omit<FetchBatchDeps, 'invocationId' | 'deadline' | 'end'>;
+
+export function fetchDeps(
+  env: FetchEnv,
+  clients: AwsClients,
+  log: Logger,
+  overrides: HandlerOverrides = {},
+): ContainerDeps {
+  const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
+    singleAttemptClient: clients.singleAttempt.dynamodb,
+  });
+  const configs = new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE, env.DEFAULT_CRAWL_CONFIG);
+  // Several connections per origin: a request waiting behind another on one socket would leave late.
+  const fetcher = overrides.fetcher ?? new HttpFetcher(fetcherOptions(env));
+  const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET);
+  const writtenParts = new LruSet(WRITTEN_PARTS_CACHE_ENTRIES);
+  return {
+    fetcher,
+    ...(fetcher instanceof HttpFetcher ? { bodyBudget: fetcher.bodyBudget } : {}),
+    configs,
+    frontier,
+    hosts: frontier,
+    robots: frontier.robots,
+    // One cached read per crawl per few seconds; a failed read counts as not cancelled (fail open).
+    crawlStates: new CrawlCancellation(clients.dynamodb, env.FRONTIER_TABLE, {
+      onError: (crawlId, error) => log.warn('cancel check failed', { crawlId, error: String(error) }),
+    }),
+    robotsCache: createRobotsCache(),
+    seen: new LruSet(SEEN_CACHE_ENTRIES),
+    blobs,
+    // A part once written is never removed: a HEAD that found it need not be repeated.
+    partExists: async (key: string) => {
+      if (writtenParts.has(key)) return true;
+      const exists = await blobs.exists(key);
+      if (exists) writtenParts.add(key);
+      return exists;
+    },
+    results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
+    tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
+    deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
+    budget: new DynamoCrawlBudget(clients.dynamodb, env.FRONTIER_TABLE, configs),
+    now: () => Date.now(),
+    sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+  };
+}

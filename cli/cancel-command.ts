@@ -12,66 +12,60 @@ import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { isCrawlId, OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { write } from './cli-io.ts';
+import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { type CliIo, cliIo, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
-import { stackOutputsReader } from './stack-outputs.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
-import { parseCommandArgs } from './usage-hints.ts';
 
 export const CANCEL_USAGE = `usage: crawler cancel ID [options]
 marks the crawl cancelled: its queued tasks end as \`cancelled\` results without being fetched
   --json               print {crawlId, status, endedAt?, pending?} as JSON
 ${STACK_USAGE}`;
 
-export async function cancelCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    await write(cliIo(overrides).stdout, `${CANCEL_USAGE}\n`);
-    return 0;
-  }
-  const { values, positionals } = parse(args);
-  if (positionals.length !== 1) throw new UsageError(`cancel needs exactly one crawl id\n${CANCEL_USAGE}`);
-  const crawlId = positionals[0] as string;
-  if (!isCrawlId(crawlId)) throw new UsageError(`not a crawl id: ${JSON.stringify(crawlId)}`);
-  const io = cliIo({ describeStackOutputs: stackOutputsReader(values.endpoint), ...overrides });
+export const cancelCommand = defineCommand({
+  usage: CANCEL_USAGE,
+  options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
+  run: async ({ io, values, positionals }) => {
+    if (positionals.length !== 1) throw new UsageError(`cancel needs exactly one crawl id\n${CANCEL_USAGE}`);
+    const crawlId = positionals[0] as string;
+    if (!isCrawlId(crawlId)) throw new UsageError(`not a crawl id: ${JSON.stringify(crawlId)}`);
 
-  return withStack(values, io, async (stack) => {
-    const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-    const outcome = await cancelCrawl(stack.clients.dynamodb, table, crawlId);
-    if (outcome.status === 'unknown') {
-      io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
-      return 1;
-    }
-    const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-    const pending = counters ? Math.max(0, counters.queued - counters.done) : 0;
-    if (values.json) {
-      await write(io.stdout, `${JSON.stringify({ crawlId, ...outcome, pending })}\n`);
-    } else if (outcome.status === 'cancelled') {
-      await write(
-        io.stdout,
-        `crawl ${crawlId} cancelled: ${pending} pending URLs end as \`cancelled\` as their tasks come off the queue\n`,
-      );
-    } else if (outcome.status === 'already-cancelled') {
-      await write(io.stdout, `crawl ${crawlId} was already cancelled${at(outcome.endedAt)}\n`);
-    } else {
-      await write(
-        io.stdout,
-        `crawl ${crawlId} is already complete${at(outcome.endedAt)}: nothing to cancel\n`,
-      );
-    }
-    if (crawlId === DEFAULT_CRAWL_ID && outcome.status === 'cancelled') {
-      io.stderr.write(
-        `note: ${DEFAULT_CRAWL_ID} is the crawl of plain URL messages; it stays cancelled, so URLs sent as plain messages from now on end as cancelled too\n`,
-      );
-    }
-    return 0;
-  });
-}
+    return withStack(values, io, async (stack) => {
+      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+      const outcome = await cancelCrawl(stack.clients.dynamodb, table, crawlId);
+      if (outcome.status === 'unknown') {
+        io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
+        return 1;
+      }
+      const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+      const pending = counters ? Math.max(0, counters.queued - counters.done) : 0;
+      if (values.json) {
+        await write(io.stdout, `${JSON.stringify({ crawlId, ...outcome, pending })}\n`);
+      } else if (outcome.status === 'cancelled') {
+        await write(
+          io.stdout,
+          `crawl ${crawlId} cancelled: ${pending} pending URLs end as \`cancelled\` as their tasks come off the queue\n`,
+        );
+      } else if (outcome.status === 'already-cancelled') {
+        await write(io.stdout, `crawl ${crawlId} was already cancelled${at(outcome.endedAt)}\n`);
+      } else {
+        await write(
+          io.stdout,
+          `crawl ${crawlId} is already complete${at(outcome.endedAt)}: nothing to cancel\n`,
+        );
+      }
+      if (crawlId === DEFAULT_CRAWL_ID && outcome.status === 'cancelled') {
+        io.stderr.write(
+          `note: ${DEFAULT_CRAWL_ID} is the crawl of plain URL messages; it stays cancelled, so URLs sent as plain messages from now on end as cancelled too\n`,
+        );
+      }
+      return 0;
+    });
+  },
+});
 
 function at(endedAt: string | undefined): string {
   return endedAt === undefined ? '' : ` (at ${endedAt})`;
-}
-
-function parse(args: string[]) {
-  return parseCommandArgs(args, { json: { type: 'boolean' }, ...STACK_OPTIONS }, CANCEL_USAGE);
 }

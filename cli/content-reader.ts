@@ -20,7 +20,7 @@ import {
   type ParsedLine,
   parseJsonLine,
   prefetchInOrder,
-} from './results-reader.ts';
+} from './index-reader.ts';
 
 export interface StoredContent {
   record: ContentRecord;

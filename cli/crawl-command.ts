@@ -22,153 +22,154 @@ import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
 import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
+import { write } from './cli-io.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_USAGE, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { describeSummary, prepareOutDir, writeCrawlOutput } from './crawl-output.ts';
 import { createRenderer, followProgress, longCrawlNotice } from './crawl-progress.ts';
 import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
+import { defineCommand } from './define-command.ts';
+import { damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
-import { damageWarning } from './results-reader.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { submitCrawl } from './submit-crawl.ts';
 
-export async function crawlCommand(args: string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    console.log(CRAWL_USAGE);
-    return 0;
-  }
-  const options = parseCrawlOptions(args);
-  const crawlId = options.resume ?? newCrawlId();
-  const fresh: CrawlConfig | undefined = options.resume
-    ? undefined
-    : parseCrawlConfig({
-        ...options.config,
-        crawlId,
-        seeds: options.urls,
-        createdAt: new Date().toISOString(),
-      });
-  const outDir = resolve(options.out ?? join('crawl-out', crawlId));
-  await prepareOutDir(outDir, { force: options.force, resume: options.resume !== undefined });
-  if (options.markdownDir !== undefined)
-    await prepareOutDir(resolve(options.markdownDir), {
-      force: options.force,
-      resume: options.resume !== undefined,
-      flag: '--markdown-dir',
-    });
-  const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
-  const progress = (line: string) => display.message(line);
-  const notice = fresh ? longCrawlNotice(fresh) : undefined;
-  if (notice) progress(notice);
-
-  // Ctrl-C once: stop taking work and write what exists; twice: exit at once.
-  const interrupt = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupt.signal.aborted) {
-      progress(`crawl ${crawlId}: ${signal} again: exiting at once`);
-      process.exit(130);
-    }
-    progress(
-      `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
-    );
-    interrupt.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    const sitemapUrls =
-      fresh && options.sitemap ? await discoverSitemapUrls(options.sitemap, fresh, progress) : [];
-    progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
-    const startedAt = new Date();
-    // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
-    const lambdaUsage: Record<string, LambdaUsage> = {};
-    const local = await startLocalAws({
-      template: parseTemplate(await stackTemplate()),
-      stackName: STACK_NAME,
-      ...(options.endpoint
-        ? { endpoint: options.endpoint }
-        : { stateDir: resolveStateDir(options.stateDir) }),
-      ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
-      handlerEnvOverrides: { LOG_LEVEL: 'warn' },
-      // A local crawl's user sees its latency and its memory: a batch after a quiet spell goes as
-      // soon as the queue has no more, and the handlers share this process (local/README.md).
-      eagerBatches: true,
-      inProcessHandlers: true,
-      ...(options.quiet ? {} : { onStaleLock: (line: string) => process.stderr.write(`${line}\n`) }),
-      onInvocation: (report) => {
-        const id = report.functionLogicalId;
-        const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
-        const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
-        usage.invocations++;
-        usage.durationMs += report.durationMs;
-        lambdaUsage[id] = usage;
-      },
-    });
-    try {
-      const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
-      const frontier = createFrontierStore(local.clients.dynamodb, table);
-      // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
-      const countedFrom = awsCallCounter.snapshot();
-      let config: CrawlConfig;
-      if (fresh) {
-        config = fresh;
-        const submitted = await submitCrawl(local, config, sitemapUrls);
-        progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
-      } else {
-        if (!(await frontier.readCounters(crawlId))) {
-          process.stderr.write(
-            `crawler crawl: no crawl ${crawlId} to resume in ${local.stateDir ?? options.endpoint}; \`crawler list\` shows the crawls there\n`,
-          );
-          return 1;
-        }
-        config = await new CrawlConfigStore(local.clients.dynamodb, table).get(crawlId);
-        progress(`crawl ${crawlId}: resuming`);
-      }
-      let end: CrawlEnd = 'interrupted';
-      if (!interrupt.signal.aborted) {
-        // Results the last run sent and did not finalize (it was killed) first: their pages are then
-        // done, and no visit fetches them again.
-        await local.start({ first: [IDS.aggregateFunction] });
-        const ticker = followProgress(localProgressSource(local, crawlId), display, {
-          delayMs: config.delayMs,
+export const crawlCommand = defineCommand({
+  usage: CRAWL_USAGE,
+  parse: (args) => ({ options: parseCrawlOptions(args) }),
+  run: async ({ io, options }) => {
+    const crawlId = options.resume ?? newCrawlId();
+    const fresh: CrawlConfig | undefined = options.resume
+      ? undefined
+      : parseCrawlConfig({
+          ...options.config,
+          crawlId,
+          seeds: options.urls,
+          createdAt: new Date().toISOString(),
         });
-        try {
-          end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
-        } finally {
-          await ticker.stop();
-        }
-      }
-      if (end === 'interrupted') await local.stopPolling();
-      const endedAt = new Date();
-      const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
-
-      const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
-      const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-        seeds: config.seeds, // without any user:pass@ the command line had
-        startedAt,
-        endedAt,
-        state: end,
-        costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
-        onDamage: (damage) => process.stderr.write(`${damageWarning(damage)}\n`),
-        ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+    const outDir = resolve(options.out ?? join('crawl-out', crawlId));
+    await prepareOutDir(outDir, { force: options.force, resume: options.resume !== undefined });
+    if (options.markdownDir !== undefined)
+      await prepareOutDir(resolve(options.markdownDir), {
+        force: options.force,
+        resume: options.resume !== undefined,
+        flag: '--markdown-dir',
       });
-      console.log(describeSummary(summary, outDir, { verbose: options.verbose }));
-      if (end === 'interrupted') {
-        process.stderr.write(
-          `crawl ${crawlId} interrupted; resume it with:\n  ${resumeCommand(crawlId, options)}\n`,
-        );
-        return 130;
+    const display = createRenderer(options.progress, options.quiet, process.stderr, crawlId);
+    const progress = (line: string) => display.message(line);
+    const notice = fresh ? longCrawlNotice(fresh) : undefined;
+    if (notice) progress(notice);
+
+    // Ctrl-C once: stop taking work and write what exists; twice: exit at once.
+    const interrupt = new AbortController();
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (interrupt.signal.aborted) {
+        progress(`crawl ${crawlId}: ${signal} again: exiting at once`);
+        process.exit(130);
       }
-      // Everything else was written; a skipped index part or line still makes the run incomplete.
-      return damages.length > 0 ? 1 : 0;
+      progress(
+        `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
+      );
+      interrupt.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      const sitemapUrls =
+        fresh && options.sitemap ? await discoverSitemapUrls(options.sitemap, fresh, progress) : [];
+      progress(`crawl ${crawlId}: starting local AWS${options.endpoint ? ` at ${options.endpoint}` : ''}`);
+      const startedAt = new Date();
+      // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
+      const lambdaUsage: Record<string, LambdaUsage> = {};
+      const local = await startLocalAws({
+        template: parseTemplate(await stackTemplate()),
+        stackName: STACK_NAME,
+        ...(options.endpoint
+          ? { endpoint: options.endpoint }
+          : { stateDir: resolveStateDir(options.stateDir) }),
+        ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
+        handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+        // A local crawl's user sees its latency and its memory: a batch after a quiet spell goes as
+        // soon as the queue has no more, and the handlers share this process (local/README.md).
+        eagerBatches: true,
+        inProcessHandlers: true,
+        ...(options.quiet ? {} : { onStaleLock: (line: string) => io.stderr.write(`${line}\n`) }),
+        onInvocation: (report) => {
+          const id = report.functionLogicalId;
+          const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
+          const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
+          usage.invocations++;
+          usage.durationMs += report.durationMs;
+          lambdaUsage[id] = usage;
+        },
+      });
+      try {
+        const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
+        const frontier = createFrontierStore(local.clients.dynamodb, table);
+        // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
+        const countedFrom = awsCallCounter.snapshot();
+        let config: CrawlConfig;
+        if (fresh) {
+          config = fresh;
+          const submitted = await submitCrawl(local, config, sitemapUrls);
+          progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
+        } else {
+          if (!(await frontier.readCounters(crawlId))) {
+            io.stderr.write(
+              `crawler crawl: no crawl ${crawlId} to resume in ${local.stateDir ?? options.endpoint}; \`crawler list\` shows the crawls there\n`,
+            );
+            return 1;
+          }
+          config = await new CrawlConfigStore(local.clients.dynamodb, table).get(crawlId);
+          progress(`crawl ${crawlId}: resuming`);
+        }
+        let end: CrawlEnd = 'interrupted';
+        if (!interrupt.signal.aborted) {
+          // Results the last run sent and did not finalize (it was killed) first: their pages are then
+          // done, and no visit fetches them again.
+          await local.start({ first: [IDS.aggregateFunction] });
+          const ticker = followProgress(localProgressSource(local, crawlId), display, {
+            delayMs: config.delayMs,
+          });
+          try {
+            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
+          } finally {
+            await ticker.stop();
+          }
+        }
+        if (end === 'interrupted') await local.stopPolling();
+        const endedAt = new Date();
+        const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
+
+        const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
+        const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
+          seeds: config.seeds, // without any user:pass@ the command line had
+          startedAt,
+          endedAt,
+          state: end,
+          costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
+          onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+          ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+        });
+        await write(io.stdout, `${describeSummary(summary, outDir, { verbose: options.verbose })}\n`);
+        if (end === 'interrupted') {
+          io.stderr.write(
+            `crawl ${crawlId} interrupted; resume it with:\n  ${resumeCommand(crawlId, options)}\n`,
+          );
+          return 130;
+        }
+        // Everything else was written; a skipped index part or line still makes the run incomplete.
+        return damages.length > 0 ? 1 : 0;
+      } finally {
+        await local.stop();
+      }
     } finally {
-      await local.stop();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
-}
+  },
+});
 
 /** The command line that goes on with the crawl: same AWS, same --out. */
 function resumeCommand(crawlId: string, options: CrawlCommandOptions): string {

@@ -11,7 +11,7 @@
  * - with `markdownDir`, one `.md` file per page with Markdown (markdown-files.ts);
  * - `DIR/summary.json`: counts by outcome, bytes, pages/s, written last.
  *
- * A damaged index part or line is skipped and handed to `onDamage` (results-reader.ts); the caller
+ * A damaged index part or line is skipped and handed to `onDamage` (index-reader.ts); the caller
  * decides what it means for the exit code.
  *
  * DIR holds one crawl: `prepareOutDir` refuses a non-empty one unless told to clear it (--force) or
@@ -25,15 +25,9 @@ import { pipeline } from 'node:stream/promises';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
 import { warcPrefix } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';
+import { type CrawlSummary, SummaryAccumulator } from './crawl-summary.ts';
+import { type BlobReader, type IndexDamage, type OnDamage, streamIndex } from './index-reader.ts';
 import { MarkdownDirWriter } from './markdown-files.ts';
-import {
-  type BlobReader,
-  type CrawlSummary,
-  type IndexDamage,
-  type OnDamage,
-  SummaryAccumulator,
-  streamIndex,
-} from './results-reader.ts';
 import { UsageError } from './usage-error.ts';
 
 /** What the copy needs from the page store (S3Blobs has it). */

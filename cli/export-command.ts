@@ -5,9 +5,11 @@
  * still `running` is written as `interrupted` (what exists so far).
  */
 import { resolve } from 'node:path';
+import { write } from './cli-io.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';
-import { damageWarning, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { damageWarning } from './index-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
 

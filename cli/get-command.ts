@@ -36,19 +36,13 @@ import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
+import { type CliIo, write } from './cli-io.ts';
 import { ContentReadError, readContentRecord } from './content-reader.ts';
 import { defineCommand } from './define-command.ts';
 import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
+import { type BlobReader, damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
-import {
-  type BlobReader,
-  type CliIo,
-  damageWarning,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 

@@ -5,9 +5,10 @@
  */
 import { type CrawlListing, listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 
 export const LIST_USAGE = `usage: crawler list [options]

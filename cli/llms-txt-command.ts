@@ -8,10 +8,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { ContentRecord } from '../lambdas/core/content-record.ts';
+import { write } from './cli-io.ts';
 import { streamContent } from './content-reader.ts';
 import { defineCommand } from './define-command.ts';
+import { damageWarning } from './index-reader.ts';
 import { betterHome, type LlmsEntry, llmsEntry, llmsFullSection, llmsTxt } from './llms-txt.ts';
-import { damageWarning, STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -31,6 +31,7 @@ import { type SqsQueryGateway, startSqsQueryGateway } from '../local/sqs-query-g
 import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { CRAWL_OPTIONS_HELP, parseCrawlOptions } from './crawl-options.ts';
+import { defineCommand } from './define-command.ts';
 import { extractOptions } from './submit-command.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -192,59 +193,58 @@ export class PortInUseError extends Error {
   override name = 'PortInUseError';
 }
 
-export async function localCommand(args: string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    console.log(LOCAL_USAGE);
-    return 0;
-  }
-  const options = parseLocalOptions(args);
-  const progress = options.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
-  progress(`crawler local: starting (state in ${resolveStateDir(options.stateDir)})`);
-  let server: LocalServer;
-  try {
-    server = await startLocalServer(options);
-  } catch (error) {
-    if (error instanceof PortInUseError) {
-      process.stderr.write(`crawler local: ${error.message}\n`);
-      return 1;
+export const localCommand = defineCommand({
+  usage: LOCAL_USAGE,
+  parse: (args) => ({ options: parseLocalOptions(args) }),
+  run: async ({ io, options }) => {
+    const progress = options.quiet ? () => {} : (line: string) => io.stderr.write(`${line}\n`);
+    progress(`crawler local: starting (state in ${resolveStateDir(options.stateDir)})`);
+    let server: LocalServer;
+    try {
+      server = await startLocalServer(options);
+    } catch (error) {
+      if (error instanceof PortInUseError) {
+        io.stderr.write(`crawler local: ${error.message}\n`);
+        return 1;
+      }
+      throw error;
     }
-    throw error;
-  }
-  process.stdout.write(
-    options.json
-      ? `${JSON.stringify({ endpoint: server.endpoint, stateDir: server.stateDir, outputs: server.outputs, pid: process.pid })}\n`
-      : `${describeReady(server, options)}\n`,
-  );
+    io.stdout.write(
+      options.json
+        ? `${JSON.stringify({ endpoint: server.endpoint, stateDir: server.stateDir, outputs: server.outputs, pid: process.pid })}\n`
+        : `${describeReady(server, options)}\n`,
+    );
 
-  let last = describeActivity(server.local.stats());
-  const ticker = setInterval(() => {
-    const line = describeActivity(server.local.stats());
-    if (line !== last) progress(`crawler local: ${line}`);
-    last = line;
-  }, 5_000);
-  ticker.unref();
+    let last = describeActivity(server.local.stats());
+    const ticker = setInterval(() => {
+      const line = describeActivity(server.local.stats());
+      if (line !== last) progress(`crawler local: ${line}`);
+      last = line;
+    }, 5_000);
+    ticker.unref();
 
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
-  const stopped = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopped.signal.aborted) {
-      process.stderr.write(`crawler local: ${signal} again, exiting now\n`);
-      process.exit(130);
+    const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+    const stopped = new AbortController();
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopped.signal.aborted) {
+        io.stderr.write(`crawler local: ${signal} again, exiting now\n`);
+        process.exit(130);
+      }
+      progress(`crawler local: ${signal}: stopping (in-flight invocations finish first)`);
+      stopped.abort();
+    };
+    for (const signal of signals) process.on(signal, onSignal);
+    try {
+      await once(stopped.signal, 'abort');
+      clearInterval(ticker);
+      await server.stop();
+      progress('crawler local: stopped');
+      return 0;
+    } finally {
+      for (const signal of signals) process.off(signal, onSignal);
     }
-    progress(`crawler local: ${signal}: stopping (in-flight invocations finish first)`);
-    stopped.abort();
-  };
-  for (const signal of signals) process.on(signal, onSignal);
-  try {
-    await once(stopped.signal, 'abort');
-    clearInterval(ticker);
-    await server.stop();
-    progress('crawler local: stopped');
-    return 0;
-  } finally {
-    for (const signal of signals) process.off(signal, onSignal);
-  }
-}
+  },
+});
 
 function describeReady(server: LocalServer, options: LocalCommandOptions): string {
   const width = Math.max(...Object.keys(server.outputs).map((key) => key.length));

@@ -18,9 +18,10 @@ import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { parseTaskMessage } from '../lambdas/core/task.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]

@@ -1,6 +1,6 @@
 /**
  * `crawler results ID [--outcome X] [--format jsonl|csv]`: streams a crawl's results index to
- * stdout, one record per URL (deduplicated by key, see results-reader.ts). JSONL repeats each stored
+ * stdout, one record per URL (deduplicated by key, see index-reader.ts). JSONL repeats each stored
  * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
  * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
  *
@@ -9,22 +9,14 @@
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { OUTCOMES } from '../lambdas/core/outcome.ts';
+import { isOutcome, OUTCOMES } from '../lambdas/core/outcome.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
+import { damageWarning, streamIndex } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
-import {
-  CSV_COLUMNS,
-  csvHeader,
-  csvRow,
-  damageWarning,
-  isOutcome,
-  STACK_OPTIONS,
-  STACK_USAGE,
-  streamIndex,
-  withStack,
-  write,
-} from './results-reader.ts';
+import { CSV_COLUMNS, csvHeader, csvRow } from './results-csv.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 

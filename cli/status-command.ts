@@ -8,9 +8,10 @@ import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
 import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
 import type { CrawlCounters } from '../lambdas/core/ports.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack, write } from './results-reader.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 

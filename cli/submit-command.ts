@@ -14,28 +14,27 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
-import { CRAWL_ID_RULE, isCrawlId } from '../lambdas/shared/contracts.ts';
+import { CRAWL_ID_RULE, isCrawlId, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { write, writingTo } from './cli-io.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
-import { type CliIo, cliIo, openStack, StackNotFoundError, write, writingTo } from './results-reader.ts';
+import { defineCommand } from './define-command.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
-import { stackOutputsReader } from './stack-outputs.ts';
+import { openStack, StackNotFoundError } from './stack-access.ts';
 import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
 import { flagWithValue, missingValue } from './usage-hints.ts';
 
 /** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */
-export const DEFAULT_STACK_NAME = 'ServerlessCrawler';
-
 export const SUBMIT_USAGE = `usage: crawler submit URL... [options]
-starts a crawl on a deployed stack (default: stack ${DEFAULT_STACK_NAME}), a running \`crawler local\` or
+starts a crawl on a deployed stack (default: stack ${STACK_NAME}), a running \`crawler local\` or
 LocalStack, and prints its id
   --file F             also read seed URLs from F, one per line (blank lines and # comments skipped; - = stdin)
   --crawl-id ID        the crawl's id (1-64 of A-Z a-z 0-9 _ -; default: a new c-<time>-<random>)
   --json               print {crawlId, tasks, skipped, invalid, duplicates, stack} as JSON instead of the id
   --quiet              nothing on stderr
   --keep-going         submit the other seeds when some are not URLs (they end as \`invalid\` results)
-  --stack NAME         a deployed stack: names from its CloudFormation outputs (default ${DEFAULT_STACK_NAME});
+  --stack NAME         a deployed stack: names from its CloudFormation outputs (default ${STACK_NAME});
                        with --endpoint: a stack deployed into LocalStack with cdklocal
   --endpoint URL       a running local AWS (\`crawler local\`) or LocalStack provisioned by \`crawler crawl --endpoint\`
   --state-dir DIR      the embedded AWS's state (used through \`crawler local\` when it runs on it)
@@ -53,91 +52,89 @@ export interface SubmitCommandOptions {
   json: boolean;
 }
 
-export async function submitCommand(args: string[], overrides: Partial<CliIo> = {}): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    const io = cliIo(overrides);
-    await write(io.stdout, `${SUBMIT_USAGE}\n`);
-    return 0;
-  }
-  const { own, rest } = extractOptions(args, OWN, SUBMIT_USAGE);
-  const files = own.file;
-  const fileUrls: string[] = [];
-  for (const file of files) fileUrls.push(...(await readSeedFile(file)));
-  const options = parseSubmitOptions(rest, fileUrls, own);
-  const crawlId = options.crawlId ?? newCrawlId();
-  let config: ReturnType<typeof parseCrawlConfig>;
-  try {
-    config = parseCrawlConfig({
-      ...options.crawl.config,
-      crawlId,
-      seeds: options.crawl.urls,
-      createdAt: new Date().toISOString(),
-    });
-  } catch (error) {
-    throw new UsageError(`invalid crawl: ${(error as Error).message}`);
-  }
-  const endpoint = options.crawl.endpoint;
-  // Default target: the deployed stack, unless a local one was named.
-  const stackName =
-    options.stack ??
-    (endpoint === undefined && options.crawl.stateDir === undefined ? DEFAULT_STACK_NAME : undefined);
-  const io = cliIo({ describeStackOutputs: stackOutputsReader(endpoint), ...overrides });
-  const say = options.crawl.quiet ? () => {} : (line: string) => io.stderr.write(`${line}\n`);
-
-  return writingTo(io.stdout, async () => {
-    let stack: Awaited<ReturnType<typeof openStack>>;
+export const submitCommand = defineCommand({
+  usage: SUBMIT_USAGE,
+  parse: async (args) => {
+    const { own, rest } = extractOptions(args, OWN, SUBMIT_USAGE);
+    const fileUrls: string[] = [];
+    for (const file of own.file) fileUrls.push(...(await readSeedFile(file)));
+    return { options: parseSubmitOptions(rest, fileUrls, own) };
+  },
+  run: async ({ io, options }) => {
+    const crawlId = options.crawlId ?? newCrawlId();
+    let config: ReturnType<typeof parseCrawlConfig>;
     try {
-      stack = await openStack({ endpoint, stack: stackName, 'state-dir': options.crawl.stateDir }, io);
+      config = parseCrawlConfig({
+        ...options.crawl.config,
+        crawlId,
+        seeds: options.crawl.urls,
+        createdAt: new Date().toISOString(),
+      });
     } catch (error) {
-      if (!(error instanceof StackNotFoundError)) throw error;
-      io.stderr.write(`${error.message}\n`);
-      return 1;
+      throw new UsageError(`invalid crawl: ${(error as Error).message}`);
     }
-    try {
-      const sitemapUrls = options.crawl.sitemap
-        ? await discoverSitemapUrls(options.crawl.sitemap, config, say)
-        : [];
-      let submitted: Awaited<ReturnType<typeof submitCrawl>>;
+    const endpoint = options.crawl.endpoint;
+    // Default target: the deployed stack, unless a local one was named.
+    const stackName =
+      options.stack ??
+      (endpoint === undefined && options.crawl.stateDir === undefined ? STACK_NAME : undefined);
+    const say = options.crawl.quiet ? () => {} : (line: string) => io.stderr.write(`${line}\n`);
+
+    return writingTo(io.stdout, async () => {
+      let stack: Awaited<ReturnType<typeof openStack>>;
       try {
-        submitted = await submitCrawl(stack, config, sitemapUrls, {
-          onProgress: (p) => {
-            if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
-          },
-        });
+        stack = await openStack({ endpoint, stack: stackName, 'state-dir': options.crawl.stateDir }, io);
       } catch (error) {
-        if (error instanceof ConfigTooLargeError) {
-          io.stderr.write(`crawler submit: ${error.message}\n`);
-          return 2;
-        }
-        if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
-          io.stderr.write(
-            `crawl ${crawlId} already exists in ${stack.description}; choose another --crawl-id\n`,
-          );
-          return 1;
-        }
-        throw error;
+        if (!(error instanceof StackNotFoundError)) throw error;
+        io.stderr.write(`${error.message}\n`);
+        return 1;
       }
-      say(
-        `crawl ${crawlId} submitted to ${stack.description}: ${submitted.tasks} tasks sent` +
-          (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
-          (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
-          (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : ''),
-      );
-      const flags = describeTarget(endpoint, stackName, options.crawl.stateDir);
-      say(`watch it:  crawler status ${crawlId}${flags}`);
-      say(`read it:   crawler results ${crawlId}${flags}`);
-      await write(
-        io.stdout,
-        options.json
-          ? `${JSON.stringify({ crawlId, ...submitted, stack: stack.description })}\n`
-          : `${crawlId}\n`,
-      );
-      return 0;
-    } finally {
-      await stack.close();
-    }
-  });
-}
+      try {
+        const sitemapUrls = options.crawl.sitemap
+          ? await discoverSitemapUrls(options.crawl.sitemap, config, say)
+          : [];
+        let submitted: Awaited<ReturnType<typeof submitCrawl>>;
+        try {
+          submitted = await submitCrawl(stack, config, sitemapUrls, {
+            onProgress: (p) => {
+              if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
+            },
+          });
+        } catch (error) {
+          if (error instanceof ConfigTooLargeError) {
+            io.stderr.write(`crawler submit: ${error.message}\n`);
+            return 2;
+          }
+          if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
+            io.stderr.write(
+              `crawl ${crawlId} already exists in ${stack.description}; choose another --crawl-id\n`,
+            );
+            return 1;
+          }
+          throw error;
+        }
+        say(
+          `crawl ${crawlId} submitted to ${stack.description}: ${submitted.tasks} tasks sent` +
+            (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
+            (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
+            (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : ''),
+        );
+        const flags = describeTarget(endpoint, stackName, options.crawl.stateDir);
+        say(`watch it:  crawler status ${crawlId}${flags}`);
+        say(`read it:   crawler results ${crawlId}${flags}`);
+        await write(
+          io.stdout,
+          options.json
+            ? `${JSON.stringify({ crawlId, ...submitted, stack: stack.description })}\n`
+            : `${crawlId}\n`,
+        );
+        return 0;
+      } finally {
+        await stack.close();
+      }
+    });
+  },
+});
 
 function describeTarget(endpoint?: string, stack?: string, stateDir?: string): string {
   return [

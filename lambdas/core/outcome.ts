@@ -12,3 +12,7 @@ export const OUTCOMES = [
 ] as const;
 
 export type Outcome = (typeof OUTCOMES)[number];
+
+export function isOutcome(value: string): value is Outcome {
+  return (OUTCOMES as readonly string[]).includes(value);
+}

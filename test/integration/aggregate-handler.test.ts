@@ -18,7 +18,7 @@ import {
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/results-reader.ts';
+import { readCrawlResults } from '../../cli/index-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { type DrainedRecord, resultId } from '../../lambdas/core/aggregate-batch.ts';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
-import type { CliIo } from '../../cli/results-reader.ts';
+import type { CliIo } from '../../cli/cli-io.ts';
 import { describeStackOutputs, stackOutputsReader } from '../../cli/stack-outputs.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';

@@ -9,11 +9,11 @@ import { after, before, describe, it } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
+import type { CliIo } from '../../cli/cli-io.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
-import type { CliIo } from '../../cli/results-reader.ts';
 import type { CrawlStatus } from '../../cli/status-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
-import { DEFAULT_STACK_NAME, extractOptions, submitCommand } from '../../cli/submit-command.ts';
+import { extractOptions, submitCommand } from '../../cli/submit-command.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { UsageError } from '../../cli/usage-error.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
@@ -23,6 +23,7 @@ import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import type { LocateStackOptions } from '../../local/stack-locator.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
 import { Capture } from '../fixtures/capture.ts';
 import { tempDir } from '../fixtures/local-state.ts';
@@ -176,8 +177,22 @@ describe('crawler submit --endpoint', () => {
     await assert.rejects(cli(submitCommand, '--file', '/nonexistent/seeds.txt'), /--file \/nonexistent/);
   });
 
-  it('without --endpoint or --state-dir it targets the deployed stack', () => {
-    assert.equal(DEFAULT_STACK_NAME, STACK_NAME);
+  it('without --endpoint or --state-dir it targets the deployed stack', async () => {
+    const asked: LocateStackOptions[] = [];
+    const code = await submitCommand([`${site.origin}/`], {
+      stdout: new Capture(),
+      stderr: new Capture(),
+      locate: async (options) => {
+        asked.push(options);
+        throw new Error('no AWS here');
+      },
+      describeStackOutputs: async () => ({}),
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(
+      asked.map(({ stackName, endpoint }) => ({ stackName, endpoint })),
+      [{ stackName: STACK_NAME, endpoint: undefined }],
+    );
   });
 
   it('a missing endpoint stack is one line on stderr and exit 1', async () => {

@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { createGzip, gzipSync } from 'node:zlib';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { writeCrawlOutput } from '../../cli/crawl-output.ts';
-import type { IndexDamage } from '../../cli/results-reader.ts';
+import type { IndexDamage } from '../../cli/index-reader.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';

@@ -21,9 +21,9 @@ import { QueryCommand, ScanCommand, type ScanCommandOutput } from '@aws-sdk/clie
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
+import { readCrawlResults } from '../../cli/index-reader.ts';
 import { redrive } from '../../cli/redrive-command.ts';
 import { requiredOutput } from '../../cli/required-output.ts';
-import { readCrawlResults } from '../../cli/results-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';

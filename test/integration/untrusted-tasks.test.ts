@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { QUEUE } from '../../cdk/limits.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/results-reader.ts';
+import { readCrawlResults } from '../../cli/index-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';

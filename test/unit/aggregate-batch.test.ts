@@ -324,7 +324,7 @@ class MemoryBlobs implements ResultStore {
     );
   }
 
-  /** The URLs as readers see them: the first line per key (cli/results-reader.ts). */
+  /** The URLs as readers see them: the first line per key (cli/index-reader.ts). */
   urls(crawlId: string): string[] {
     const seen = new Map<unknown, unknown>();
     for (const line of this.lines(crawlId)) if (!seen.has(line.key)) seen.set(line.key, line.url);

@@ -5,21 +5,18 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { SummaryAccumulator } from '../../cli/crawl-summary.ts';
 import { contentCodings, decodeStoredBody } from '../../cli/get-command.ts';
 import {
   type BlobReader,
-  CSV_COLUMNS,
-  csvField,
-  csvHeader,
-  csvRow,
   damageWarning,
   findIndexLine,
   type IndexDamage,
   IndexDamageError,
   readCrawlResults,
-  SummaryAccumulator,
   streamIndex,
-} from '../../cli/results-reader.ts';
+} from '../../cli/index-reader.ts';
+import { CSV_COLUMNS, csvField, csvHeader, csvRow } from '../../cli/results-csv.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import { FetchLimitsSchema } from '../../lambdas/core/crawl-config.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';

@@ -1,0 +1,61 @@
+/** The summary.json `crawler crawl --out` and `crawler export` write, counted one result at a time. */
+import type { CrawlResult } from '../lambdas/core/result.ts';
+import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
+
+export interface CrawlSummary {
+  crawlId: string;
+  /** How the crawl stood when this was written: `interrupted` (Ctrl-C) can be resumed. */
+  state?: 'complete' | 'cancelled' | 'interrupted' | 'running';
+  seeds: string[];
+  startedAt: string;
+  endedAt: string;
+  seconds: number;
+  urls: number;
+  byOutcome: Record<string, number>;
+  bytes: number;
+  pagesPerSecond: number;
+  warcFiles: number;
+  /** Lines of pages.jsonl: pages with a content record. */
+  contentRecords?: number;
+  /** Files written under --markdown-dir. */
+  markdownFiles?: number;
+  /** Counted AWS requests per page and the cost per million pages they imply (lambdas/shared/aws-prices.ts). */
+  aws?: CrawlCostReport;
+}
+
+export interface SummaryInfo {
+  crawlId: string;
+  seeds: string[];
+  startedAt: Date;
+  endedAt: Date;
+  warcFiles: number;
+}
+
+/** Counts results one at a time, so a summary never needs the crawl's results in memory. */
+export class SummaryAccumulator {
+  #urls = 0;
+  #bytes = 0;
+  readonly #byOutcome: Record<string, number> = {};
+
+  add(result: Pick<CrawlResult, 'outcome' | 'bytes'>): void {
+    this.#urls++;
+    this.#byOutcome[result.outcome] = (this.#byOutcome[result.outcome] ?? 0) + 1;
+    this.#bytes += result.bytes;
+  }
+
+  summary(info: SummaryInfo): CrawlSummary {
+    const seconds = Math.max(0.001, (info.endedAt.getTime() - info.startedAt.getTime()) / 1000);
+    return {
+      crawlId: info.crawlId,
+      seeds: info.seeds,
+      startedAt: info.startedAt.toISOString(),
+      endedAt: info.endedAt.toISOString(),
+      seconds: Number(seconds.toFixed(3)),
+      urls: this.#urls,
+      byOutcome: { ...this.#byOutcome },
+      bytes: this.#bytes,
+      pagesPerSecond: Number(((this.#byOutcome.fetched ?? 0) / seconds).toFixed(2)),
+      warcFiles: info.warcFiles,
+    };
+  }
+}

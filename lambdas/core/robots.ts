@@ -17,6 +17,10 @@
  *   allowed. A string that is not an absolute URL is read as a path reference (`''` is `/`); an
  *   unparseable URL is disallowed (fail closed).
  * - Input beyond `maxBytes` is ignored, and so is a line cut by that limit.
+ * - Input is read as UTF-8. A byte order mark at the very start is skipped (text or bytes), so the
+ *   first line is still a record; anywhere else U+FEFF is text. A partial or broken BOM is invalid
+ *   UTF-8 like any other (U+FFFD) and spoils its line, as google/robotstxt-spec-test expects (Google's
+ *   own parser skips partial BOMs).
  */
 import { type CompiledPattern, canonicalizePath, compilePattern, matchesPattern } from './robots-match.ts';
 

@@ -354,6 +354,33 @@ describe('checkRobots: the claimer fetches and stores', () => {
     assert.equal((await checkRobots(u('/other'), makeConfig(), h.deps())).kind, 'allowed');
   });
 
+  it('skips a UTF-8 BOM from the bytes: the first group still applies, plain, gzipped or cut by the cap', async () => {
+    const withBom = (text: string) => new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(text)]);
+    const robots = 'User-agent: testbot\nDisallow: /first\n';
+    const scripts: Script[] = [
+      (request) => response(request.url, 200, withBom(robots)),
+      (request) => response(request.url, 200, gzipSync(withBom(robots)), [['content-encoding', 'gzip']]),
+      (request) => response(request.url, 200, withBom(`${robots}Disallow: /cu`), [], 'length'),
+    ];
+    for (const script of scripts) {
+      const h = harness(script);
+      assert.equal((await checkRobots(u('/first/x'), makeConfig(), h.deps())).kind, 'disallowed');
+      assert.equal((await checkRobots(u('/cut'), makeConfig(), h.deps())).kind, 'allowed');
+    }
+  });
+
+  it('matches non-ASCII rules against percent-encoded URLs, also from the saved JSON', async () => {
+    const h = harness(serve('User-agent: *\nDisallow: /café\nDisallow: /%e3%83%84\n'));
+    assert.equal((await checkRobots(u('/caf%C3%A9/menu'), makeConfig(), h.deps())).kind, 'disallowed');
+    // Another container: an empty cache, the policy read back from the store.
+    const other = harness(serve('unused'));
+    await other.store.saveReady('c1', ORIGIN, h.store.item(ORIGIN)?.policyJson ?? '', T0);
+    assert.equal((await checkRobots(u('/café/menu'), makeConfig(), other.deps())).kind, 'disallowed');
+    assert.equal((await checkRobots(u('/ツ'), makeConfig(), other.deps())).kind, 'disallowed');
+    assert.equal((await checkRobots(u('/cafe'), makeConfig(), other.deps())).kind, 'allowed');
+    assert.equal(other.fetcher.requests.length, 0);
+  });
+
   it('drops a line cut by the body cap', async () => {
     // The fetcher cut the body mid-rule: "Disallow: /ab" must not become "Disallow: /a".
     const h = harness((request) =>

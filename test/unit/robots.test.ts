@@ -197,6 +197,45 @@ describe('parsing tolerance', () => {
   });
 });
 
+describe('UTF-8 byte order mark', () => {
+  const enc = new TextEncoder();
+  const BOM_BYTES = [0xef, 0xbb, 0xbf];
+  const FILE = 'User-agent: foobot\nDisallow: /private\n';
+
+  test('a BOM before the first line leaves that line a record: text, bytes, long text, cut bytes', () => {
+    assert.equal(allowed(`\uFEFF${FILE}`, UA, '/private'), false, 'short text');
+    assert.equal(
+      isAllowed(parseRobots(new Uint8Array([...BOM_BYTES, ...enc.encode(FILE)])), UA, '/private'),
+      false,
+    );
+    // Text long enough to be counted in UTF-8 bytes goes through the byte path.
+    const long = `\uFEFF${FILE}${'#'.repeat(100)}\n`;
+    const cut = parseRobots(long, { maxBytes: 60 });
+    assert.equal(cut.truncated, true);
+    assert.equal(isAllowed(cut, UA, '/private'), false, 'long text, tail cut');
+    const cutBytes = parseRobots(new Uint8Array([...BOM_BYTES, ...enc.encode(`${FILE}Disallow: /late\n`)]), {
+      maxBytes: 3 + FILE.length + 5,
+    });
+    assert.equal(isAllowed(cutBytes, UA, '/private'), false, 'bytes, last line cut');
+    assert.equal(isAllowed(cutBytes, UA, '/late'), true);
+    assert.deepEqual(cutBytes.groups[0]?.agents, ['foobot'], 'the BOM is not part of the agent line');
+  });
+
+  test('only a whole BOM at the very start is one (google/robotstxt-spec-test BOM-characters)', () => {
+    const rest = [...enc.encode(FILE)];
+    for (const prefix of [[0xef, 0xbb], [0xef], [0xef, 0x11, 0xbf], [...BOM_BYTES, ...BOM_BYTES]]) {
+      // Invalid UTF-8 (or a second BOM) makes the first line garbage: no group names foobot.
+      assert.equal(
+        isAllowed(parseRobots(new Uint8Array([...prefix, ...rest])), UA, '/private'),
+        true,
+        `${prefix}`,
+      );
+    }
+    assert.equal(allowed(`\uFEFF\uFEFF${FILE}`, UA, '/private'), true, 'a second BOM is text');
+    assert.equal(allowed(`User-agent: foobot\n\uFEFFDisallow: /private\n`, UA, '/private'), true, 'mid-file');
+  });
+});
+
 describe('max bytes', () => {
   const filler = (bytes: number) => `# ${'x'.repeat(bytes - 3)}\n`;
 
@@ -402,11 +441,83 @@ describe('percent-encoding normalisation (RFC 9309 2.2.2)', () => {
     assert.equal(allowed("User-agent: *\nDisallow: /q?a='x'\n", UA, "/q?a='x'"), false);
   });
 
+  test('non-ASCII characters (2, 3 and 4 UTF-8 bytes) equal their encoding, in the pattern or the URL', () => {
+    const rows: Array<[pattern: string, path: string]> = [
+      ['/café', '/caf%C3%A9'],
+      ['/caf%C3%A9', '/café'],
+      ['/ツ/', '/%E3%83%84/x'],
+      ['/%E3%83%84/', '/ツ/x'],
+      ['/😀', '/%F0%9F%98%80'],
+      ['/%F0%9F%98%80', '/😀'],
+      ['/s?q=ツ', '/s?q=%E3%83%84'],
+      ['/s?q=%E3%83%84', '/s?q=ツ'],
+    ];
+    for (const [pattern, path] of rows) {
+      assert.equal(
+        allowed(`User-agent: *\nDisallow: ${pattern}\n`, UA, path),
+        false,
+        `${pattern} vs ${path}`,
+      );
+    }
+    assert.equal(allowed('User-agent: *\nDisallow: /ツ\n', UA, '/%E3%83%85'), true, 'another character');
+    assert.equal(allowed('User-agent: *\nDisallow: /cafe\n', UA, '/café'), true, 'é is not e');
+  });
+
+  test('hex digits compare case-insensitively, on either side', () => {
+    assert.equal(allowed('User-agent: *\nDisallow: /caf%c3%a9\n', UA, '/caf%C3%A9'), false);
+    assert.equal(allowed('User-agent: *\nDisallow: /caf%C3%A9\n', UA, '/caf%c3%a9'), false);
+    assert.equal(allowed('User-agent: *\nDisallow: /café\n', UA, '/caf%c3%a9'), false);
+    assert.equal(allowed('User-agent: *\nDisallow: /a%2f\n', UA, '/a%2Fb'), false);
+    assert.equal(allowed('User-agent: *\nDisallow: /s?q=%e3%83%84$\n', UA, '/s?q=ツ'), false);
+  });
+
+  test('* and $ around encoded characters', () => {
+    const robots = 'User-agent: *\nDisallow: /*ツ$\nDisallow: /ツ*.html$\n';
+    assert.equal(allowed(robots, UA, '/a/%E3%83%84'), false);
+    assert.equal(allowed(robots, UA, '/a/ツ'), false);
+    assert.equal(allowed(robots, UA, '/a/%e3%83%84'), false);
+    assert.equal(allowed(robots, UA, '/a/ツx'), true, '$ ends the match after the last octet');
+    assert.equal(allowed(robots, UA, '/ツ/x.html'), false);
+    assert.equal(allowed(robots, UA, '/%E3%83%84/x.html?q'), true);
+    assert.equal(allowed('User-agent: *\nDisallow: /*%e3%83%84$\n', UA, '/a/ツ'), false);
+    assert.equal(allowed('User-agent: *\nDisallow: /ツ%24$\n', UA, '/ツ$'), false, '%24 then the anchor');
+    assert.equal(allowed('User-agent: *\nDisallow: /ツ%24$\n', UA, '/ツ'), true);
+    assert.equal(allowed('User-agent: *\nDisallow: /%2a$\n', UA, '/*'), false, '%2a is a literal *');
+    assert.equal(allowed('User-agent: *\nDisallow: /%2a$\n', UA, '/x'), true);
+  });
+
+  test('priority counts the octets of the encoded pattern, however it is spelt', () => {
+    // Both patterns are /%E3%83%84: equally long, so allow wins the tie.
+    assert.equal(allowed('User-agent: *\nDisallow: /%e3%83%84\nAllow: /ツ\n', UA, '/ツ'), true);
+    assert.equal(allowed('User-agent: *\nDisallow: /ツ\nAllow: /%E3%83%84\n', UA, '/ツ'), true);
+    // One more octet: /%E3%83%84x outranks /%E3%83%84 whichever way either is written.
+    assert.equal(allowed('User-agent: *\nAllow: /ツ\nDisallow: /%e3%83%84x\n', UA, '/ツx'), false);
+    assert.equal(allowed('User-agent: *\nAllow: /%E3%83%84\nDisallow: /ツx\n', UA, '/ツx'), false);
+  });
+
+  test('URL objects, absolute strings and path references are encoded alike', () => {
+    const policy = parseRobots('User-agent: *\nDisallow: /ツ\n');
+    assert.equal(isAllowed(policy, UA, new URL('https://h/ツ')), false);
+    assert.equal(isAllowed(policy, UA, 'https://h/ツ'), false);
+    assert.equal(isAllowed(policy, UA, '/ツ'), false);
+    assert.equal(isAllowed(policy, UA, '/%e3%83%84'), false);
+  });
+
   test('canonical form', () => {
     assert.equal(canonicalizePath('/%7e%41/ツ/%2f?a=%2f%3a%26'), '/~A/%E3%83%84/%2F?a=/:%26');
     assert.equal(canonicalizePath('/100%/%zz'), '/100%/%zz');
     assert.equal(canonicalizePath('/*$'), '/%2A%24');
     assert.equal(canonicalizePath('/*$', { pattern: true }), '/*%24');
+    // google/robotstxt robots_test.cc TestMaybeEscapePattern, as patterns.
+    const escapes: Array<[pattern: string, escaped: string]> = [
+      ['http://www.example.com', 'http://www.example.com'],
+      ['/a/b/c', '/a/b/c'],
+      ['á', '%C3%A1'],
+      ['%aa', '%AA'],
+    ];
+    for (const [pattern, escaped] of escapes) {
+      assert.equal(canonicalizePath(pattern, { pattern: true }), escaped, pattern);
+    }
   });
 });
 

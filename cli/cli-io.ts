@@ -17,7 +17,8 @@ export interface CliIo {
 }
 
 /** Loaded on first use: a command that never opens a stack (`crawler robots`) does not pay for the AWS SDK. */
-const locateLazily: Locate = async (options) => (await import('../local/stack-locator.ts')).locateStack(options);
+const locateLazily: Locate = async (options) =>
+  (await import('../local/stack-locator.ts')).locateStack(options);
 
 export function cliIo(overrides: Partial<CliIo> = {}): CliIo {
   return { stdout: process.stdout, stderr: process.stderr, locate: locateLazily, ...overrides };

@@ -27,9 +27,7 @@ export type Command = (args: string[], overrides?: Partial<CliIo>) => Promise<nu
 
 export function defineCommand<const T extends ParseArgsOptionsConfig>(spec: OptionsSpec<T>): Command;
 export function defineCommand<P extends object>(spec: ParserSpec<P>): Command;
-export function defineCommand(
-  spec: OptionsSpec<ParseArgsOptionsConfig> | ParserSpec<object>,
-): Command {
+export function defineCommand(spec: OptionsSpec<ParseArgsOptionsConfig> | ParserSpec<object>): Command {
   return async (args, overrides = {}) => {
     const io = cliIo(overrides);
     if (args.includes('--help') || args.includes('-h')) {

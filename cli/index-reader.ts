@@ -11,7 +11,7 @@
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
-import { isGzip } from '../lambdas/core/page-content.ts';
+import { isGzip, isOutputCapError } from '../lambdas/core/content-coding.ts';
 import { ResultSchema } from '../lambdas/core/result.ts';
 import { resultsPrefix } from '../lambdas/shared/contracts.ts';
 
@@ -157,8 +157,7 @@ export function* gzipJsonLines<T>(
 function gzipDamage(body: Uint8Array, error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   if (!isGzip(body)) return `not gzip (${message})`;
-  if (error instanceof RangeError || (error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE')
-    return `decodes to more than ${MAX_PART_DECODED_BYTES} bytes`;
+  if (isOutputCapError(error)) return `decodes to more than ${MAX_PART_DECODED_BYTES} bytes`;
   return `bad gzip (${message})`;
 }
 

@@ -4,7 +4,9 @@
  * a cut or corrupt body is still partly useful. Pages go through page-content.ts's `decodeContent`,
  * which refuses a body past its caps (size and ratio) instead.
  */
+import type { Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import { type ContentCoding, contentCodings, isZlibWrapped } from './content-coding.ts';
 
 export interface DecodedBody {
   bytes: Uint8Array;
@@ -14,36 +16,7 @@ export interface DecodedBody {
   error?: string;
 }
 
-type Coding = 'gzip' | 'deflate' | 'br';
-
-function codingOf(token: string): Coding | 'identity' | undefined {
-  switch (token) {
-    case 'gzip':
-    case 'x-gzip':
-      return 'gzip';
-    case 'deflate':
-      return 'deflate';
-    case 'br':
-      return 'br';
-    case 'identity':
-    case '':
-      return 'identity';
-    default:
-      return undefined;
-  }
-}
-
-/** zlib-wrapped deflate starts with a CMF/FLG pair whose 16-bit value is a multiple of 31. */
-function isZlibWrapped(bytes: Uint8Array): boolean {
-  const cmf = bytes[0];
-  const flg = bytes[1];
-  return cmf !== undefined && flg !== undefined && (cmf & 0x0f) === 8 && ((cmf << 8) | flg) % 31 === 0;
-}
-
-function decompressor(
-  coding: Coding,
-  input: Uint8Array,
-): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
+function decompressor(coding: ContentCoding, input: Uint8Array): Transform {
   const flush = { finishFlush: zlib.constants.Z_SYNC_FLUSH };
   switch (coding) {
     case 'gzip':
@@ -54,6 +27,8 @@ function decompressor(
       return zlib.createBrotliDecompress({
         finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
       });
+    case 'zstd':
+      return zlib.createZstdDecompress({ finishFlush: zlib.constants.ZSTD_e_flush });
   }
 }
 
@@ -62,7 +37,11 @@ function decompressor(
  * (a compression bomb costs at most the cap plus one chunk). A cut or corrupt stream keeps what
  * was decoded before the damage and reports the error.
  */
-export function inflateCapped(input: Uint8Array, coding: Coding, maxBytes: number): Promise<DecodedBody> {
+export function inflateCapped(
+  input: Uint8Array,
+  coding: ContentCoding,
+  maxBytes: number,
+): Promise<DecodedBody> {
   return new Promise((resolve) => {
     const stream = decompressor(coding, input);
     const chunks: Buffer[] = [];
@@ -96,7 +75,7 @@ export function inflateCapped(input: Uint8Array, coding: Coding, maxBytes: numbe
 }
 
 /**
- * Undoes an HTTP Content-Encoding (`gzip`, `x-gzip`, `deflate`, `br`, `identity`, or a list of them,
+ * Undoes an HTTP Content-Encoding (content-coding.ts: a list of `gzip`, `deflate`, `br`, `zstd`,
  * applied in reverse), keeping at most `maxBytes` of the result.
  */
 export async function decodeContent(
@@ -104,16 +83,10 @@ export async function decodeContent(
   contentEncoding: string | undefined,
   maxBytes: number,
 ): Promise<DecodedBody> {
-  const tokens = (contentEncoding ?? '')
-    .split(',')
-    .map((token) => token.trim().toLowerCase())
-    .filter((token) => token !== '');
+  const codings = contentCodings(contentEncoding);
+  if (!codings.ok) return { bytes: body, truncated: false, error: codings.reason };
   let bytes = body;
-  for (const token of tokens.reverse()) {
-    const coding = codingOf(token);
-    if (coding === 'identity') continue;
-    if (coding === undefined)
-      return { bytes, truncated: false, error: `unsupported content-encoding ${token}` };
+  for (const coding of codings.codings) {
     const decoded = await inflateCapped(bytes, coding, maxBytes);
     if (decoded.truncated || decoded.error !== undefined) return decoded;
     bytes = decoded.bytes;

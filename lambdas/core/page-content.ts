@@ -18,6 +18,7 @@ import {
   inflateSync,
   zstdDecompressSync,
 } from 'node:zlib';
+import { type ContentCoding, contentCodings, isOutputCapError } from './content-coding.ts';
 import { decodeAs, type EncodingSource, sniffHtmlEncoding } from './encoding-sniff.ts';
 import { headerValue } from './http-headers.ts';
 import { FETCH_LIMITS } from './limits.ts';
@@ -35,17 +36,10 @@ export function isHtml(headers: ReadonlyArray<[string, string]>): boolean {
 
 // --- content codings --------------------------------------------------------------------------
 
-/** Starts with gzip's magic bytes (a gzip body whatever its Content-Encoding says, a WARC member). */
-export function isGzip(bytes: Uint8Array): boolean {
-  return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
-}
-
 /** Decoded bytes per received byte above which a body is a decompression bomb (Apache POI's 1:100). */
 export const DEFAULT_MAX_DECODE_RATIO: number = FETCH_LIMITS.maxDecodeRatio;
 /** The ratio is only enforced once the decoded output is larger than this. */
 export const DEFAULT_RATIO_FLOOR_BYTES = 1024 * 1024;
-/** More stacked codings than this (`gzip, gzip, gzip, ...`) are refused unread. */
-export const MAX_CONTENT_CODINGS = 4;
 
 export type DecodeFailureCode = 'decoded-too-large' | 'decompression-bomb' | 'bad-encoding';
 
@@ -60,14 +54,6 @@ export interface DecodeOptions {
   ratioFloorBytes?: number;
 }
 
-type Coding = 'gzip' | 'br' | 'deflate' | 'zstd';
-
-function codingOf(token: string): Coding | 'identity' | undefined {
-  if (token === 'gzip' || token === 'x-gzip') return 'gzip';
-  if (token === 'br' || token === 'deflate' || token === 'zstd' || token === 'identity') return token;
-  return undefined;
-}
-
 /**
  * Undoes `contentEncoding` (a list, applied in reverse) on `body`. Every layer's output is capped at
  * the smaller of `maxDecodedBytes` and `maxRatio` × the received body (never below the ratio floor):
@@ -80,32 +66,18 @@ export function decodeContent(
   maxDecodedBytes: number,
   options: DecodeOptions = {},
 ): DecodedBody {
-  const tokens = (contentEncoding ?? '')
-    .split(',')
-    .map((token) => token.trim().toLowerCase())
-    .filter((token) => token !== '');
-  if (tokens.length > MAX_CONTENT_CODINGS) {
-    return {
-      ok: false,
-      code: 'bad-encoding',
-      reason: `${tokens.length} stacked content-encodings (at most ${MAX_CONTENT_CODINGS} are decoded)`,
-    };
-  }
+  const codings = contentCodings(contentEncoding);
+  if (!codings.ok) return { ok: false, code: 'bad-encoding', reason: codings.reason };
   const maxRatio = options.maxRatio ?? DEFAULT_MAX_DECODE_RATIO;
   const floor = options.ratioFloorBytes ?? DEFAULT_RATIO_FLOOR_BYTES;
   const ratioBound = Math.max(floor, Math.ceil(body.byteLength * maxRatio));
   const bound = Math.min(maxDecodedBytes, ratioBound);
   let bytes: Uint8Array = body;
-  for (const token of tokens.reverse()) {
-    const coding = codingOf(token);
-    if (coding === 'identity') continue;
-    if (coding === undefined) {
-      return { ok: false, code: 'bad-encoding', reason: `unsupported content-encoding ${token}` };
-    }
+  for (const coding of codings.codings) {
     try {
       bytes = inflate(coding, bytes, bound);
     } catch (error) {
-      if (isTooLarge(error)) {
+      if (isOutputCapError(error)) {
         if (bound < maxDecodedBytes) {
           return {
             ok: false,
@@ -131,21 +103,11 @@ export function decodeContent(
   return { ok: true, bytes };
 }
 
-function isTooLarge(error: unknown): boolean {
-  return (
-    error instanceof RangeError ||
-    (typeof error === 'object' &&
-      error !== null &&
-      'code' in error &&
-      (error as { code: unknown }).code === 'ERR_BUFFER_TOO_LARGE')
-  );
-}
-
 /**
  * One layer, output capped at `max` (zlib throws ERR_BUFFER_TOO_LARGE past it). The flush modes let a
  * stream cut short (a body truncated at the size cap) decode as far as it goes instead of failing.
  */
-function inflate(coding: Coding, bytes: Uint8Array, max: number): Uint8Array {
+function inflate(coding: ContentCoding, bytes: Uint8Array, max: number): Uint8Array {
   const zlib = { maxOutputLength: max, finishFlush: constants.Z_SYNC_FLUSH };
   switch (coding) {
     case 'gzip':
@@ -162,7 +124,7 @@ function inflate(coding: Coding, bytes: Uint8Array, max: number): Uint8Array {
       try {
         return inflateSync(bytes, zlib);
       } catch (error) {
-        if (isTooLarge(error)) throw error;
+        if (isOutputCapError(error)) throw error;
         return inflateRawSync(bytes, zlib);
       }
   }

@@ -27,10 +27,10 @@
 import zlib from 'node:zlib';
 import { Parser } from 'htmlparser2';
 import { decodeContent } from './capped-inflate.ts';
+import { isGzip, isOutputCapError } from './content-coding.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { describeError, FatalError, isCrawlError } from './errors.ts';
 import { headerValue } from './http-headers.ts';
-import { isGzip } from './page-content.ts';
 import { hostKey } from './politeness.ts';
 import type { PageFetcher, PageResponse } from './ports.ts';
 import { DEFAULT_MAX_ROBOTS_BYTES, parseRobots, sitemaps as robotsSitemaps } from './robots.ts';
@@ -66,15 +66,6 @@ export type SitemapParseResult =
   | { kind: 'urlset'; urls: string[]; truncated: boolean; skipped: number }
   | { kind: 'index'; sitemaps: string[]; truncated: boolean; skipped: number };
 
-function isTooLarge(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    'code' in error &&
-    (error as { code: unknown }).code === 'ERR_BUFFER_TOO_LARGE'
-  );
-}
-
 /** Gunzips at most `maxBytes`; inflation stops as soon as the output passes the cap. */
 function gunzipCapped(bytes: Uint8Array, maxBytes: number): Uint8Array {
   try {
@@ -84,7 +75,7 @@ function gunzipCapped(bytes: Uint8Array, maxBytes: number): Uint8Array {
       finishFlush: zlib.constants.Z_SYNC_FLUSH,
     });
   } catch (error) {
-    if (isTooLarge(error)) {
+    if (isOutputCapError(error)) {
       throw new SitemapError('too-large', `sitemap is larger than ${maxBytes} bytes when decompressed`);
     }
     throw new SitemapError('bad-encoding', `sitemap gzip cannot be decoded (${describeError(error)})`, {

@@ -9,7 +9,7 @@
  * gzip members all throw WarcFormatError.
  */
 import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
-import { isGzip } from './page-content.ts';
+import { isGzip } from './content-coding.ts';
 
 export class WarcFormatError extends Error {
   readonly code = 'warc_format';

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import { MAX_CONTENT_CODINGS } from '../../lambdas/core/content-coding.ts';
 import { extractLinks } from '../../lambdas/core/links.ts';
 import {
   DEFAULT_MAX_DECODE_RATIO,
@@ -15,7 +16,6 @@ import {
   decodeText,
   isStorableType,
   isTypePattern,
-  MAX_CONTENT_CODINGS,
 } from '../../lambdas/core/page-content.ts';
 import { BOMB_PREFIX, bomb, encodeLegacy } from '../fixtures/hostile-server.ts';
 

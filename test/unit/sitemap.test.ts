@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { decodeContent, inflateCapped } from '../../lambdas/core/capped-inflate.ts';
-import { isGzip } from '../../lambdas/core/page-content.ts';
+import { isGzip } from '../../lambdas/core/content-coding.ts';
 import {
   parseSitemap,
   SITEMAP_MAX_BYTES,

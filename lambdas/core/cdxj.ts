@@ -11,7 +11,7 @@
  *
  * | field | from | example |
  * | --- | --- | --- |
- * | `urlkey` | SURT of `url` (see `surt` below) | `com,example)/a?b=2&c=1` |
+ * | `urlkey` | SURT of `url`, the key pywb and the Wayback CDX server look it up by (surt.ts) | `com,example)/a?b=2&c=1` |
  * | `timestamp` | `fetchedAt`, UTC, 14 digits `YYYYMMDDhhmmss` | `20240501120000` |
  * | *result record* | `v, crawlId, key, url, finalUrl?, status?, outcome, code?, reason?, contentType?, bytes, sha1?, truncated?, location?, canonical?, warc?, content?, fetchedAt, ms, depth, attempt?, outlinks` | |
  * | `mime` | `contentType` without parameters, lower-cased (only when there is one) | `text/html` |
@@ -24,9 +24,11 @@
  * response (outcomes `fetched`, `redirected`, and `failed` with an HTTP status); skipped, disallowed,
  * blocked, invalid and network-failed URLs have no WARC record. `key` (sha256 of the normalized URL,
  * the frontier key) is unique per crawl: a reader that sees two lines with one `key` (possible only
- * after an aggregator crash) keeps the first.
+ * after an aggregator crash) keeps the first. `urlkey` is not unique: URLs that the SURT folds together
+ * (`/a/` and `/a`, a session id, the order of query arguments) share one, as in any CDX index.
  */
 import type { CrawlResult } from './result.ts';
+import { surt } from './surt.ts';
 import { base32Encode } from './warc-digest.ts';
 
 export interface CdxjFields {
@@ -41,36 +43,6 @@ export interface CdxjFields {
 
 /** One results index line: CDXJ key fields, the result record, then the rest of the CDXJ fields. */
 export type IndexLine = CrawlResult & CdxjFields;
-
-/**
- * SURT (Sort-friendly URI Reordering Transform) key of a URL, as pywb and warcio (`getSurt`) compute
- * it: scheme and userinfo dropped, everything lower-cased, a leading `www.` (`www2.`...) dropped,
- * host labels reversed and comma-joined, `:port` kept when not the default, `)`, path, then the query
- * with its `&`-separated arguments sorted. The fragment is dropped. Non-http(s) input or input that
- * does not parse is returned unchanged (as warcio does).
- *
- * `http://www.Example.com:8080/A/b?z=1&a=2#f` → `com,example:8080)/a/b?a=2&z=1`
- *
- * Differs from warcio only where warcio is case-sensitive by accident: `WWW.` is dropped too.
- */
-export function surt(url: string): string {
-  if (!url.startsWith('https:') && !url.startsWith('http:')) return url;
-  let parsed: URL;
-  try {
-    parsed = new URL(url.toLowerCase().replace(/^(https?:\/\/)www\d*\./, '$1'));
-  } catch {
-    return url;
-  }
-  let key = parsed.hostname.split('.').reverse().join(',');
-  if (parsed.port) key += `:${parsed.port}`;
-  key += `)${parsed.pathname}`;
-  if (parsed.search) {
-    // Plain code-unit sort, as JavaScript's and Python's default sorts do.
-    const args = parsed.search.slice(1).split('&').sort();
-    key += `?${args.join('&')}`;
-  }
-  return key;
-}
 
 /** `YYYYMMDDhhmmss` (UTC) of an ISO-8601 time; unparsable input keeps its first 14 digits, zero-padded. */
 export function cdxTimestamp(iso: string): string {

@@ -8,8 +8,7 @@ import {
 } from '../core/crawl-config.ts';
 import { PermanentError } from '../core/errors.ts';
 import type { CrawlConfigReader } from '../core/ports.ts';
-
-const configKey = (crawlId: string) => ({ pk: { S: `CRAWL#${crawlId}` }, sk: { S: 'CONFIG' } });
+import { configKey } from './frontier-schema.ts';
 
 export class CrawlConfigStore implements CrawlConfigReader {
   private readonly dynamodb: DynamoDBClient;

@@ -16,16 +16,14 @@ import {
   num,
   outcomeAttr,
   parseCounters,
+  ROBOTS_SK_PREFIX,
   ROBOTS_ST,
-  robotsKey,
   S,
   str,
 } from './frontier-schema.ts';
 
 /** Host or robots items read per look: enough to name what a stuck crawl waits for, never O(hosts). */
 export const WAIT_ITEMS_LIMIT = 25;
-/** `ROBOTS#`: the sort key of a robots item up to its origin. */
-const ROBOTS_SK_PREFIX = robotsKey('', '').sk?.S ?? '';
 
 export interface HostItemWait {
   host: string;

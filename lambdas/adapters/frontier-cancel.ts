@@ -13,6 +13,7 @@ import type { CrawlStateCheck, CrawlStateName } from '../core/ports.ts';
 import {
   ATTR,
   CRAWL_STATE,
+  configKey,
   countersKey,
   expiresAt,
   type Item,
@@ -32,8 +33,6 @@ export type CancelOutcome =
   | { status: 'complete'; endedAt?: string }
   /** No such crawl: neither counters nor a stored config. */
   | { status: 'unknown' };
-
-const configKey = (crawlId: string) => ({ pk: { S: `CRAWL#${crawlId}` }, sk: { S: 'CONFIG' } });
 
 /**
  * Marks the crawl cancelled (state, endedAt), exactly once: one conditional UpdateItem on the counters

@@ -5,15 +5,21 @@
  */
 import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { CrawlCounters } from '../core/ports.ts';
-import { ATTR, type Item, names, parseCounters, S, str } from './frontier-schema.ts';
+import {
+  ATTR,
+  COUNTERS_SK,
+  CRAWL_PK_PREFIX,
+  type Item,
+  names,
+  parseCounters,
+  S,
+  str,
+} from './frontier-schema.ts';
 
 export interface CrawlListing {
   crawlId: string;
   counters: CrawlCounters;
 }
-
-const COUNTERS_SK = 'COUNTERS';
-const CRAWL_PK_PREFIX = 'CRAWL#';
 
 export async function* listCrawls(dynamodb: DynamoDBClient, table: string): AsyncGenerator<CrawlListing> {
   let start: Item | undefined;

@@ -78,7 +78,12 @@ export const ROBOTS_ST = { fetching: 'fetching', ready: 'ready', unavailable: 'u
 /** `state` of the counters item. */
 export const CRAWL_STATE = { running: 'running', complete: 'complete', cancelled: 'cancelled' } as const;
 
-export const crawlPk = (crawlId: string): string => `CRAWL#${crawlId}`;
+/** The partition of a crawl's own items (config, counters, hosts, robots): `CRAWL#<crawlId>`. */
+export const CRAWL_PK_PREFIX = 'CRAWL#';
+export const crawlPk = (crawlId: string): string => `${CRAWL_PK_PREFIX}${crawlId}`;
+/** Sort keys of the crawl's config and counters items. */
+export const CONFIG_SK = 'CONFIG';
+export const COUNTERS_SK = 'COUNTERS';
 
 /**
  * The partition of a host's URL items: `URLS#<crawlId>#<host>` (host: core/politeness.ts
@@ -92,9 +97,15 @@ export const urlKey = (crawlId: string, host: string, urlKeyHex: string): Item =
   pk: { S: urlsPk(crawlId, host) },
   sk: { S: urlKeyHex },
 });
-export const countersKey = (crawlId: string): Item => key(crawlId, 'COUNTERS');
-export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `HOST#${host}`);
-export const robotsKey = (crawlId: string, origin: string): Item => key(crawlId, `ROBOTS#${origin}`);
+export const countersKey = (crawlId: string): Item => key(crawlId, COUNTERS_SK);
+export const configKey = (crawlId: string): Item => key(crawlId, CONFIG_SK);
+/** Sort key prefixes of a crawl's per-host and per-origin items (a Query by prefix lists them). */
+export const HOST_SK_PREFIX = 'HOST#';
+export const DONE_SK_PREFIX = 'DONE#';
+export const ROBOTS_SK_PREFIX = 'ROBOTS#';
+export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `${HOST_SK_PREFIX}${host}`);
+export const robotsKey = (crawlId: string, origin: string): Item =>
+  key(crawlId, `${ROBOTS_SK_PREFIX}${origin}`);
 
 /** `{ '#a': 'a', ... }` for the attributes an expression mentions as `#a`. */
 export function names(...attrs: string[]): Record<string, string> {
@@ -239,7 +250,5 @@ export function parseCounters(item: Item): CrawlCounters {
   return counters;
 }
 
-export const HOST_SK_PREFIX = 'HOST#';
-export const DONE_SK_PREFIX = 'DONE#';
 /** The exact tally of a drained host (and its pace, for when it is woken again). */
 export const doneKey = (crawlId: string, host: string): Item => key(crawlId, `${DONE_SK_PREFIX}${host}`);

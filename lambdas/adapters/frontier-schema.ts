@@ -40,7 +40,7 @@ export const ATTR = {
   admitted: 'admitted',
   bytes: 'bytes',
   requests: 'requests',
-  // HTTP requests charged by the fetch function against the crawl's budget (core/budget.ts)
+  // Pages captured, charged by the fetch function against the crawl's budget (core/budget.ts)
   charged: 'charged',
   state: 'state',
   startedAt: 'startedAt',

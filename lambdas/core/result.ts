@@ -12,7 +12,7 @@ export const WarcPointerSchema = z.object({
 export const ResultSchema = z.object({
   v: z.literal(1),
   crawlId: z.string(),
-  /** Frontier key: sha256 of the normalized URL (for a malformed task: of `invalid:` + its message id). */
+  /** Frontier key: sha256 of the normalized URL (for a malformed task: of `invalid:` + its message body). */
   key: z.string(),
   url: z.string(),
   finalUrl: z.string().optional(),

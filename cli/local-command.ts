@@ -32,7 +32,7 @@ import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { CRAWL_OPTIONS_HELP, parseCrawlOptions } from './crawl-options.ts';
 import { defineCommand } from './define-command.ts';
-import { extractOptions } from './submit-command.ts';
+import { extractOptions } from './own-options.ts';
 import { UsageError } from './usage-error.ts';
 
 export const DEFAULT_LOCAL_PORT = 4566;

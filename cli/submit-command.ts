@@ -19,11 +19,11 @@ import { write, writingTo } from './cli-io.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { defineCommand } from './define-command.ts';
+import { type ExtractedValues, extractOptions } from './own-options.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { openStack, StackNotFoundError } from './stack-access.ts';
 import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
-import { flagWithValue, missingValue } from './usage-hints.ts';
 
 /** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */
 export const SUBMIT_USAGE = `usage: crawler submit URL... [options]
@@ -212,58 +212,3 @@ async function readStdin(): Promise<string> {
 }
 
 // --- Options a command adds to the crawl options ---------------------------------------------
-
-/** `strings`: repeatable, collected in order. */
-export type OptionKind = 'string' | 'strings' | 'boolean';
-export type ExtractedValues<S extends Record<string, OptionKind>> = {
-  [K in keyof S]: S[K] extends 'strings'
-    ? string[]
-    : S[K] extends 'string'
-      ? string | undefined
-      : boolean | undefined;
-};
-
-/**
- * Takes the options named in `spec` (`--name value`, `--name=value`, booleans as `--name`) out of
- * `args`; everything else, in order, is `rest`. A `string` option given twice keeps the last value;
- * `strings` collect. Stops at `--`.
- */
-export function extractOptions<S extends Record<string, OptionKind>>(
-  args: readonly string[],
-  spec: S,
-  usage = '',
-): { own: ExtractedValues<S>; rest: string[] } {
-  const own: Record<string, string | string[] | boolean | undefined> = {};
-  for (const [name, kind] of Object.entries(spec)) if (kind === 'strings') own[name] = [];
-  const rest: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === '--') {
-      rest.push(...args.slice(i));
-      break;
-    }
-    const match = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
-    const name = match?.[1];
-    const kind = name === undefined ? undefined : spec[name];
-    if (match === null || name === undefined || kind === undefined) {
-      rest.push(arg);
-      continue;
-    }
-    if (kind === 'boolean') {
-      if (match[2] !== undefined) throw flagWithValue(name, usage);
-      own[name] = true;
-      continue;
-    }
-    let value = match[2];
-    if (value === undefined) {
-      value = args[i + 1];
-      if (value === undefined) throw missingValue(name, usage);
-      if (value.startsWith('--') && value.length > 2) throw missingValue(name, usage, value);
-      i++;
-    }
-    const previous = own[name];
-    if (Array.isArray(previous)) previous.push(value);
-    else own[name] = value;
-  }
-  return { own: own as ExtractedValues<S>, rest };
-}

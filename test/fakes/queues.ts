@@ -1,0 +1,59 @@
+/**
+ * Imitates the fetch function's queues (lambdas/adapters/queues.ts: SqsTaskSender, SqsResultSender,
+ * SqsDeadLetterSender) in memory, as the ports TaskSender, ResultSender (with DrainedSender) and
+ * DeadLetterSender: every message sent is kept, in order; an empty send sends nothing. A send that
+ * fails (`faults`) sends nothing, or (`at: 'after'`) sends everything and loses its answer. Checked
+ * against the adapters on the embedded SQS (fauxqs) by test/integration/port-contracts.test.ts
+ * (queueContract in test/contracts/queues.ts).
+ */
+import type { DrainedSender } from '../../lambdas/core/fetch-batch.ts';
+import type {
+  DeadLetter,
+  DeadLetterSender,
+  OutgoingVisit,
+  ResultSender,
+  TaskSender,
+} from '../../lambdas/core/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { Faults } from './faults.ts';
+
+export class MemoryTaskQueue implements TaskSender {
+  readonly visits: OutgoingVisit[] = [];
+  readonly faults = new Faults<'sendVisits'>();
+
+  async sendVisits(visits: readonly OutgoingVisit[]): Promise<void> {
+    await this.faults.enter('sendVisits', [visits]);
+    this.visits.push(...structuredClone(visits));
+    this.faults.leave('sendVisits', [visits]);
+  }
+}
+
+export class MemoryResultsQueue implements ResultSender, DrainedSender {
+  readonly results: CrawlResult[] = [];
+  /** The crawl of each `drained` record, in order. */
+  readonly drained: string[] = [];
+  readonly faults = new Faults<'sendResults' | 'sendDrained'>();
+
+  async sendResults(results: readonly CrawlResult[]): Promise<void> {
+    await this.faults.enter('sendResults', [results]);
+    this.results.push(...structuredClone(results));
+    this.faults.leave('sendResults', [results]);
+  }
+
+  async sendDrained(crawlId: string): Promise<void> {
+    await this.faults.enter('sendDrained', [crawlId]);
+    this.drained.push(crawlId);
+    this.faults.leave('sendDrained', [crawlId]);
+  }
+}
+
+export class MemoryDeadLetterQueue implements DeadLetterSender {
+  readonly letters: DeadLetter[] = [];
+  readonly faults = new Faults<'send'>();
+
+  async send(letters: readonly DeadLetter[]): Promise<void> {
+    await this.faults.enter('send', [letters]);
+    this.letters.push(...structuredClone(letters));
+    this.faults.leave('send', [letters]);
+  }
+}

@@ -12,6 +12,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { FrontierHosts } from '../../lambdas/adapters/frontier-hosts.ts';
 import { FrontierRobots } from '../../lambdas/adapters/frontier-robots.ts';
 import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
@@ -29,12 +30,14 @@ import type { VisitMessage } from '../../lambdas/core/task.ts';
 import { VisitPacer } from '../../lambdas/core/visit-pacer.ts';
 import { s3Config, sqsConfig } from '../../local/aws-clients.ts';
 import { blobStoreContract } from '../contracts/blob-store.ts';
+import { crawlConfigsContract } from '../contracts/crawl-configs.ts';
 import { frontierUrlsContract } from '../contracts/frontier-urls.ts';
 import { hostSlotsContract } from '../contracts/host-slots.ts';
 import { hostVisitsContract } from '../contracts/host-visits.ts';
 import { queueContract } from '../contracts/queues.ts';
 import { robotsStoreContract } from '../contracts/robots-store.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
+import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryHostVisits } from '../fakes/host-visits.ts';
@@ -90,6 +93,12 @@ hostVisitsContract('MemoryHostVisits', () => new MemoryHostVisits());
 hostVisitsContract(
   'FrontierHosts on dynalite',
   () => new FrontierHosts(table.dynamodb, FRONTIER_TABLE, resolveOptions()),
+);
+
+crawlConfigsContract('MemoryCrawlConfigs', (defaults) => new MemoryCrawlConfigs(defaults));
+crawlConfigsContract(
+  'CrawlConfigStore on dynalite',
+  (defaults) => new CrawlConfigStore(table.dynamodb, FRONTIER_TABLE, defaults),
 );
 
 queueContract('memory queues', async () => {

@@ -26,22 +26,23 @@ export class MemoryCrawlConfigs implements CrawlConfigReader {
   }
 
   async put(config: CrawlConfig): Promise<void> {
-    await this.faults.enter('put', [config]);
-    if (this.#configs.has(config.crawlId)) throw new Error(`crawl ${config.crawlId} exists already`);
-    // Stored as JSON, as the adapter stores it: what is read back is what JSON keeps.
-    this.#configs.set(config.crawlId, CrawlConfigSchema.parse(JSON.parse(JSON.stringify(config))));
-    this.faults.leave('put', [config]);
+    return this.faults.run('put', [config], async () => {
+      if (this.#configs.has(config.crawlId)) throw new Error(`crawl ${config.crawlId} exists already`);
+      // Stored as JSON, as the adapter stores it: what is read back is what JSON keeps.
+      this.#configs.set(config.crawlId, CrawlConfigSchema.parse(JSON.parse(JSON.stringify(config))));
+    });
   }
 
   async get(crawlId: string): Promise<CrawlConfig> {
-    await this.faults.enter('get', [crawlId]);
-    const stored = this.#configs.get(crawlId);
-    if (stored !== undefined) return stored;
-    if (crawlId === DEFAULT_CRAWL_ID) return CrawlConfigSchema.parse({ ...this.#defaults, crawlId });
-    throw new PermanentError(
-      'invalid',
-      'unknown-crawl',
-      `crawl ${crawlId} has no stored config; submit it first`,
-    );
+    return this.faults.run('get', [crawlId], async () => {
+      const stored = this.#configs.get(crawlId);
+      if (stored !== undefined) return stored;
+      if (crawlId === DEFAULT_CRAWL_ID) return CrawlConfigSchema.parse({ ...this.#defaults, crawlId });
+      throw new PermanentError(
+        'invalid',
+        'unknown-crawl',
+        `crawl ${crawlId} has no stored config; submit it first`,
+      );
+    });
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Call counts and injected failures for the in-memory fakes of test/fakes/: a fake calls `enter` as
- * its call starts and `leave` once it took effect. A failure `before` throws with nothing done (an
+ * Call counts and injected failures for the in-memory fakes of test/fakes/: a fake runs each call
+ * through `run` (`enter` as it starts, `leave` once it took effect). A failure `before` throws with nothing done (an
  * AWS call that failed after the SDK's retries); one `after` throws once the call took effect (its
  * answer was lost, so the caller repeats a call that already happened).
  */
@@ -40,6 +40,14 @@ export class Faults<M extends string> {
   /** Every armed failure of `method` is disarmed. */
   heal(method: M): void {
     for (const armed of this.#armed) if (armed.method === method) armed.times = 0;
+  }
+
+  /** Runs a fake's call: `enter`, the call's effect, `leave` (whatever the call answers). */
+  async run<T>(method: M, args: readonly unknown[], effect: () => T | Promise<T>): Promise<T> {
+    await this.enter(method, args);
+    const answer = await effect();
+    this.leave(method, args);
+    return answer;
   }
 
   /** Counts the call, yields once (as a network call does), and throws if a `before` failure matches. */

@@ -64,70 +64,75 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
   }
 
   async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
-    await this.faults.enter('admit', [crawlId, parentKey, candidates]);
-    // Duplicate keys in one call are tried once: the first of them.
-    const unique = candidates.filter(
-      (candidate, index) => candidates.findIndex((other) => other.key === candidate.key) === index,
-    );
-    const admission: Admission = { admitted: [], settled: [] };
-    for (const candidate of unique) {
-      const partition = this.#partition(crawlId, frontierHost(candidate.url));
-      const existing = partition.get(candidate.key);
-      if (existing === undefined) {
-        const item: UrlItem = {
-          key: candidate.key,
-          url: candidate.url,
-          depth: candidate.depth,
-          st: candidate.held ? 'held' : 'new',
-          parent: parentKey,
-        };
-        if (candidate.redirects !== undefined) item.redirects = candidate.redirects;
-        partition.set(candidate.key, item);
-        admission.admitted.push({ ...candidate, fresh: true });
-      } else if (existing.st !== 'done' && existing.parent === parentKey && existing.attempts === undefined) {
-        // This page's own earlier admission, not yet attempted: admitted again, the item unchanged.
-        admission.admitted.push({ ...candidate, fresh: false });
-      } else if (existing.st !== 'held') admission.settled.push(candidate.key);
-    }
-    this.faults.leave('admit', [crawlId, parentKey, candidates]);
-    return admission;
+    return this.faults.run('admit', [crawlId, parentKey, candidates], async () => {
+      // Duplicate keys in one call are tried once: the first of them.
+      const unique = candidates.filter(
+        (candidate, index) => candidates.findIndex((other) => other.key === candidate.key) === index,
+      );
+      const admission: Admission = { admitted: [], settled: [] };
+      for (const candidate of unique) {
+        const partition = this.#partition(crawlId, frontierHost(candidate.url));
+        const existing = partition.get(candidate.key);
+        if (existing === undefined) {
+          const item: UrlItem = {
+            key: candidate.key,
+            url: candidate.url,
+            depth: candidate.depth,
+            st: candidate.held ? 'held' : 'new',
+            parent: parentKey,
+          };
+          if (candidate.redirects !== undefined) item.redirects = candidate.redirects;
+          partition.set(candidate.key, item);
+          admission.admitted.push({ ...candidate, fresh: true });
+        } else if (
+          existing.st !== 'done' &&
+          existing.parent === parentKey &&
+          existing.attempts === undefined
+        ) {
+          // This page's own earlier admission, not yet attempted: admitted again, the item unchanged.
+          admission.admitted.push({ ...candidate, fresh: false });
+        } else if (existing.st !== 'held') admission.settled.push(candidate.key);
+      }
+      return admission;
+    });
   }
 
   async reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number> {
-    await this.faults.enter('reservePages', [crawlId, wanted, maxPages]);
-    const want = Math.floor(wanted);
-    const max = Math.floor(maxPages);
-    if (!(want > 0) || !(max > 0)) return 0;
-    const counters = this.#counter(crawlId);
-    const grant = Math.min(want, max - counters.admitted);
-    if (!(grant > 0)) return 0;
-    counters.admitted += grant;
-    this.faults.leave('reservePages', [crawlId, wanted, maxPages]);
-    return grant;
+    return this.faults.run('reservePages', [crawlId, wanted, maxPages], async () => {
+      const want = Math.floor(wanted);
+      const max = Math.floor(maxPages);
+      if (!(want > 0) || !(max > 0)) return 0;
+      const counters = this.#counter(crawlId);
+      const grant = Math.min(want, max - counters.admitted);
+      if (!(grant > 0)) return 0;
+      counters.admitted += grant;
+      return grant;
+    });
   }
 
   async promote(crawlId: string, urls: readonly FrontierUrl[]): Promise<void> {
-    await this.faults.enter('promote', [crawlId, urls]);
-    for (const url of urls) {
-      const item = this.item(crawlId, frontierHost(url.url), url.key);
-      if (item?.st === 'held') item.st = 'new';
-    }
-    this.faults.leave('promote', [crawlId, urls]);
+    return this.faults.run('promote', [crawlId, urls], async () => {
+      for (const url of urls) {
+        const item = this.item(crawlId, frontierHost(url.url), url.key);
+        if (item?.st === 'held') item.st = 'new';
+      }
+    });
   }
 
   async addQueued(crawlId: string, count: number): Promise<void> {
-    await this.faults.enter('addQueued', [crawlId, count]);
-    this.#counter(crawlId).queued += count;
-    this.faults.leave('addQueued', [crawlId, count]);
+    return this.faults.run('addQueued', [crawlId, count], async () => {
+      this.#counter(crawlId).queued += count;
+    });
   }
 
   async urls(crawlId: string, host: string): Promise<HostUrl[]> {
-    await this.faults.enter('urls', [crawlId, host]);
-    const items = [...(this.#partitions.get(`${crawlId}#${host}`)?.values() ?? [])];
-    // A Query returns the partition in sort key order; `rid` is not read.
-    return items
-      .toSorted((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-      .map(({ rid: _rid, ...url }) => ({ ...url }));
+    return this.faults.run('urls', [crawlId, host], async () => {
+      const items = [...(this.#partitions.get(`${crawlId}#${host}`)?.values() ?? [])];
+      // A Query returns the partition in sort key order; `rid` is not read.
+      return items
+        .toSorted((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .map(({ rid: _rid, ...url }) => ({ ...url }));
+    });
   }
 
   async postpone(
@@ -137,41 +142,41 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
     attempts: number,
     retryAt: number,
   ): Promise<void> {
-    await this.faults.enter('postpone', [crawlId, host, key, attempts, retryAt]);
-    const item = this.item(crawlId, host, key);
-    if (item !== undefined && item.st !== 'done') {
-      item.attempts = attempts;
-      item.retryAt = retryAt;
-      this.postponed.push({ host, key, attempts, retryAt });
-    }
-    this.faults.leave('postpone', [crawlId, host, key, attempts, retryAt]);
+    return this.faults.run('postpone', [crawlId, host, key, attempts, retryAt], async () => {
+      const item = this.item(crawlId, host, key);
+      if (item !== undefined && item.st !== 'done') {
+        item.attempts = attempts;
+        item.retryAt = retryAt;
+        this.postponed.push({ host, key, attempts, retryAt });
+      }
+    });
   }
 
   async finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
-    await this.faults.enter('finalize', [crawlId, entry]);
-    const partition = this.#partition(crawlId, frontierHost(entry.url));
-    const before = partition.get(entry.key);
-    if (before?.st === 'done' && before.rid !== entry.rid)
-      return { won: false, created: false, repeat: false };
-    const repeat = before?.st === 'done';
-    const item: UrlItem = {
-      ...(before ?? { key: entry.key, url: entry.url, depth: 0 }),
-      st: 'done',
-      outcome: entry.outcome,
-      rid: entry.rid,
-      part: before?.part ?? entry.part,
-      bytes: entry.bytes,
-      requests: entry.requests,
-    };
-    delete item.retryAt;
-    partition.set(entry.key, item);
-    this.faults.leave('finalize', [crawlId, entry]);
-    return {
-      won: true,
-      created: before === undefined,
-      repeat,
-      part: (repeat ? before?.part : undefined) ?? entry.part,
-    };
+    return this.faults.run('finalize', [crawlId, entry], async () => {
+      const partition = this.#partition(crawlId, frontierHost(entry.url));
+      const before = partition.get(entry.key);
+      if (before?.st === 'done' && before.rid !== entry.rid)
+        return { won: false, created: false, repeat: false };
+      const repeat = before?.st === 'done';
+      const item: UrlItem = {
+        ...(before ?? { key: entry.key, url: entry.url, depth: 0 }),
+        st: 'done',
+        outcome: entry.outcome,
+        rid: entry.rid,
+        part: before?.part ?? entry.part,
+        bytes: entry.bytes,
+        requests: entry.requests,
+      };
+      delete item.retryAt;
+      partition.set(entry.key, item);
+      return {
+        won: true,
+        created: before === undefined,
+        repeat,
+        part: (repeat ? before?.part : undefined) ?? entry.part,
+      };
+    });
   }
 
   #partition(crawlId: string, host: string): Map<string, UrlItem> {

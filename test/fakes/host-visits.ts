@@ -60,32 +60,32 @@ export class MemoryHostVisits implements HostVisits {
 
   async wake(crawlId: string, host: string, now: number): Promise<string | undefined> {
     const args = [crawlId, host, now];
-    await this.faults.enter('wake', args);
-    const id = `${crawlId}#${host}`;
-    const item = this.#hosts.get(id) ?? { wake: 0, inflight: [] };
-    item.wake += 1;
-    this.#hosts.set(id, item);
-    if (!(noLiveLease(item, now) && noRecentVisit(item, now))) return undefined;
-    // The claim is a second write under the same condition: a concurrent waker may win it meanwhile.
-    await new Promise((resolve) => setImmediate(resolve));
-    const current = this.#hosts.get(id);
-    if (current === undefined || !(noLiveLease(current, now) && noRecentVisit(current, now)))
-      return undefined;
-    const ticket = randomUUID();
-    current.visitAt = now;
-    current.visitBy = ticket;
-    this.faults.leave('wake', args);
-    return ticket;
+    return this.faults.run('wake', args, async () => {
+      const id = `${crawlId}#${host}`;
+      const item = this.#hosts.get(id) ?? { wake: 0, inflight: [] };
+      item.wake += 1;
+      this.#hosts.set(id, item);
+      if (!(noLiveLease(item, now) && noRecentVisit(item, now))) return undefined;
+      // The claim is a second write under the same condition: a concurrent waker may win it meanwhile.
+      await new Promise((resolve) => setImmediate(resolve));
+      const current = this.#hosts.get(id);
+      if (current === undefined || !(noLiveLease(current, now) && noRecentVisit(current, now)))
+        return undefined;
+      const ticket = randomUUID();
+      current.visitAt = now;
+      current.visitBy = ticket;
+      return ticket;
+    });
   }
 
   async unwake(crawlId: string, host: string, ticket: string): Promise<void> {
-    await this.faults.enter('unwake', [crawlId, host, ticket]);
-    const item = this.host(crawlId, host);
-    if (item?.visitBy === ticket) {
-      delete item.visitAt;
-      delete item.visitBy;
-    }
-    this.faults.leave('unwake', [crawlId, host, ticket]);
+    return this.faults.run('unwake', [crawlId, host, ticket], async () => {
+      const item = this.host(crawlId, host);
+      if (item?.visitBy === ticket) {
+        delete item.visitAt;
+        delete item.visitBy;
+      }
+    });
   }
 
   async acquire(
@@ -97,24 +97,24 @@ export class MemoryHostVisits implements HostVisits {
     ticket?: string,
   ): Promise<HostLease | HostBusy> {
     const args = [crawlId, host, holder, leaseUntil, now, ticket];
-    await this.faults.enter('acquire', args);
-    const item = this.host(crawlId, host);
-    if (item === undefined) return { busy: 'idle' };
-    const free = noLiveLease(item, now) || item.holder === holder;
-    const expected = item.visitBy === undefined || item.visitBy === (ticket ?? '-');
-    if (!(free && expected)) {
-      if (item.visitBy !== undefined && item.visitBy !== ticket) return { busy: 'stale' };
-      return { busy: 'held', until: item.lease ?? now };
-    }
-    item.lease = leaseUntil;
-    item.holder = holder;
-    delete item.visitAt;
-    delete item.visitBy;
-    // A fresh host item (woken after a drain, or new) takes its pace from the drained tally.
-    const done = this.done(crawlId, host);
-    const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
-    this.faults.leave('acquire', args);
-    return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight] };
+    return this.faults.run('acquire', args, async () => {
+      const item = this.host(crawlId, host);
+      if (item === undefined) return { busy: 'idle' };
+      const free = noLiveLease(item, now) || item.holder === holder;
+      const expected = item.visitBy === undefined || item.visitBy === (ticket ?? '-');
+      if (!(free && expected)) {
+        if (item.visitBy !== undefined && item.visitBy !== ticket) return { busy: 'stale' };
+        return { busy: 'held', until: item.lease ?? now };
+      }
+      item.lease = leaseUntil;
+      item.holder = holder;
+      delete item.visitAt;
+      delete item.visitBy;
+      // A fresh host item (woken after a drain, or new) takes its pace from the drained tally.
+      const done = this.done(crawlId, host);
+      const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
+      return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight] };
+    });
   }
 
   async checkpoint(
@@ -124,12 +124,12 @@ export class MemoryHostVisits implements HostVisits {
     state: HostPace & { leaseUntil: number; inflight: readonly string[] },
   ): Promise<void> {
     const args = [crawlId, host, holder, state];
-    await this.faults.enter('checkpoint', args);
-    const item = this.host(crawlId, host);
-    if (item?.holder !== holder) throw new LeaseLostError(crawlId, host, holder);
-    item.lease = state.leaseUntil;
-    saveState(item, state);
-    this.faults.leave('checkpoint', args);
+    return this.faults.run('checkpoint', args, async () => {
+      const item = this.host(crawlId, host);
+      if (item?.holder !== holder) throw new LeaseLostError(crawlId, host, holder);
+      item.lease = state.leaseUntil;
+      saveState(item, state);
+    });
   }
 
   async release(
@@ -139,17 +139,17 @@ export class MemoryHostVisits implements HostVisits {
     state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
   ): Promise<void> {
     const args = [crawlId, host, holder, state];
-    await this.faults.enter('release', args);
-    const item = this.host(crawlId, host);
-    // A visit that lost its lease has nothing to hand back.
-    if (item?.holder === holder) {
-      saveState(item, state);
-      item.visitAt = state.visitAt;
-      item.visitBy = state.ticket;
-      delete item.lease;
-      delete item.holder;
-    }
-    this.faults.leave('release', args);
+    return this.faults.run('release', args, async () => {
+      const item = this.host(crawlId, host);
+      // A visit that lost its lease has nothing to hand back.
+      if (item?.holder === holder) {
+        saveState(item, state);
+        item.visitAt = state.visitAt;
+        item.visitBy = state.ticket;
+        delete item.lease;
+        delete item.holder;
+      }
+    });
   }
 
   async drain(
@@ -161,46 +161,48 @@ export class MemoryHostVisits implements HostVisits {
     pace: HostPace,
   ): Promise<boolean> {
     const args = [crawlId, host, holder, wakeSeen, tally, pace];
-    await this.faults.enter('drain', args);
-    const id = `${crawlId}#${host}`;
-    const done = this.#done.get(id);
-    // A host only gains done URLs: an older, smaller tally never overwrites a newer one.
-    if (done !== undefined && done.total > tally.total) return false;
-    this.#done.set(id, {
-      ...structuredClone(tally),
-      parts: [...new Set(tally.parts)],
-      nextAt: pace.nextAt,
-      ...(pace.pausedUntil === undefined ? {} : { pausedUntil: pace.pausedUntil }),
+    return this.faults.run('drain', args, async () => {
+      const id = `${crawlId}#${host}`;
+      const done = this.#done.get(id);
+      // A host only gains done URLs: an older, smaller tally never overwrites a newer one.
+      if (done !== undefined && done.total > tally.total) return false;
+      this.#done.set(id, {
+        ...structuredClone(tally),
+        parts: [...new Set(tally.parts)],
+        nextAt: pace.nextAt,
+        ...(pace.pausedUntil === undefined ? {} : { pausedUntil: pace.pausedUntil }),
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      const item = this.#hosts.get(id);
+      if (item !== undefined && item.holder === holder && item.wake === wakeSeen) this.#hosts.delete(id);
+      // No host item left: this drain deleted it, or the visit that took over did.
+      return !this.#hosts.has(id);
     });
-    await new Promise((resolve) => setImmediate(resolve));
-    const item = this.#hosts.get(id);
-    if (item !== undefined && item.holder === holder && item.wake === wakeSeen) this.#hosts.delete(id);
-    this.faults.leave('drain', args);
-    // No host item left: this drain deleted it, or the visit that took over did.
-    return !this.#hosts.has(id);
   }
 
   async anyActive(crawlId: string): Promise<boolean> {
-    await this.faults.enter('anyActive', [crawlId]);
-    return [...this.#hosts.keys()].some((id) => id.startsWith(`${crawlId}#`));
+    return this.faults.run('anyActive', [crawlId], async () => {
+      return [...this.#hosts.keys()].some((id) => id.startsWith(`${crawlId}#`));
+    });
   }
 
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
-    await this.faults.enter('doneTotals', [crawlId]);
-    const byOutcome: Partial<Record<Outcome, number>> = {};
-    const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
-    const parts = new Set<string>();
-    for (const [id, done] of this.#done) {
-      if (!id.startsWith(`${crawlId}#`)) continue;
-      totals.hosts++;
-      totals.total += done.total;
-      totals.bytes += done.bytes;
-      totals.requests += done.requests;
-      for (const [outcome, count] of Object.entries(done.byOutcome) as Array<[Outcome, number]>)
-        if (count !== 0) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
-      for (const part of done.parts) parts.add(part);
-    }
-    return { ...totals, parts: [...parts] };
+    return this.faults.run('doneTotals', [crawlId], async () => {
+      const byOutcome: Partial<Record<Outcome, number>> = {};
+      const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
+      const parts = new Set<string>();
+      for (const [id, done] of this.#done) {
+        if (!id.startsWith(`${crawlId}#`)) continue;
+        totals.hosts++;
+        totals.total += done.total;
+        totals.bytes += done.bytes;
+        totals.requests += done.requests;
+        for (const [outcome, count] of Object.entries(done.byOutcome) as Array<[Outcome, number]>)
+          if (count !== 0) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
+        for (const part of done.parts) parts.add(part);
+      }
+      return { ...totals, parts: [...parts] };
+    });
   }
 }
 

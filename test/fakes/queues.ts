@@ -22,9 +22,9 @@ export class MemoryTaskQueue implements TaskSender {
   readonly faults = new Faults<'sendVisits'>();
 
   async sendVisits(visits: readonly OutgoingVisit[]): Promise<void> {
-    await this.faults.enter('sendVisits', [visits]);
-    this.visits.push(...structuredClone(visits));
-    this.faults.leave('sendVisits', [visits]);
+    return this.faults.run('sendVisits', [visits], async () => {
+      this.visits.push(...structuredClone(visits));
+    });
   }
 }
 
@@ -35,15 +35,15 @@ export class MemoryResultsQueue implements ResultSender, DrainedSender {
   readonly faults = new Faults<'sendResults' | 'sendDrained'>();
 
   async sendResults(results: readonly CrawlResult[]): Promise<void> {
-    await this.faults.enter('sendResults', [results]);
-    this.results.push(...structuredClone(results));
-    this.faults.leave('sendResults', [results]);
+    return this.faults.run('sendResults', [results], async () => {
+      this.results.push(...structuredClone(results));
+    });
   }
 
   async sendDrained(crawlId: string): Promise<void> {
-    await this.faults.enter('sendDrained', [crawlId]);
-    this.drained.push(crawlId);
-    this.faults.leave('sendDrained', [crawlId]);
+    return this.faults.run('sendDrained', [crawlId], async () => {
+      this.drained.push(crawlId);
+    });
   }
 }
 
@@ -52,8 +52,8 @@ export class MemoryDeadLetterQueue implements DeadLetterSender {
   readonly faults = new Faults<'send'>();
 
   async send(letters: readonly DeadLetter[]): Promise<void> {
-    await this.faults.enter('send', [letters]);
-    this.letters.push(...structuredClone(letters));
-    this.faults.leave('send', [letters]);
+    return this.faults.run('send', [letters], async () => {
+      this.letters.push(...structuredClone(letters));
+    });
   }
 }

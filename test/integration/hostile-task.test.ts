@@ -3,8 +3,9 @@
  * servers on 127.0.0.1, through the real HttpFetcher: what each hostile behaviour becomes as a crawl
  * decision — a stored page with `truncated`, a result with outcome/code/reason, or a bounded retry that
  * ends `failed` on the last attempt — plus links on legacy-encoded pages, redirect chains, and the
- * address guard on redirect targets. The frontier, host slots and robots store are in-memory fakes
- * (robots off, no politeness delay): what is under test is the fetch and its classification.
+ * address guard on redirect targets. The frontier is the visit's (every claim granted); the host slots
+ * and robots store are the in-memory fakes of test/fakes (robots off, no politeness delay): what is
+ * under test is the fetch and its classification.
  */
 import assert from 'node:assert/strict';
 import { isIP, type LookupFunction } from 'node:net';
@@ -16,10 +17,12 @@ import {
   parseCrawlConfig,
 } from '../../lambdas/core/crawl-config.ts';
 import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
-import type { HostSlots, PageFetcher, RobotsStore, UrlClaims } from '../../lambdas/core/ports.ts';
+import type { PageFetcher, UrlClaims } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import type { Task } from '../../lambdas/core/task.ts';
+import { MemoryHostSlots } from '../fakes/host-slots.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import {
   bomb,
   encoded,
@@ -68,28 +71,14 @@ async function decide(
   options: {
     receiveCount?: number;
     task?: Partial<Task>;
-    /** Sees each host pause (Retry-After) and each slot reservation. */
-    onSlots?: (call: { op: 'pushBack' | 'reserve'; at: number }) => void;
+    /** The host slots (to look at their pauses and reservations afterwards). */
+    slots?: MemoryHostSlots;
   } = {},
 ): Promise<TaskDecision> {
   const frontier: UrlClaims = {
     claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
     release: async () => {},
     postpone: async () => {},
-  };
-  const slots: HostSlots = {
-    reserve: async (_crawlId, _host, _delay, now) => {
-      options.onSlots?.({ op: 'reserve', at: now });
-      return now;
-    },
-    pushBack: async (_crawlId, _host, until) => options.onSlots?.({ op: 'pushBack', at: until }),
-    pausedUntil: async () => undefined,
-  };
-  const robots: RobotsStore = {
-    read: async () => ({ state: 'missing' }),
-    claim: async () => true,
-    saveReady: async () => {},
-    saveUnavailable: async () => 1,
   };
   const task: Task = { v: 1, crawlId: CRAWL, url, depth: 0, ...options.task };
   return decideTask(
@@ -98,8 +87,8 @@ async function decide(
       fetcher,
       configs: { get: async () => crawl },
       frontier,
-      slots,
-      robots,
+      slots: options.slots ?? new MemoryHostSlots(),
+      robots: new MemoryRobotsStore(),
       robotsCache: createRobotsCache(),
       now: () => Date.now(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -417,11 +406,10 @@ describe('the address guard on redirect targets', () => {
 
 describe('a server cannot park a URL, a host or a crawl for years', () => {
   it('Retry-After beyond the crawl\'s cap: the host rests only the cap, the URL ends failed "retry-after-too-long" at once', async () => {
-    const pauses: number[] = [];
+    const slots = new MemoryHostSlots();
     const before = Date.now();
-    const decision = await decide(fetcher, crawl, server.url('/503-for-decades'), {
-      onSlots: (call) => call.op === 'pushBack' && pauses.push(call.at),
-    });
+    const decision = await decide(fetcher, crawl, server.url('/503-for-decades'), { slots });
+    const pauses = slots.pushedBack.map((pause) => pause.notBefore);
     const result = resultOf(decision);
     assert.equal(result.outcome, 'failed');
     assert.equal(result.code, 'retry-after-too-long');
@@ -439,11 +427,12 @@ describe('a server cannot park a URL, a host or a crawl for years', () => {
   });
 
   it('a task holding a slot decades away (an injected notBefore) is not deferred for ever: it reserves a slot now', async () => {
-    const reserved: number[] = [];
+    const slots = new MemoryHostSlots();
     const decision = await decide(fetcher, crawl, server.url('/ok'), {
       task: { notBefore: Date.parse('2058-01-01T00:00:00Z'), slotDelayMs: 0 },
-      onSlots: (call) => call.op === 'reserve' && reserved.push(call.at),
+      slots,
     });
+    const reserved = slots.reserved;
     assert.equal(decision.kind, 'captured', JSON.stringify(decision).slice(0, 200));
     assert.equal(reserved.length, 1, 'the far hold was ignored and a slot reserved');
   });

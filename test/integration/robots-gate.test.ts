@@ -1,6 +1,6 @@
 /**
  * The robots gate against real robots.txt servers on 127.0.0.1 through the real HttpFetcher.
- * The store and host slots are in-memory with the FrontierTable's claim / reserve semantics; the
+ * The store and host slots are the in-memory fakes of test/fakes (checked against the adapters); the
  * clock is driven by hand so backoffs can be crossed without waiting.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,6 @@ import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import type { HostSlots, RobotsState, RobotsStore } from '../../lambdas/core/ports.ts';
 import {
   checkRobots,
   createRobotsCache,
@@ -18,94 +17,11 @@ import {
   type RobotsCache,
   type RobotsGateDeps,
 } from '../../lambdas/core/robots-gate.ts';
+import { MemoryHostSlots } from '../fakes/host-slots.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { type CountingServer, startHttpServer, startRawServer } from '../fixtures/http-test-server.ts';
 
-const DAY = 24 * 60 * 60 * 1000;
 const USER_AGENT = 'GateBot/1.0 (+https://example.invalid/bot)';
-
-interface Item {
-  st: 'fetching' | 'ready' | 'unavailable';
-  lease: number;
-  policyJson: string;
-  fetchedAt: number;
-  retryAt: number;
-  failures: number;
-}
-
-/** Same conditional-write semantics as the DynamoDB robots item (see robots-gate.ts). */
-class MemoryRobotsStore implements RobotsStore {
-  readonly items = new Map<string, Item>();
-
-  async read(crawlId: string, origin: string): Promise<RobotsState> {
-    await new Promise((resolve) => setImmediate(resolve));
-    const item = this.items.get(`${crawlId} ${origin}`);
-    if (!item) return { state: 'missing' };
-    if (item.st === 'ready')
-      return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
-    if (item.st === 'fetching') return { state: 'fetching', lease: item.lease };
-    return { state: 'unavailable', retryAt: item.retryAt, failures: item.failures };
-  }
-
-  async claim(crawlId: string, origin: string, leaseMs: number, now: number): Promise<boolean> {
-    await new Promise((resolve) => setImmediate(resolve));
-    const key = `${crawlId} ${origin}`;
-    const item = this.items.get(key);
-    const claimable =
-      !item ||
-      (item.st === 'fetching' && item.lease < now) ||
-      (item.st === 'unavailable' && item.retryAt <= now) ||
-      (item.st === 'ready' && now - item.fetchedAt >= DAY);
-    if (!claimable) return false;
-    this.items.set(key, {
-      st: 'fetching',
-      lease: now + leaseMs,
-      policyJson: '',
-      fetchedAt: 0,
-      retryAt: 0,
-      failures: item?.failures ?? 0,
-    });
-    return true;
-  }
-
-  async saveReady(crawlId: string, origin: string, policyJson: string, fetchedAt: number): Promise<void> {
-    this.items.set(`${crawlId} ${origin}`, {
-      st: 'ready',
-      lease: 0,
-      policyJson,
-      fetchedAt,
-      retryAt: 0,
-      failures: 0,
-    });
-  }
-
-  async saveUnavailable(crawlId: string, origin: string, retryAt: number): Promise<number> {
-    const key = `${crawlId} ${origin}`;
-    const failures = (this.items.get(key)?.failures ?? 0) + 1;
-    this.items.set(key, { st: 'unavailable', lease: 0, policyJson: '', fetchedAt: 0, retryAt, failures });
-    return failures;
-  }
-}
-
-class MemoryHostSlots implements HostSlots {
-  readonly paused = new Map<string, number>();
-  readonly next = new Map<string, number>();
-
-  async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
-    const key = `${crawlId} ${host}`;
-    const slot = Math.max(now, this.next.get(key) ?? 0);
-    this.next.set(key, slot + delayMs);
-    return slot;
-  }
-
-  async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
-    const key = `${crawlId} ${host}`;
-    this.next.set(key, Math.max(this.next.get(key) ?? 0, notBefore));
-    this.paused.set(key, Math.max(this.paused.get(key) ?? 0, notBefore));
-  }
-  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
-    return this.paused.get(`${crawlId} ${host}`);
-  }
-}
 
 const fetcher = new HttpFetcher();
 const servers: CountingServer[] = [];
@@ -209,7 +125,7 @@ describe('robots gate over HTTP', () => {
       server.requests[0] ?? '',
       /\r\nuser-agent: GateBot\/1\.0 \(\+https:\/\/example\.invalid\/bot\)\r\n/i,
     );
-    assert.equal(w.store.items.get(`it ${new URL(server.url()).origin}`)?.st, 'ready');
+    assert.equal(w.store.item('it', new URL(server.url()).origin)?.st, 'ready');
     // Crawl-delay 3 s pushed the host's next slot.
     assert.ok((w.slots.next.get(`it 127.0.0.1:${server.port}`) ?? 0) >= w.clock.now + 3000 - 50);
   });
@@ -284,7 +200,7 @@ describe('robots gate over HTTP', () => {
     assert.deepEqual(paths(server), ['/robots.txt', '/r1', '/r2']);
     assert.deepEqual(paths(final), ['/robots-final.txt']);
     // The policy belongs to the original origin, not to the redirect target.
-    assert.equal(w.store.items.get(`it ${new URL(final.url()).origin}`), undefined);
+    assert.equal(w.store.item('it', new URL(final.url()).origin), undefined);
   });
 
   it('gives up after 5 redirects (a chain of 6): allow all', async () => {
@@ -312,7 +228,7 @@ describe('robots gate over HTTP', () => {
     assert.equal((await checkRobots(new URL(server.url('/before')), config(), w.deps())).kind, 'disallowed');
     assert.equal((await checkRobots(new URL(server.url('/after')), config(), w.deps())).kind, 'allowed');
     assert.deepEqual(paths(server), ['/robots.txt']);
-    const stored = JSON.parse(w.store.items.get(`it ${new URL(server.url()).origin}`)?.policyJson ?? '{}');
+    const stored = JSON.parse(w.store.item('it', new URL(server.url()).origin)?.policyJson ?? '{}');
     assert.equal(stored.truncated, true);
     assert.equal(MAX_ROBOTS_BYTES, 512 * 1024);
   });
@@ -353,7 +269,7 @@ describe('robots gate over HTTP', () => {
     const verdict = await checkRobots(new URL(raw.url('/x')), c, w.deps());
     assert.equal(verdict.kind, 'defer');
     assert.match(verdict.kind === 'defer' ? verdict.reason : '', /timeout/);
-    assert.equal(w.store.items.get(`it ${new URL(raw.url()).origin}`)?.st, 'unavailable');
+    assert.equal(w.store.item('it', new URL(raw.url()).origin)?.st, 'unavailable');
   });
 
   it('a loopback origin without allowPrivate: address-blocked, nothing sent', async () => {

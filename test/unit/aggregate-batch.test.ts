@@ -2,8 +2,9 @@
 // a done URL never does, completion is asked by every batch of a running crawl (and by a `drained`
 // record) but fires once, only when no host is active and never while a done URL's index part is
 // missing, and every crash window ends with each URL's line present (duplicated at worst), exact
-// counters and the summary written once. The DynamoDB and S3 adapters are covered by the
-// integration tests (frontier-urls, frontier-hosts, s3-blobs).
+// counters and the summary written once. The page store is the fake of test/fakes/blobs.ts (checked
+// against S3Blobs by test/integration/port-contracts.test.ts); the DynamoDB adapters are covered by
+// the integration tests (frontier-urls, frontier-hosts).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
@@ -23,10 +24,10 @@ import type {
   FinalizeEntry,
   FinalizeOutcome,
   FrontierFinalizer,
-  ResultStore,
 } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
+import { MemoryBlobs } from '../fakes/blobs.ts';
 
 /**
  * Where a fake can make the invocation die: the call never settles (like a Lambda that timed out or
@@ -261,53 +262,19 @@ function emptyCounters(): CrawlCounters {
 const kindOf = (key: string): 'part' | 'summary' | 'other' =>
   key.startsWith('results/') ? 'part' : key.endsWith('/summary.json') ? 'summary' : 'other';
 
-class MemoryBlobs implements ResultStore {
-  objects = new Map<string, Uint8Array>();
-  /** Every write that took effect, in order. */
-  puts: string[] = [];
-  lists = 0;
-  private failures: Array<{ pattern: RegExp; times: number }> = [];
-  private readonly crash: Crash;
-
+/** The page store fake, read as the aggregate function's output: index parts, lines, the summary. */
+class AggregateBlobs extends MemoryBlobs {
+  /** Crashes at `<kind> put` before a part or summary write, `<kind> put done` after it. */
   constructor(crash: Crash) {
-    this.crash = crash;
-  }
-
-  /** The next `times` writes of a key matching `pattern` throw before writing. */
-  failPuts(pattern: RegExp, times: number): void {
-    this.failures.push({ pattern, times });
-  }
-
-  private async write(key: string, body: Uint8Array, ifAbsent: boolean): Promise<boolean> {
-    const failure = this.failures.find((f) => f.times > 0 && f.pattern.test(key));
-    if (failure) {
-      failure.times--;
-      throw new Error(`PUT ${key} failed (injected)`);
-    }
-    const kind = kindOf(key);
-    if (kind !== 'other') await this.crash.check(`${kind} put`);
-    if (ifAbsent && this.objects.has(key)) return false;
-    this.objects.set(key, body);
-    this.puts.push(key);
-    if (kind !== 'other') await this.crash.check(`${kind} put done`);
-    return true;
-  }
-
-  async put(key: string, body: Uint8Array): Promise<void> {
-    await this.write(key, body, false);
-  }
-
-  putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
-    return this.write(key, body, true);
-  }
-
-  async exists(key: string): Promise<boolean> {
-    return this.objects.has(key);
-  }
-
-  async *list(prefix: string): AsyncGenerator<string> {
-    this.lists++;
-    for (const key of [...this.objects.keys()].sort()) if (key.startsWith(prefix)) yield key;
+    super();
+    this.beforeWrite = async ({ key }) => {
+      const kind = kindOf(key);
+      if (kind !== 'other') await crash.check(`${kind} put`);
+    };
+    this.afterWrite = async ({ key }) => {
+      const kind = kindOf(key);
+      if (kind !== 'other') await crash.check(`${kind} put done`);
+    };
   }
 
   parts(crawlId: string): string[] {
@@ -380,7 +347,7 @@ const drained = (crawlId: string) => JSON.stringify({ v: 1, kind: 'drained', cra
 function setup() {
   const crash = new Crash();
   const frontier = new MemoryFrontier(crash);
-  const blobs = new MemoryBlobs(crash);
+  const blobs = new AggregateBlobs(crash);
   let clock = Date.parse('2024-05-01T12:00:10.000Z');
   let invocation = 0;
   const run = (messages: ResultMessage[], deadline?: number) =>

@@ -8,10 +8,11 @@ import type {
   PageFetcher,
   PageRequest,
   PageResponse,
-  RobotsStore,
 } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
 const CRAWL = 'visit-test';
@@ -34,35 +35,18 @@ function item(path: string, extra: Partial<HostUrl> = {}): HostUrl {
   return { key: normalized.key, url: normalized.url, depth: 1, st: 'new', ...extra };
 }
 
-/** The host's partition in memory; postponed retries recorded. */
-class MemoryHostUrls implements HostUrlStore {
-  readonly postponed: Array<{ key: string; attempts: number; retryAt: number }> = [];
-  readonly items: HostUrl[];
-  constructor(items: HostUrl[]) {
-    this.items = items;
-  }
-  async urls(): Promise<HostUrl[]> {
-    return this.items.map((url) => ({ ...url }));
-  }
-  async postpone(_crawlId: string, _host: string, key: string, attempts: number, retryAt: number) {
-    this.postponed.push({ key, attempts, retryAt });
-    const url = this.items.find((candidate) => candidate.key === key);
-    if (url) Object.assign(url, { attempts, retryAt });
-  }
+/** The host's partition as an earlier admission left it (retries are recorded in `postponed`). */
+function partition(items: HostUrl[]): MemoryFrontierUrls {
+  const urls = new MemoryFrontierUrls();
+  urls.seed(CRAWL, items);
+  return urls;
 }
-
-const robots: RobotsStore = {
-  read: async () => ({ state: 'missing' }),
-  claim: async () => true,
-  saveReady: async () => {},
-  saveUnavailable: async () => 1,
-};
 
 function deps(fetcher: PageFetcher, hostUrls: HostUrlStore, deadline: number, crawl: CrawlConfig) {
   return {
     fetcher,
     configs: { get: async () => crawl },
-    robots,
+    robots: new MemoryRobotsStore(),
     robotsCache: createRobotsCache(10),
     hostUrls,
     deadline,
@@ -81,16 +65,19 @@ function assertPolite(web: SyntheticWeb, delayMs: number) {
 describe('visitHost: a visit owns its host and paces it in memory', () => {
   it('fetches robots.txt and every ready URL, each the delay after the last, and drains once results are in', async () => {
     const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 20 });
-    const urls = new MemoryHostUrls(['/', '/p/1', '/p/2', '/p/3'].map((path) => item(path)));
+    const items = ['/', '/p/1', '/p/2', '/p/3'].map((path) => item(path));
+    const urls = partition(items);
     const decisions: VisitDecision[] = [];
     const crawl = config(150);
     const start = { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] };
     const first = await visitHost(start, crawl, deps(web, urls, Date.now() + 30_000, crawl), (d) =>
       decisions.push(d),
     );
+    // URLs of one depth in the order the host's partition lists them (a Query's: by key).
+    const byKey = items.toSorted((a, b) => (a.key < b.key ? -1 : 1)).map((url) => new URL(url.url).pathname);
     assert.deepEqual(
       web.requests.map((request) => request.path),
-      ['/robots.txt', '/', '/p/1', '/p/2', '/p/3'],
+      ['/robots.txt', ...byKey],
     );
     assertPolite(web, 150);
     assert.equal(decisions.length, 4);
@@ -99,7 +86,15 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
     assert.equal(first.inflight.length, 4);
     assert.ok(first.pace.nextAt >= web.requests.at(-1)!.at + 150, 'the pace is saved for the next visit');
 
-    for (const url of urls.items) url.st = 'done';
+    for (const url of await urls.urls(CRAWL, HOST))
+      await urls.finalize(CRAWL, {
+        ...url,
+        outcome: 'fetched',
+        bytes: 1,
+        requests: 1,
+        rid: url.key,
+        part: 'p',
+      });
     const second = await visitHost(
       { ...start, pace: first.pace, inflight: first.inflight },
       crawl,
@@ -113,7 +108,7 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
 
   it('hands the host back before the deadline, with the URLs it has not reached', async () => {
     const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 20, latencyMs: 10 });
-    const urls = new MemoryHostUrls(Array.from({ length: 10 }, (_, i) => item(`/p/${i + 1}`)));
+    const urls = partition(Array.from({ length: 10 }, (_, i) => item(`/p/${i + 1}`)));
     const crawl = config(300, 500);
     const started = Date.now();
     // Room for robots.txt and about three pages at 300 ms (each needs its 500 ms deadline + 1 s margin free).
@@ -142,7 +137,7 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
           : response;
       },
     };
-    const urls = new MemoryHostUrls([item('/p/1'), item('/p/2')]);
+    const urls = partition([item('/p/1'), item('/p/2')]);
     const decisions: VisitDecision[] = [];
     const crawl = config(0);
     const report = await visitHost(
@@ -162,7 +157,7 @@ describe('visitHost: a cancelled crawl', () => {
   it("ends every open URL at once as cancelled: postponed retries and the host's pace do not hold them", async () => {
     const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 20 });
     const farAhead = Date.now() + 600_000;
-    const urls = new MemoryHostUrls([
+    const urls = partition([
       item('/', { retryAt: farAhead, attempts: 1 }),
       item('/p/1'),
       item('/p/2', { retryAt: farAhead, attempts: 2 }),

@@ -3,10 +3,18 @@ import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../../lambdas/core/link-admission.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { Admission, FrontierAdmission, FrontierUrl, HostVisits } from '../../lambdas/core/ports.ts';
+import type { FrontierUrl } from '../../lambdas/core/ports.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryHostVisits } from '../fakes/host-visits.ts';
 
 const config = parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/'] });
+
+function link(url: string): FrontierUrl {
+  const normalized = normalizeUrl(url);
+  assert.ok(normalized.ok);
+  return { key: normalized.key, url: normalized.url, depth: 1 };
+}
 
 function keyOf(url: string): string {
   const normalized = normalizeUrl(url);
@@ -14,53 +22,18 @@ function keyOf(url: string): string {
   return normalized.key;
 }
 
-/**
- * A frontier that admits, as this page's, the URLs in `mine`; every other URL belongs to another page,
- * and those in `settled` need nothing more from any page (done, or fetchable).
- */
-function frontier(
-  mine: readonly string[],
-  asked: string[][] = [],
-  admittedAs: FrontierUrl[] = [],
-  promoted: string[] = [],
-  settled: readonly string[] = [],
-): FrontierAdmission {
-  return {
-    admit: async (_crawlId, _parent, candidates: readonly FrontierUrl[]): Promise<Admission> => {
-      asked.push(candidates.map((c) => c.url));
-      admittedAs.push(...candidates);
-      return {
-        admitted: candidates.filter((c) => mine.includes(c.url)).map((c) => ({ ...c, fresh: true })),
-        settled: candidates.filter((c) => settled.includes(c.url)).map((c) => c.key),
-      };
-    },
-    reservePages: async (_crawlId, wanted, maxPages) => Math.min(wanted, maxPages),
-    promote: async (_crawlId, urls) => {
-      promoted.push(...urls.map((url) => url.url));
-    },
-    addQueued: async () => {},
+/** A frontier (the URL items fake) that records the candidates each admission asked about. */
+function frontier(asked: FrontierUrl[][] = []): MemoryFrontierUrls {
+  const urls = new MemoryFrontierUrls();
+  const admit = urls.admit.bind(urls);
+  urls.admit = async (crawlId, parentKey, candidates) => {
+    asked.push([...candidates]);
+    return admit(crawlId, parentKey, candidates);
   };
+  return urls;
 }
 
-/** Hosts that need a visit the first time they are woken (no visit live or due yet). */
-function hosts(woken: string[] = []): HostVisits {
-  const active = new Set<string>();
-  return {
-    wake: async (_crawlId, host) => {
-      woken.push(host);
-      if (active.has(host)) return undefined;
-      active.add(host);
-      return `ticket-${host}`;
-    },
-    unwake: async () => {},
-    acquire: async () => ({ busy: 'idle' }),
-    checkpoint: async () => {},
-    release: async () => {},
-    drain: async () => true,
-    anyActive: async () => false,
-    doneTotals: async () => ({ total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [], hosts: 0 }),
-  };
-}
+const urlsOf = (asked: FrontierUrl[][]) => asked.map((candidates) => candidates.map((c) => c.url));
 
 const page = (links: string[], relink = false) => ({
   config,
@@ -75,17 +48,26 @@ describe('admitLinks', () => {
   it('skips links this container has seen without asking the frontier', async () => {
     const seen = new LruSet(100);
     seen.add(`c1:${keyOf('https://site.test/a')}`);
-    const asked: string[][] = [];
+    const asked: FrontierUrl[][] = [];
+    const hosts = new MemoryHostVisits();
     const out = await admitLinks([page(['https://site.test/a', 'https://site.test/b'])], {
-      frontier: frontier(['https://site.test/b'], asked),
-      hosts: hosts(),
+      frontier: frontier(asked),
+      hosts,
       seen,
       now: new Date(),
     });
-    assert.deepEqual(asked, [['https://site.test/b']]);
+    assert.deepEqual(urlsOf(asked), [['https://site.test/b']]);
     assert.deepEqual(
       out.visits.map((v) => v.visit),
-      [{ v: 1, kind: 'visit', crawlId: 'c1', host: 'site.test', ticket: 'ticket-site.test' }],
+      [
+        {
+          v: 1,
+          kind: 'visit',
+          crawlId: 'c1',
+          host: 'site.test',
+          ticket: hosts.host('c1', 'site.test')?.visitBy,
+        },
+      ],
     );
     assert.deepEqual(out.seenKeys, [`c1:${keyOf('https://site.test/b')}`]);
   });
@@ -94,9 +76,12 @@ describe('admitLinks', () => {
     // A held link waits for its own page's results: if that page's invocation was cut off, its
     // refetch in this container must not skip the link as seen, or its skipped result is never sent.
     const links = ['https://site.test/mine', 'https://site.test/settled', 'https://site.test/held'];
+    const urls = frontier();
+    // Another page admitted /settled (fetchable) and /held (skipped, its result on its way).
+    await urls.admit('c1', 'other-page', [link(links[1]!), { ...link(links[2]!), held: true }]);
     const out = await admitLinks([page(links)], {
-      frontier: frontier([links[0]!], [], [], [], [links[1]!]),
-      hosts: hosts(),
+      frontier: urls,
+      hosts: new MemoryHostVisits(),
       seen: new LruSet(100),
       now: new Date(),
     });
@@ -110,35 +95,39 @@ describe('admitLinks', () => {
     // /a was admitted by this page's failed batch, then seen here on another page: only a relink finds it.
     const seen = new LruSet(100);
     seen.add(`c1:${keyOf('https://site.test/a')}`);
-    const asked: string[][] = [];
+    const asked: FrontierUrl[][] = [];
     const out = await admitLinks([page(['https://site.test/a'], true)], {
-      frontier: frontier(['https://site.test/a'], asked),
-      hosts: hosts(),
+      frontier: frontier(asked),
+      hosts: new MemoryHostVisits(),
       seen,
       now: new Date(),
     });
-    assert.deepEqual(asked, [['https://site.test/a']]);
+    assert.deepEqual(urlsOf(asked), [['https://site.test/a']]);
     assert.equal(out.visits.length, 1);
   });
 
   it('wakes each host that got URLs once, and sends a visit only to a host that has none live or due', async () => {
-    const woken: string[] = [];
-    const wakeable = hosts(woken);
+    const wakeable = new MemoryHostVisits();
+    const urls = frontier();
     const links = ['https://site.test/a', 'https://site.test/b', 'https://other.test/x'];
     const scoped = {
       ...page(links),
       config: parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/', 'https://other.test/'] }),
     };
     const first = await admitLinks([scoped], {
-      frontier: frontier(links),
+      frontier: urls,
       hosts: wakeable,
       seen: new LruSet(10),
       now: new Date(),
     });
-    assert.deepEqual(woken.toSorted(), ['other.test', 'site.test']);
+    assert.deepEqual(
+      ['other.test', 'site.test'].map((host) => wakeable.host('c1', host)?.wake),
+      [1, 1],
+      'each host woken once',
+    );
     assert.deepEqual(first.visits.map((v) => v.visit.host).toSorted(), ['other.test', 'site.test']);
     const again = await admitLinks([page(['https://site.test/c'])], {
-      frontier: frontier(['https://site.test/c']),
+      frontier: urls,
       hosts: wakeable,
       seen: new LruSet(10),
       now: new Date(),
@@ -152,40 +141,41 @@ describe('admitLinks', () => {
       ...page(links),
       config: parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/', 'https://other.test/'] }),
     };
-    const claims = new Map<string, string>();
-    const flaky: HostVisits = {
-      ...hosts(),
-      wake: async (_crawlId, host) => {
-        if (host === 'other.test') throw new Error('ProvisionedThroughputExceededException');
-        if (claims.has(host)) return undefined; // claimed, within its grace: nobody sends again
-        claims.set(host, `ticket-${host}`);
-        return `ticket-${host}`;
-      },
-      unwake: async (_crawlId, host, ticket) => {
-        if (claims.get(host) === ticket) claims.delete(host);
-      },
-    };
-    const deps = { frontier: frontier(links), hosts: flaky, seen: new LruSet(10), now: new Date() };
+    const flaky = new MemoryHostVisits();
+    flaky.faults.fail('wake', {
+      times: Number.POSITIVE_INFINITY,
+      when: ([, host]) => host === 'other.test',
+      error: () => new Error('ProvisionedThroughputExceededException'),
+    });
+    const deps = { frontier: frontier(), hosts: flaky, seen: new LruSet(10), now: new Date() };
     await assert.rejects(admitLinks([scoped], deps), /ProvisionedThroughput/);
-    assert.deepEqual([...claims.keys()], [], "site.test's claim was given back: no visit was sent for it");
+    assert.equal(flaky.host('c1', 'site.test')?.visitBy, undefined, "site.test's claim was given back");
+    assert.ok(await flaky.wake('c1', 'site.test', Date.now()), 'the repeat wakes it and sends its visit');
   });
 
   it('admits what will not be fetched as held, with its skipped result; the budget promotes only what it grants', async () => {
-    const admittedAs: FrontierUrl[] = [];
-    const promoted: string[] = [];
+    const asked: FrontierUrl[][] = [];
+    const urls = frontier(asked);
     const budgeted = parseCrawlConfig({ crawlId: 'c1', seeds: ['https://site.test/'], maxPages: 1 });
     const links = ['https://site.test/a', 'https://site.test/b', 'https://elsewhere.test/'];
     const out = await admitLinks([{ ...page(links), config: budgeted }], {
-      frontier: frontier(links, [], admittedAs, promoted),
-      hosts: hosts(),
+      frontier: urls,
+      hosts: new MemoryHostVisits(),
       seen: new LruSet(10),
       now: new Date(),
     });
     assert.ok(
-      admittedAs.every((url) => url.held === true),
+      asked.flat().every((url) => url.held === true),
       'a budgeted crawl admits everything held',
     );
-    assert.deepEqual(promoted, ['https://site.test/a']);
+    assert.deepEqual(
+      urls
+        .all('c1')
+        .filter((url) => url.st === 'new')
+        .map((url) => url.url),
+      ['https://site.test/a'],
+      'only what the budget granted is fetchable',
+    );
     assert.deepEqual(out.results.map((r) => [r.url, r.code]).toSorted(), [
       ['https://elsewhere.test/', 'scope'],
       ['https://site.test/b', 'limit'],

@@ -1,6 +1,6 @@
 /**
- * The robots gate's state machine over in-memory ports: a store with the adapter's claim semantics,
- * host slots with its reserve arithmetic, a scripted fetcher and a hand-driven clock.
+ * The robots gate's state machine over in-memory ports: the robots store and host slots of
+ * test/fakes (checked against the adapters), a scripted fetcher and a hand-driven clock.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -8,14 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
 import { reservedGapMs } from '../../lambdas/core/politeness.ts';
-import type {
-  HostSlots,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
-  RobotsState,
-  RobotsStore,
-} from '../../lambdas/core/ports.ts';
+import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots.ts';
 import {
   checkRobots,
@@ -29,111 +22,12 @@ import {
   type RobotsGateDeps,
   robotsFetchBudgetMs,
 } from '../../lambdas/core/robots-gate.ts';
+import { MemoryHostSlots } from '../fakes/host-slots.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const T0 = Date.UTC(2025, 0, 1);
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-interface Item {
-  st: 'fetching' | 'ready' | 'unavailable';
-  lease: number;
-  policyJson: string;
-  fetchedAt: number;
-  retryAt: number;
-  failures: number;
-}
-
-/** The FrontierTable robots item, with the conditional writes documented in robots-gate.ts. */
-class MemoryRobotsStore implements RobotsStore {
-  readonly items = new Map<string, Item>();
-  readonly calls = { read: 0, claim: 0, saveReady: 0, saveUnavailable: 0 };
-  readonly leases: number[] = [];
-
-  item(origin: string, crawlId = 'c1'): Item | undefined {
-    return this.items.get(`${crawlId} ${origin}`);
-  }
-
-  async read(crawlId: string, origin: string): Promise<RobotsState> {
-    this.calls.read += 1;
-    await tick();
-    const item = this.items.get(`${crawlId} ${origin}`);
-    if (!item) return { state: 'missing' };
-    if (item.st === 'ready')
-      return { state: 'ready', policyJson: item.policyJson, fetchedAt: item.fetchedAt };
-    if (item.st === 'fetching') return { state: 'fetching', lease: item.lease };
-    return { state: 'unavailable', retryAt: item.retryAt, failures: item.failures };
-  }
-
-  async claim(crawlId: string, origin: string, leaseMs: number, now: number): Promise<boolean> {
-    this.calls.claim += 1;
-    await tick();
-    const key = `${crawlId} ${origin}`;
-    const item = this.items.get(key);
-    const claimable =
-      !item ||
-      (item.st === 'fetching' && item.lease < now) ||
-      (item.st === 'unavailable' && item.retryAt <= now) ||
-      (item.st === 'ready' && now - item.fetchedAt >= DAY);
-    if (!claimable) return false;
-    this.leases.push(now + leaseMs);
-    this.items.set(key, {
-      st: 'fetching',
-      lease: now + leaseMs,
-      policyJson: item?.policyJson ?? '',
-      fetchedAt: item?.fetchedAt ?? 0,
-      retryAt: 0,
-      failures: item?.failures ?? 0,
-    });
-    return true;
-  }
-
-  async saveReady(crawlId: string, origin: string, policyJson: string, fetchedAt: number): Promise<void> {
-    this.calls.saveReady += 1;
-    await tick();
-    this.items.set(`${crawlId} ${origin}`, {
-      st: 'ready',
-      lease: 0,
-      policyJson,
-      fetchedAt,
-      retryAt: 0,
-      failures: 0,
-    });
-  }
-
-  async saveUnavailable(crawlId: string, origin: string, retryAt: number): Promise<number> {
-    this.calls.saveUnavailable += 1;
-    await tick();
-    const key = `${crawlId} ${origin}`;
-    const failures = (this.items.get(key)?.failures ?? 0) + 1;
-    this.items.set(key, { st: 'unavailable', lease: 0, policyJson: '', fetchedAt: 0, retryAt, failures });
-    return failures;
-  }
-}
-
-class MemoryHostSlots implements HostSlots {
-  readonly paused = new Map<string, number>();
-  readonly next = new Map<string, number>();
-  readonly reserved: Array<{ host: string; slot: number; delayMs: number }> = [];
-
-  async reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number> {
-    await tick();
-    const key = `${crawlId} ${host}`;
-    const slot = Math.max(now, this.next.get(key) ?? 0);
-    this.next.set(key, slot + delayMs);
-    this.reserved.push({ host, slot, delayMs });
-    return slot;
-  }
-
-  async pushBack(crawlId: string, host: string, notBefore: number): Promise<void> {
-    await tick();
-    const key = `${crawlId} ${host}`;
-    this.next.set(key, Math.max(this.next.get(key) ?? 0, notBefore));
-    this.paused.set(key, Math.max(this.paused.get(key) ?? 0, notBefore));
-  }
-  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
-    return this.paused.get(`${crawlId} ${host}`);
-  }
-}
 
 type Script = (request: PageRequest, call: number) => PageResponse | Error;
 
@@ -268,7 +162,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
     assert.equal(request?.userAgent, 'TestBot/1.0');
     // The slot is reserved with the delay plus its jitter margin (reservedGapMs).
     assert.deepEqual(h.slots.reserved, [{ host: 'site.example', slot: T0, delayMs: reservedGapMs(1000) }]);
-    const item = h.store.item(ORIGIN);
+    const item = h.store.item('c1', ORIGIN);
     assert.equal(item?.st, 'ready');
     assert.deepEqual(JSON.parse(item?.policyJson ?? ''), JSON.parse(JSON.stringify(parseRobots(ROBOTS))));
     assert.equal(item?.fetchedAt, T0);
@@ -293,7 +187,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
       return save(...args);
     };
     assert.equal((await checkRobots(u('/private/x'), config, h.deps())).kind, 'disallowed');
-    assert.equal(h.store.item(ORIGIN)?.st, 'ready');
+    assert.equal(h.store.item('c1', ORIGIN)?.st, 'ready');
     assert.equal(h.fetcher.requests.length, 1);
 
     // A save that never succeeds fails the visit, but a retry in this container does not fetch again.
@@ -338,7 +232,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
         `${status}`,
       );
       assert.deepEqual(
-        JSON.parse(h.store.item(ORIGIN)?.policyJson ?? ''),
+        JSON.parse(h.store.item('c1', ORIGIN)?.policyJson ?? ''),
         JSON.parse(JSON.stringify(ALLOW_ALL)),
       );
     }
@@ -388,7 +282,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
     );
     assert.equal((await checkRobots(u('/x'), makeConfig(), h.deps())).kind, 'disallowed');
     assert.equal((await checkRobots(u('/a'), makeConfig(), h.deps())).kind, 'allowed');
-    assert.equal(JSON.parse(h.store.item(ORIGIN)?.policyJson ?? '').truncated, true);
+    assert.equal(JSON.parse(h.store.item('c1', ORIGIN)?.policyJson ?? '').truncated, true);
   });
 
   it('treats a decoded body beyond 512 KiB like a long file: the tail is ignored', async () => {
@@ -418,7 +312,7 @@ describe('checkRobots: redirects', () => {
     const config = makeConfig({ delayMs: 0 });
     assert.equal((await checkRobots(u('/p'), config, h.deps())).kind, 'disallowed');
     assert.equal(h.fetcher.requests.length, 6);
-    assert.equal(h.store.item(ORIGIN)?.st, 'ready');
+    assert.equal(h.store.item('c1', ORIGIN)?.st, 'ready');
     // Each hop took a politeness slot of its host.
     assert.equal(h.slots.reserved.length, 6);
   });
@@ -439,7 +333,7 @@ describe('checkRobots: redirects', () => {
     assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'disallowed');
     assert.deepEqual(h.fetcher.urls, [`${ORIGIN}/robots.txt`, 'https://cdn.example/robots/site.txt']);
     assert.deepEqual(h.sleeps, [2500]); // within maxWaitMs + delayMs
-    assert.equal(h.store.item('https://cdn.example'), undefined);
+    assert.equal(h.store.item('c1', 'https://cdn.example'), undefined);
   });
 
   it('reads an unusable redirect (no Location, other scheme, refused address) as allow all', async () => {
@@ -454,7 +348,7 @@ describe('checkRobots: redirects', () => {
     for (const script of cases) {
       const h = harness(script);
       assert.equal((await checkRobots(u('/p'), makeConfig({ delayMs: 0 }), h.deps())).kind, 'allowed');
-      assert.equal(h.store.item(ORIGIN)?.st, 'ready');
+      assert.equal(h.store.item('c1', ORIGIN)?.st, 'ready');
     }
   });
 });
@@ -470,7 +364,7 @@ describe('checkRobots: unavailable robots.txt', () => {
       assert.equal(verdict.kind, 'defer');
       assert.equal(verdict.kind === 'defer' ? verdict.untilMs : 0, now + backoff);
       assert.match(verdict.kind === 'defer' ? verdict.reason : '', /HTTP 503/);
-      assert.equal(h.store.item(ORIGIN)?.failures, i + 1);
+      assert.equal(h.store.item('c1', ORIGIN)?.failures, i + 1);
       // Before retryAt: deferred without a fetch.
       h.clock.now = now + backoff - 1;
       const early = await checkRobots(u('/b'), config, h.deps());
@@ -497,7 +391,7 @@ describe('checkRobots: unavailable robots.txt', () => {
     assert.equal(first.kind, 'defer');
     h.clock.now = first.kind === 'defer' ? first.untilMs : 0;
     assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'disallowed');
-    assert.equal(h.store.item(ORIGIN)?.failures, 0);
+    assert.equal(h.store.item('c1', ORIGIN)?.failures, 0);
   });
 
   it('honours Retry-After of a 429 and pushes the host slot back', async () => {
@@ -519,7 +413,7 @@ describe('checkRobots: unavailable robots.txt', () => {
       const verdict = await checkRobots(u('/a'), makeConfig(), h.deps());
       assert.equal(verdict.kind, 'defer', error.code);
       assert.match(verdict.kind === 'defer' ? verdict.reason : '', new RegExp(error.code));
-      assert.equal(h.store.item(ORIGIN)?.st, 'unavailable');
+      assert.equal(h.store.item('c1', ORIGIN)?.st, 'unavailable');
     }
   });
 
@@ -527,7 +421,7 @@ describe('checkRobots: unavailable robots.txt', () => {
     const h = harness((request) => response(request.url, 200, 'User-agent: *\nDisallow: /', [], 'time'));
     const verdict = await checkRobots(u('/a'), makeConfig(), h.deps());
     assert.equal(verdict.kind, 'defer');
-    assert.equal(h.store.item(ORIGIN)?.st, 'unavailable');
+    assert.equal(h.store.item('c1', ORIGIN)?.st, 'unavailable');
   });
 
   it('fails a blocked origin with address-blocked and stores nothing', async () => {
@@ -570,7 +464,7 @@ describe('checkRobots: other tasks and the store', () => {
       assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'allowed');
       assert.equal((await checkRobots(u('/q'), makeConfig(), h.deps())).kind, 'disallowed');
       assert.equal(h.fetcher.requests.length, 1);
-      assert.equal(h.store.item(ORIGIN)?.fetchedAt, T0);
+      assert.equal(h.store.item('c1', ORIGIN)?.fetchedAt, T0);
     }
   });
 
@@ -635,7 +529,7 @@ describe('checkRobots: slots far away', () => {
       slot,
       reason: `robots.txt of ${ORIGIN} is fetched at the host's next politeness slot`,
     });
-    assert.equal(h.store.item(ORIGIN)?.lease, slot + budget);
+    assert.equal(h.store.item('c1', ORIGIN)?.lease, slot + budget);
     assert.equal(h.fetcher.requests.length, 0);
 
     // Another container (own cache) meanwhile: waits until a little after the claimer's slot.

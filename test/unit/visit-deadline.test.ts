@@ -5,15 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { visitHost } from '../../lambdas/core/host-visit.ts';
-import type {
-  HostUrl,
-  HostUrlStore,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
-} from '../../lambdas/core/ports.ts';
+import type { HostUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 
 const CRAWL = 'deadline-test';
 const HOST = 'slow.sim.test';
@@ -75,14 +71,9 @@ class SlowHost implements PageFetcher {
   }
 }
 
-/** What a visit could spend that it must not spend for lack of time. */
+/** Where a visit could spend what it must not spend for lack of time: URL attempts, robots.txt ones. */
 function ledger() {
-  return {
-    postponed: [] as string[],
-    robotsFailures: 0,
-    robotsClaims: 0,
-    robotsSaved: 0,
-  };
+  return { urls: new MemoryFrontierUrls(), robots: new MemoryRobotsStore() };
 }
 
 function visitDeps(
@@ -92,28 +83,13 @@ function visitDeps(
   spent: ReturnType<typeof ledger>,
 ) {
   const crawl = config();
-  const hostUrls: HostUrlStore = {
-    urls: async () => urls.map((url) => ({ ...url })),
-    postpone: async (_crawlId, _host, key) => {
-      spent.postponed.push(key);
-    },
-  };
+  spent.urls.seed(CRAWL, urls);
   return {
     fetcher,
     configs: { get: async () => crawl },
-    robots: {
-      read: async () => ({ state: 'missing' as const }),
-      claim: async () => {
-        spent.robotsClaims++;
-        return true;
-      },
-      saveReady: async () => {
-        spent.robotsSaved++;
-      },
-      saveUnavailable: async () => ++spent.robotsFailures,
-    },
+    robots: spent.robots,
     robotsCache: createRobotsCache(10),
-    hostUrls,
+    hostUrls: spent.urls,
     deadline,
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
@@ -150,9 +126,9 @@ describe('visitHost near its deadline', () => {
     );
     assert.equal(report.end.kind, 'hand-back');
     // A chain that cannot end in one invocation may never: one failed attempt of at most 4, with backoff.
-    assert.equal(spent.robotsFailures, 1);
-    assert.equal(spent.robotsSaved, 0);
-    assert.deepEqual(spent.postponed, [], 'no attempt of the page spent');
+    assert.equal(spent.robots.calls.saveUnavailable, 1);
+    assert.equal(spent.robots.calls.saveReady, 0);
+    assert.deepEqual(spent.urls.postponed, [], 'no attempt of the page spent');
   });
 
   it('does not start the page after robots.txt when the host pace leaves no time for it', async () => {
@@ -166,8 +142,8 @@ describe('visitHost near its deadline', () => {
       host.requests.map((request) => request.path),
       ['/robots.txt'],
     );
-    assert.equal(spent.robotsSaved, 1, 'the policy fetched is kept');
-    assert.deepEqual(spent.postponed, [], 'the page is not a failed attempt');
+    assert.equal(spent.robots.calls.saveReady, 1, 'the policy fetched is kept');
+    assert.deepEqual(spent.urls.postponed, [], 'the page is not a failed attempt');
     assert.ok(report.end.kind === 'hand-back' && report.end.why === 'deadline', JSON.stringify(report.end));
     assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= report.pace.nextAt - 1);
     assert.deepEqual(report.inflight, [], 'the page is still to be fetched by the next visit');

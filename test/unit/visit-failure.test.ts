@@ -5,9 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { type VisitDecision, VisitFailedError, visitHost } from '../../lambdas/core/host-visit.ts';
-import type { HostUrl, HostUrlStore, RobotsStore } from '../../lambdas/core/ports.ts';
+import type { HostUrl } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
 const CRAWL = 'visit-failure';
@@ -20,30 +22,20 @@ function item(path: string): HostUrl {
   return { key: normalized.key, url: normalized.url, depth: 1, st: 'new' };
 }
 
-/** Serves the host's URLs once; the next read fails as a throttled Query does after the SDK's retries. */
-class FailingSecondRead implements HostUrlStore {
-  private reads = 0;
-  private readonly items: HostUrl[];
-  constructor(items: HostUrl[]) {
-    this.items = items;
-  }
-  async urls(): Promise<HostUrl[]> {
-    if (++this.reads > 1) {
-      throw Object.assign(new Error('Throughput exceeds the current capacity'), {
+/** The host's URLs, served once; the next read fails as a throttled Query does after the SDK's retries. */
+function failingSecondRead(items: HostUrl[]): MemoryFrontierUrls {
+  const urls = new MemoryFrontierUrls();
+  urls.seed(CRAWL, items);
+  urls.faults.fail('urls', {
+    times: Number.POSITIVE_INFINITY,
+    when: () => urls.faults.calls('urls') > 1,
+    error: () =>
+      Object.assign(new Error('Throughput exceeds the current capacity'), {
         name: 'ProvisionedThroughputExceededException',
-      });
-    }
-    return this.items.map((url) => ({ ...url }));
-  }
-  async postpone() {}
+      }),
+  });
+  return urls;
 }
-
-const robots: RobotsStore = {
-  read: async () => ({ state: 'missing' }),
-  claim: async () => true,
-  saveReady: async () => {},
-  saveUnavailable: async () => 1,
-};
 
 describe('visitHost: a visit that fails part way', () => {
   it('reports the URLs it decided and its pace with the error', async () => {
@@ -63,9 +55,9 @@ describe('visitHost: a visit that fails part way', () => {
       {
         fetcher: web,
         configs: { get: async () => crawl },
-        robots,
+        robots: new MemoryRobotsStore(),
         robotsCache: createRobotsCache(10),
-        hostUrls: new FailingSecondRead(items),
+        hostUrls: failingSecondRead(items),
         deadline: Date.now() + 30_000,
         now: () => Date.now(),
         sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),

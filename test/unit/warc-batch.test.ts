@@ -5,11 +5,12 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/content-record.ts';
-import type { BlobWriter, PageResponse } from '../../lambdas/core/ports.ts';
+import type { PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { iterateWarcFile, parseHttpMessage, readWarcRecord } from '../../lambdas/core/warc.ts';
 import { type CapturedPage, storeWarcFiles, WarcBatchWriter } from '../../lambdas/core/warc-batch.ts';
 import { contentKey, warcKey } from '../../lambdas/shared/contracts.ts';
+import { MemoryBlobs } from '../fakes/blobs.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';
 
 const AT = new Date('2026-11-29T12:00:00.000Z');
@@ -65,21 +66,21 @@ function page(crawlId: string, n: number, body: Uint8Array, extra: Partial<Crawl
   return { response, result };
 }
 
-/** Stores every put; `fail` decides per call whether it throws (after a tick). */
-class MemoryBlobs implements BlobWriter {
-  readonly objects = new Map<string, Uint8Array>();
-  readonly calls: string[] = [];
+/**
+ * The page store fake, each write's content type checked: `fail` decides per call whether it throws
+ * (nothing written), and writes wait for `gate`.
+ */
+class WarcBlobs extends MemoryBlobs {
   fail: (key: string, call: number) => boolean = () => false;
   gate: Promise<void> | undefined;
 
-  async put(key: string, body: Uint8Array, contentType: string): Promise<void> {
-    assert.equal(contentType, key.startsWith('content/') ? 'application/x-ndjson' : 'application/warc');
-    this.calls.push(key);
-    const call = this.calls.length;
-    await this.gate;
-    await new Promise((resolve) => setImmediate(resolve));
-    if (this.fail(key, call)) throw Object.assign(new Error(`put ${key} refused`), { status: 413 });
-    this.objects.set(key, Buffer.from(body));
+  constructor() {
+    super();
+    this.beforeWrite = async ({ key, call, contentType }) => {
+      assert.equal(contentType, key.startsWith('content/') ? 'application/x-ndjson' : 'application/warc');
+      await this.gate;
+      if (this.fail(key, call)) throw Object.assign(new Error(`put ${key} refused`), { status: 413 });
+    };
   }
 }
 
@@ -122,7 +123,7 @@ describe('warcKey', () => {
 
 describe('WarcBatchWriter', () => {
   it('writes one file per crawl for small pages, results in add order, pointers to the responses', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
     const pages = [
       page('a', 1, noise(3000, 1)),
@@ -149,7 +150,7 @@ describe('WarcBatchWriter', () => {
   });
 
   it('splits a crawl’s pages over files of at most maxFileBytes, each with its own warcinfo', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const max = 64 * KiB;
     const writer = new WarcBatchWriter(blobs, 'inv-2', AT, { maxFileBytes: max });
     const pages = Array.from({ length: 20 }, (_, i) => page('c', i, noise(5 * KiB + i * 700, i + 10)));
@@ -177,7 +178,7 @@ describe('WarcBatchWriter', () => {
   });
 
   it('gives a page larger than maxFileBytes a file of its own', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const max = 16 * KiB;
     const writer = new WarcBatchWriter(blobs, 'inv-3', AT, { maxFileBytes: max });
     const pages = [
@@ -200,7 +201,7 @@ describe('WarcBatchWriter', () => {
   it('keeps no reference to a body once add() returns', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const writer = new WarcBatchWriter(blobs, 'inv-4', AT);
     let captured: CapturedPage | undefined = page('c', 1, noise(256 * KiB, 4));
     const body = new WeakRef(captured.response.body);
@@ -214,7 +215,7 @@ describe('WarcBatchWriter', () => {
   });
 
   it('rejects finish() when an upload failed, and uploads the failed files again on the next finish()', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     blobs.fail = (key, call) => key.endsWith('_0001.warc.gz') && call <= 3;
     const writer = new WarcBatchWriter(blobs, 'inv-5', AT, { maxFileBytes: 16 * KiB });
     const pages = Array.from({ length: 6 }, (_, i) => page('c', i, noise(6 * KiB, i + 50)));
@@ -228,7 +229,7 @@ describe('WarcBatchWriter', () => {
   });
 
   it('ready() waits while closed files are still uploading beyond maxPendingBytes', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     let open!: () => void;
     blobs.gate = new Promise((resolve) => {
       open = resolve;
@@ -254,7 +255,7 @@ describe('WarcBatchWriter', () => {
   });
 
   it('storeWarcFiles writes a whole batch through the writer', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const pages = [page('a', 1, noise(100, 1)), page('a', 2, noise(200, 2))];
     const { results, keys } = await storeWarcFiles(pages, blobs, 'inv-7', AT);
     assert.deepEqual(keys, ['warc/a/2026-11-29/inv-7.warc.gz']);
@@ -280,7 +281,7 @@ function contentOf(p: CapturedPage, markdown: string): ContentRecord {
 
 describe('WarcBatchWriter: content records', () => {
   it("writes each crawl's records to its gzip JSONL file; each result points at its own line", async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
     const pages = [
       page('a', 1, noise(500, 1)),
@@ -325,7 +326,7 @@ describe('WarcBatchWriter: content records', () => {
   });
 
   it('starts another content file when one would pass maxFileBytes', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const writer = new WarcBatchWriter(blobs, 'inv-1', AT, { maxFileBytes: 64 * KiB });
     const pages = Array.from({ length: 6 }, (_, n) => page('a', n, noise(100, n)));
     // Incompressible Markdown, ~20 KiB per record: three records do not fit one 64 KiB file.
@@ -344,7 +345,7 @@ describe('WarcBatchWriter: content records', () => {
   });
 
   it('adds a conversion record referring to the response with warcConversion', async () => {
-    const blobs = new MemoryBlobs();
+    const blobs = new WarcBlobs();
     const writer = new WarcBatchWriter(blobs, 'inv-1', AT);
     const p = page('a', 1, Buffer.from('<html><h1>Hi</h1></html>'));
     p.content = contentOf(p, '# Hi\n\nThere');

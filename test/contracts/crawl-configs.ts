@@ -1,0 +1,54 @@
+/**
+ * What task admission and the fetch batch rely on from crawl configs (CrawlConfigReader and the
+ * store's `put`), run against the in-memory fake (test/fakes/crawl-configs.ts) and CrawlConfigStore
+ * on dynalite (test/integration/port-contracts.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { type CrawlConfig, DEFAULT_CRAWL_ID, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { isCrawlError, PermanentError } from '../../lambdas/core/errors.ts';
+import type { CrawlConfigReader } from '../../lambdas/core/ports.ts';
+
+export type CrawlConfigsUnderTest = CrawlConfigReader & { put(config: CrawlConfig): Promise<void> };
+
+/** `make(defaults)`: a store whose default crawl has these settings. */
+export function crawlConfigsContract(
+  name: string,
+  make: (defaults: { delayMs: number }) => CrawlConfigsUnderTest,
+): void {
+  const crawl = () => `cfg-${randomUUID().slice(0, 8)}`;
+
+  describe(`CrawlConfigReader contract: ${name}`, () => {
+    it('a stored config reads back as stored; it is stored once', async () => {
+      const configs = make({ delayMs: 1 });
+      const config = parseCrawlConfig({
+        crawlId: crawl(),
+        seeds: ['https://site.test/'],
+        maxPages: 7,
+        include: ['^https://site\\.test/a'],
+        createdAt: '2025-01-01T00:00:00.000Z',
+      });
+      await configs.put(config);
+      assert.deepEqual(await configs.get(config.crawlId), config);
+      await assert.rejects(configs.put({ ...config, maxPages: 8 }));
+      assert.equal((await configs.get(config.crawlId)).maxPages, 7);
+    });
+
+    it('a crawl nobody stored is unknown-crawl, a PermanentError', async () => {
+      const error = await make({ delayMs: 1 })
+        .get(crawl())
+        .then(
+          () => assert.fail('read a config nobody stored'),
+          (e: unknown) => e,
+        );
+      assert.ok(error instanceof PermanentError && isCrawlError(error), String(error));
+      assert.equal(error.code, 'unknown-crawl');
+    });
+
+    it('the default crawl reads its defaults without being stored', async () => {
+      const config = await make({ delayMs: 1234 }).get(DEFAULT_CRAWL_ID);
+      assert.deepEqual(config, parseCrawlConfig({ crawlId: DEFAULT_CRAWL_ID, delayMs: 1234 }));
+    });
+  });
+}

@@ -1,0 +1,206 @@
+/**
+ * What link admission, task admission, host visits and the aggregate function rely on from the
+ * frontier's URL items (FrontierAdmission, HostUrlStore, and finalize), run against the in-memory
+ * fake (test/fakes/frontier-urls.ts) and the FrontierTable adapter on dynalite
+ * (test/integration/port-contracts.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import type {
+  FinalizeEntry,
+  FrontierAdmission,
+  FrontierFinalizer,
+  FrontierUrl,
+  HostUrl,
+  HostUrlStore,
+} from '../../lambdas/core/ports.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+
+export type FrontierUrlsUnderTest = FrontierAdmission & HostUrlStore & Pick<FrontierFinalizer, 'finalize'>;
+
+const HOST = 'site.test';
+
+function link(path: string, extra: Partial<FrontierUrl> = {}): FrontierUrl {
+  const normalized = normalizeUrl(`https://${HOST}${path}`);
+  assert.ok(normalized.ok);
+  return { key: normalized.key, url: normalized.url, depth: 1, ...extra };
+}
+
+function entry(url: FrontierUrl, rid: string, part = 'results/c/part-1.jsonl.gz'): FinalizeEntry {
+  return { key: url.key, url: url.url, outcome: 'fetched', bytes: 10, requests: 1, rid, part };
+}
+
+const byKey = (urls: readonly HostUrl[]) => new Map(urls.map((url) => [url.key, url]));
+
+export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnderTest): void {
+  const crawl = () => `urls-${randomUUID().slice(0, 8)}`;
+
+  describe(`FrontierAdmission + HostUrlStore contract: ${name}`, () => {
+    it('a URL is admitted once: fresh to its first page; another page finds it settled, not admitted', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      const first = await frontier.admit(crawlId, 'page-1', [a]);
+      assert.deepEqual(first, { admitted: [{ ...a, fresh: true }], settled: [] });
+      const other = await frontier.admit(crawlId, 'page-2', [a]);
+      assert.deepEqual(other, { admitted: [], settled: [a.key] });
+    });
+
+    it('of many concurrent pages admitting one URL, exactly one gets it fresh', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/race');
+      const all = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => frontier.admit(crawlId, `page-${i}`, [a])),
+      );
+      assert.equal(all.flatMap((admission) => admission.admitted.filter((url) => url.fresh)).length, 1);
+    });
+
+    it("a page's own earlier admission, not yet attempted, is admitted again, not fresh and unchanged; once attempted it is settled", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      await frontier.admit(crawlId, 'page-1', [a]);
+      const again = await frontier.admit(crawlId, 'page-1', [{ ...a, depth: 5 }]);
+      assert.deepEqual(again, { admitted: [{ ...a, depth: 5, fresh: false }], settled: [] });
+      assert.equal((await frontier.urls(crawlId, HOST))[0]?.depth, 1, 'the item is as first admitted');
+      await frontier.postpone(crawlId, HOST, a.key, 1, 1_000);
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), { admitted: [], settled: [a.key] });
+    });
+
+    it("held URLs are admitted held (another page's held URL is neither admitted nor settled); promote makes them fetchable", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a', { held: true });
+      const b = link('/b', { held: true });
+      const admitted = await frontier.admit(crawlId, 'page-1', [a, b]);
+      assert.deepEqual(
+        admitted.admitted.map((url) => url.fresh),
+        [true, true],
+      );
+      assert.deepEqual(
+        [...byKey(await frontier.urls(crawlId, HOST)).values()].map((url) => url.st),
+        ['held', 'held'],
+      );
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [] });
+      await frontier.promote(crawlId, [a]);
+      const urls = byKey(await frontier.urls(crawlId, HOST));
+      assert.equal(urls.get(a.key)?.st, 'new');
+      assert.equal(urls.get(b.key)?.st, 'held');
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
+    });
+
+    it('duplicate keys in one admission are admitted once', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      const admission = await frontier.admit(crawlId, 'page-1', [a, { ...a, depth: 3 }, a]);
+      assert.deepEqual(admission, { admitted: [{ ...a, fresh: true }], settled: [] });
+    });
+
+    it("urls reads every item of the host's partition and no other host's, as admitted, with a retry's attempts and time", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      const r = link('/r', { redirects: 2, depth: 0 });
+      const elsewhere = { ...link('/e'), url: 'https://elsewhere.test/e' };
+      await frontier.admit(crawlId, 'page-1', [a, r, elsewhere]);
+      await frontier.postpone(crawlId, HOST, a.key, 2, 123_456);
+      const urls = byKey(await frontier.urls(crawlId, HOST));
+      assert.deepEqual([...urls.keys()].sort(), [a.key, r.key].sort());
+      assert.deepEqual(urls.get(a.key), {
+        key: a.key,
+        url: a.url,
+        depth: 1,
+        st: 'new',
+        parent: 'page-1',
+        attempts: 2,
+        retryAt: 123_456,
+      });
+      assert.deepEqual(urls.get(r.key), {
+        key: r.key,
+        url: r.url,
+        depth: 0,
+        st: 'new',
+        parent: 'page-1',
+        redirects: 2,
+      });
+      assert.equal((await frontier.urls(crawlId, 'elsewhere.test')).length, 1);
+      assert.deepEqual(await frontier.urls(crawlId, 'nobody.test'), []);
+    });
+
+    it('the first result finalizes a URL; its repeat wins again with the part it first named; another result loses; a done URL is settled, never postponed nor promoted', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      await frontier.admit(crawlId, 'page-1', [a]);
+      await frontier.postpone(crawlId, HOST, a.key, 1, 99);
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r1', 'p1')), {
+        won: true,
+        created: false,
+        repeat: false,
+        part: 'p1',
+      });
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r1', 'p2')), {
+        won: true,
+        created: false,
+        repeat: true,
+        part: 'p1',
+      });
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r2', 'p3')), {
+        won: false,
+        created: false,
+        repeat: false,
+      });
+      await frontier.postpone(crawlId, HOST, a.key, 2, 1_000);
+      await frontier.promote(crawlId, [a]);
+      const [done] = await frontier.urls(crawlId, HOST);
+      assert.deepEqual(done, {
+        key: a.key,
+        url: a.url,
+        depth: 1,
+        st: 'done',
+        parent: 'page-1',
+        attempts: 1,
+        outcome: 'fetched',
+        bytes: 10,
+        requests: 1,
+        part: 'p1',
+      });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), { admitted: [], settled: [a.key] });
+    });
+
+    it('a result for a URL never admitted creates its item, done; a retry of a URL never admitted writes nothing', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/never');
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r1')), {
+        won: true,
+        created: true,
+        repeat: false,
+        part: 'results/c/part-1.jsonl.gz',
+      });
+      const [item] = await frontier.urls(crawlId, HOST);
+      assert.equal(item?.st, 'done');
+      assert.equal(item?.depth, 0);
+      await frontier.postpone(crawlId, HOST, link('/other').key, 1, 5);
+      assert.equal((await frontier.urls(crawlId, HOST)).length, 1);
+    });
+
+    it('page budget: concurrent reservations never grant more than maxPages in all', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const grants = await Promise.all(
+        Array.from({ length: 5 }, () => frontier.reservePages(crawlId, 3, 10)),
+      );
+      assert.equal(
+        grants.reduce((sum, grant) => sum + grant, 0),
+        10,
+        `grants: ${grants.join()}`,
+      );
+      assert.equal(await frontier.reservePages(crawlId, 1, 10), 0);
+      assert.equal(await frontier.reservePages(crawl(), 4, 3), 3, 'at most what is left');
+    });
+  });
+}

@@ -1,0 +1,220 @@
+/**
+ * What link admission and the fetch batch rely on from host items (HostVisits), run against the
+ * in-memory fake (test/fakes/host-visits.ts) and FrontierHosts on dynalite
+ * (test/integration/port-contracts.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { LeaseLostError, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
+import type { HostBusy, HostLease, HostTally, HostVisits } from '../../lambdas/core/ports.ts';
+
+const HOST = 'site.test';
+const T0 = Date.UTC(2025, 0, 1);
+const LEASE_MS = 60_000;
+
+function leased(result: HostLease | HostBusy, why = ''): HostLease {
+  assert.ok(!('busy' in result), `expected a lease${why && ` (${why})`}, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+function ticketOf(ticket: string | undefined): string {
+  assert.ok(typeof ticket === 'string' && ticket.length > 0, `expected a ticket, got ${ticket}`);
+  return ticket;
+}
+
+const tally = (total: number, more: Partial<HostTally> = {}): HostTally => ({
+  total,
+  byOutcome: { fetched: total },
+  bytes: 100 * total,
+  requests: total,
+  parts: [],
+  ...more,
+});
+
+export function hostVisitsContract(name: string, make: () => HostVisits): void {
+  const crawl = () => `hosts-${randomUUID().slice(0, 8)}`;
+
+  describe(`HostVisits contract: ${name}`, () => {
+    it('of concurrent wakes of a new host one claims the visit send; while it is due no wake sends again, past the grace one does', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const tickets = await Promise.all(Array.from({ length: 6 }, () => hosts.wake(crawlId, HOST, T0)));
+      assert.equal(tickets.filter((ticket) => ticket !== undefined).length, 1, `tickets: ${tickets.join()}`);
+      assert.equal(await hosts.wake(crawlId, HOST, T0 + VISIT_GRACE_MS), undefined, 'still due');
+      ticketOf(await hosts.wake(crawlId, HOST, T0 + VISIT_GRACE_MS + 1));
+      assert.equal(await hosts.anyActive(crawlId), true);
+      assert.equal(await hosts.anyActive(crawl()), false, 'hosts are per crawl');
+    });
+
+    it('a send given back (unwake with its ticket) lets the next wake send; another ticket gives back nothing', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const first = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      await hosts.unwake(crawlId, HOST, 'not-the-ticket');
+      assert.equal(await hosts.wake(crawlId, HOST, T0 + 1), undefined);
+      await hosts.unwake(crawlId, HOST, first);
+      assert.notEqual(ticketOf(await hosts.wake(crawlId, HOST, T0 + 2)), first);
+      await hosts.unwake(crawl(), HOST, first); // no host item: nothing happens
+    });
+
+    it('only the message the host expects takes it: another ticket is stale, a host with no item is idle', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, 'x'), { busy: 'idle' });
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, 'other'), {
+        busy: 'stale',
+      });
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0), { busy: 'stale' });
+      const lease = leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      assert.deepEqual(lease, {
+        holder: 'a',
+        leaseUntil: T0 + LEASE_MS,
+        wake: 1,
+        nextAt: 0,
+        inflight: [],
+      });
+    });
+
+    it('a lease is exclusive until it ends: another visit finds it held until then, and takes it after', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + 2 * LEASE_MS, T0 + 1, ticket), {
+        busy: 'held',
+        until: T0 + LEASE_MS,
+      });
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + 2 * LEASE_MS, T0 + LEASE_MS), {
+        busy: 'held',
+        until: T0 + LEASE_MS,
+      });
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0 + 2), 'its own holder again');
+      const taken = leased(await hosts.acquire(crawlId, HOST, 'b', T0 + 3 * LEASE_MS, T0 + LEASE_MS + 1));
+      assert.equal(taken.holder, 'b');
+      // Its first holder lost it: a checkpoint says so, a release changes nothing.
+      await assert.rejects(
+        hosts.checkpoint(crawlId, HOST, 'a', { leaseUntil: T0 + 9 * LEASE_MS, nextAt: 1, inflight: [] }),
+        LeaseLostError,
+      );
+      await hosts.release(crawlId, HOST, 'a', { nextAt: 7, inflight: ['k'], visitAt: T0, ticket: 't-a' });
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'c', T0 + 4 * LEASE_MS, T0 + LEASE_MS + 2, 't-a'), {
+        busy: 'held',
+        until: T0 + 3 * LEASE_MS,
+      });
+    });
+
+    it('a checkpoint extends the lease and keeps pace and inflight for the next visit', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      await hosts.checkpoint(crawlId, HOST, 'a', {
+        leaseUntil: T0 + 2 * LEASE_MS,
+        nextAt: T0 + 500,
+        pausedUntil: T0 + 400,
+        inflight: ['k1', 'k2', 'k1'],
+      });
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + 3 * LEASE_MS, T0 + LEASE_MS + 1), {
+        busy: 'held',
+        until: T0 + 2 * LEASE_MS,
+      });
+      const next = leased(await hosts.acquire(crawlId, HOST, 'b', T0 + 3 * LEASE_MS, T0 + 2 * LEASE_MS + 1));
+      assert.deepEqual(
+        { ...next, inflight: next.inflight.toSorted() },
+        {
+          holder: 'b',
+          leaseUntil: T0 + 3 * LEASE_MS,
+          wake: 1,
+          nextAt: T0 + 500,
+          pausedUntil: T0 + 400,
+          inflight: ['k1', 'k2'],
+        },
+      );
+    });
+
+    it('a release hands the host to the message carrying its ticket, with pace and inflight; no wake sends while that message is due', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      await hosts.release(crawlId, HOST, 'a', {
+        nextAt: T0 + 900,
+        inflight: ['k1'],
+        visitAt: T0 + 5000,
+        ticket: 'next',
+      });
+      assert.equal(await hosts.wake(crawlId, HOST, T0 + 10), undefined, 'a visit is due');
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 10, ticket), {
+        busy: 'stale',
+      });
+      assert.deepEqual(leased(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 10, 'next')), {
+        holder: 'b',
+        leaseUntil: T0 + LEASE_MS,
+        wake: 2,
+        nextAt: T0 + 900,
+        inflight: ['k1'],
+      });
+    });
+
+    it('a drain deletes the host and records its tally, unless a wake came after the lease was taken', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      const lease = leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      assert.equal(await hosts.wake(crawlId, HOST, T0 + 1), undefined, 'leased: no send, but counted');
+      assert.equal(await hosts.drain(crawlId, HOST, 'a', lease.wake, tally(2), { nextAt: T0 + 50 }), false);
+      assert.equal(await hosts.anyActive(crawlId), true, 'woken meanwhile: still active');
+      const again = leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0 + 2));
+      assert.equal(again.wake, 2);
+      assert.equal(await hosts.drain(crawlId, HOST, 'a', again.wake, tally(3), { nextAt: T0 + 60 }), true);
+      assert.equal(await hosts.anyActive(crawlId), false);
+      assert.deepEqual(await hosts.doneTotals(crawlId), { hosts: 1, ...tally(3) });
+      assert.equal(
+        await hosts.drain(crawlId, HOST, 'a', again.wake, tally(3), { nextAt: 0 }),
+        true,
+        'repeat',
+      );
+    });
+
+    it('a drained host woken again is paced from its tally; a smaller, older tally never replaces a larger one', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const first = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      const lease = leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, first));
+      const pace = { nextAt: T0 + 7000, pausedUntil: T0 + 6000 };
+      assert.equal(
+        await hosts.drain(crawlId, HOST, 'a', lease.wake, tally(5, { parts: ['p1'] }), pace),
+        true,
+      );
+      const second = ticketOf(await hosts.wake(crawlId, HOST, T0 + 10));
+      const next = leased(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 10, second));
+      assert.deepEqual(
+        { nextAt: next.nextAt, pausedUntil: next.pausedUntil, wake: next.wake },
+        { ...pace, wake: 1 },
+      );
+      assert.equal(await hosts.drain(crawlId, HOST, 'b', next.wake, tally(3), { nextAt: 0 }), false);
+      assert.equal(await hosts.anyActive(crawlId), true);
+      const other = ticketOf(await hosts.wake(crawlId, 'other.test', T0));
+      const otherLease = leased(await hosts.acquire(crawlId, 'other.test', 'c', T0 + LEASE_MS, T0, other));
+      const otherTally = tally(1, { byOutcome: { failed: 1 }, bytes: 0, parts: ['p2'] });
+      assert.equal(
+        await hosts.drain(crawlId, 'other.test', 'c', otherLease.wake, otherTally, { nextAt: 0 }),
+        true,
+      );
+      const totals = await hosts.doneTotals(crawlId);
+      assert.deepEqual(
+        { ...totals, parts: totals.parts.toSorted() },
+        {
+          hosts: 2,
+          total: 6,
+          byOutcome: { fetched: 5, failed: 1 },
+          bytes: 500,
+          requests: 6,
+          parts: ['p1', 'p2'],
+        },
+      );
+    });
+  });
+}

@@ -1,0 +1,170 @@
+/**
+ * Each port's contract (test/contracts/) run against its in-memory fake (test/fakes/) and against the
+ * real adapter — on dynalite, fauxqs' S3 and SQS, or the visit's pacer — so the fakes the unit tests
+ * stand on behave as what they imitate.
+ */
+import { after, before } from 'node:test';
+import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
+import { FrontierHosts } from '../../lambdas/adapters/frontier-hosts.ts';
+import { FrontierRobots } from '../../lambdas/adapters/frontier-robots.ts';
+import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
+import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
+import {
+  DEAD_LETTER_CODE_ATTRIBUTE,
+  SqsDeadLetterSender,
+  SqsResultSender,
+  SqsTaskSender,
+} from '../../lambdas/adapters/queues.ts';
+import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
+import { ROBOTS_LIMITS } from '../../lambdas/core/limits.ts';
+import type { DeadLetter } from '../../lambdas/core/ports.ts';
+import type { VisitMessage } from '../../lambdas/core/task.ts';
+import { VisitPacer } from '../../lambdas/core/visit-pacer.ts';
+import { s3Config, sqsConfig } from '../../local/aws-clients.ts';
+import { blobStoreContract } from '../contracts/blob-store.ts';
+import { crawlConfigsContract } from '../contracts/crawl-configs.ts';
+import { frontierUrlsContract } from '../contracts/frontier-urls.ts';
+import { hostSlotsContract } from '../contracts/host-slots.ts';
+import { hostVisitsContract } from '../contracts/host-visits.ts';
+import { queueContract } from '../contracts/queues.ts';
+import { robotsStoreContract } from '../contracts/robots-store.ts';
+import { MemoryBlobs } from '../fakes/blobs.ts';
+import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryHostSlots } from '../fakes/host-slots.ts';
+import { MemoryHostVisits } from '../fakes/host-visits.ts';
+import { MemoryDeadLetterQueue, MemoryResultsQueue, MemoryTaskQueue } from '../fakes/queues.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
+import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
+
+const BUCKET = 'contract-pages';
+const maxAgeMs = ROBOTS_LIMITS.ttlMs;
+let table: FrontierTableFixture;
+let s3: S3Client;
+let sqs: SQSClient;
+
+before(async () => {
+  table = await startFrontierTable();
+  s3 = new S3Client(s3Config(table.endpoints));
+  sqs = new SQSClient(sqsConfig(table.endpoints));
+  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+});
+
+after(async () => {
+  s3?.destroy();
+  sqs?.destroy();
+  await table?.stop();
+});
+
+robotsStoreContract('MemoryRobotsStore', () => new MemoryRobotsStore({ maxAgeMs }), { maxAgeMs });
+robotsStoreContract(
+  'FrontierRobots on dynalite',
+  () => new FrontierRobots(table.dynamodb, FRONTIER_TABLE, resolveOptions({ robotsMaxAgeMs: maxAgeMs })),
+  { maxAgeMs },
+);
+
+hostSlotsContract('MemoryHostSlots', () => new MemoryHostSlots());
+hostSlotsContract('VisitPacer', () => new VisitPacer({ nextAt: 0 }));
+
+blobStoreContract('MemoryBlobs', () => {
+  const store = new MemoryBlobs();
+  return { store, read: async (key) => store.objects.get(key) };
+});
+blobStoreContract('S3Blobs on fauxqs', () => ({
+  store: new S3Blobs(s3, BUCKET),
+  read: async (key) => {
+    const out = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+    return out.Body?.transformToByteArray();
+  },
+}));
+
+frontierUrlsContract('MemoryFrontierUrls', () => new MemoryFrontierUrls());
+frontierUrlsContract('FrontierTable on dynalite', () => createFrontierStore(table.dynamodb, FRONTIER_TABLE));
+
+hostVisitsContract('MemoryHostVisits', () => new MemoryHostVisits());
+hostVisitsContract(
+  'FrontierHosts on dynalite',
+  () => new FrontierHosts(table.dynamodb, FRONTIER_TABLE, resolveOptions()),
+);
+
+crawlConfigsContract('MemoryCrawlConfigs', (defaults) => new MemoryCrawlConfigs(defaults));
+crawlConfigsContract(
+  'CrawlConfigStore on dynalite',
+  (defaults) => new CrawlConfigStore(table.dynamodb, FRONTIER_TABLE, defaults),
+);
+
+queueContract('memory queues', async () => {
+  const tasks = new MemoryTaskQueue();
+  const results = new MemoryResultsQueue();
+  const deadLetters = new MemoryDeadLetterQueue();
+  return {
+    tasks,
+    results,
+    deadLetters,
+    arrived: async () => ({
+      visits: tasks.visits.splice(0).map((sent) => sent.visit),
+      results: [
+        ...results.results.splice(0),
+        ...results.drained.splice(0).map((crawlId) => ({ v: 1, kind: 'drained', crawlId })),
+      ],
+      letters: deadLetters.letters.splice(0),
+    }),
+  };
+});
+
+let queueSeq = 0;
+queueContract('SQS senders on fauxqs', async () => {
+  const [tasksUrl, resultsUrl, dlqUrl] = await Promise.all(
+    ['tasks', 'results', 'dlq'].map(async (kind) => {
+      const created = await sqs.send(new CreateQueueCommand({ QueueName: `contract-${kind}-${++queueSeq}` }));
+      return created.QueueUrl!;
+    }),
+  );
+  return {
+    tasks: new SqsTaskSender(sqs, tasksUrl!),
+    results: new SqsResultSender(sqs, resultsUrl!),
+    deadLetters: new SqsDeadLetterSender(sqs, dlqUrl!),
+    arrived: async () => ({
+      visits: (await receiveAll(tasksUrl!)).map((m) => JSON.parse(m.Body ?? '') as VisitMessage),
+      results: (await receiveAll(resultsUrl!)).map((m) => JSON.parse(m.Body ?? '') as unknown),
+      letters: (await receiveAll(dlqUrl!)).map(
+        (m): DeadLetter => ({
+          body: m.Body ?? '',
+          code: m.MessageAttributes?.[DEAD_LETTER_CODE_ATTRIBUTE]?.StringValue ?? '',
+          reason: m.MessageAttributes?.reason?.StringValue ?? '',
+        }),
+      ),
+    }),
+  };
+});
+
+/** Everything on the queue now, taken off it (until a receive finds nothing). */
+async function receiveAll(queueUrl: string): Promise<Message[]> {
+  const got: Message[] = [];
+  for (;;) {
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const messages = out.Messages ?? [];
+    if (messages.length === 0) return got;
+    got.push(...messages);
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+  }
+}

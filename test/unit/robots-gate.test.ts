@@ -268,7 +268,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
     assert.equal((await checkRobots(u('/caf%C3%A9/menu'), makeConfig(), h.deps())).kind, 'disallowed');
     // Another container: an empty cache, the policy read back from the store.
     const other = harness(serve('unused'));
-    await other.store.saveReady('c1', ORIGIN, h.store.item(ORIGIN)?.policyJson ?? '', T0);
+    await other.store.saveReady('c1', ORIGIN, h.store.item('c1', ORIGIN)?.policyJson ?? '', T0);
     assert.equal((await checkRobots(u('/café/menu'), makeConfig(), other.deps())).kind, 'disallowed');
     assert.equal((await checkRobots(u('/ツ'), makeConfig(), other.deps())).kind, 'disallowed');
     assert.equal((await checkRobots(u('/cafe'), makeConfig(), other.deps())).kind, 'allowed');

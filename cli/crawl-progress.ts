@@ -27,7 +27,7 @@ export const LONG_CRAWL_MS = 60_000;
 /** A host item as the reader sees it (lambdas/adapters/frontier-hosts.ts), times in epoch ms. */
 export interface HostWait {
   host: string;
-  /** Earliest time the host's next request may leave (saved when a visit checkpoints or ends). */
+  /** Earliest time the host's next request may leave (saved when a visit ends). */
   nextAt?: number;
   /** End of a Retry-After pause the host asked for. */
   pausedUntil?: number;

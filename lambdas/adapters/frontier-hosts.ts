@@ -48,14 +48,6 @@ import {
  */
 export const VISIT_GRACE_MS = 120_000;
 
-/** The visit no longer holds its host: another visit took it after the lease ran out. */
-export class LeaseLostError extends Error {
-  constructor(crawlId: string, host: string, holder: string) {
-    super(`${crawlId} ${host}: visit ${holder} no longer holds the host`);
-    this.name = 'LeaseLostError';
-  }
-}
-
 const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
 const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
 
@@ -245,24 +237,6 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       ...pace,
       inflight: item[ATTR.inflight]?.SS ?? [],
     };
-  }
-
-  async checkpoint(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { leaseUntil: number; inflight: readonly string[] },
-  ): Promise<void> {
-    const update = new Update()
-      .setAttr(ATTR.lease, N(state.leaseUntil))
-      .state(state)
-      .setAttr(ATTR.expiresAt, expiresAt(this.options));
-    try {
-      await this.updateHeld(crawlId, host, holder, update);
-    } catch (err) {
-      if (!isConditionFailed(err)) throw err;
-      throw new LeaseLostError(crawlId, host, holder);
-    }
   }
 
   /**

@@ -21,7 +21,7 @@ import { FrontierRobots } from './frontier-robots.ts';
 import { type FrontierStoreOptions, resolveOptions } from './frontier-schema.ts';
 import { FrontierUrls } from './frontier-urls.ts';
 
-export { LeaseLostError, VISIT_GRACE_MS } from './frontier-hosts.ts';
+export { VISIT_GRACE_MS } from './frontier-hosts.ts';
 export { INLINE_POLICY_MAX_BYTES, OVERSIZED_POLICY_JSON } from './frontier-robots.ts';
 export { ConflictError, DEFAULT_TTL_SECONDS, type FrontierStoreOptions } from './frontier-schema.ts';
 
@@ -53,7 +53,6 @@ export function createFrontierStore(
     unwake: (crawlId, host, ticket) => hosts.unwake(crawlId, host, ticket),
     acquire: (crawlId, host, holder, leaseUntil, now, ticket) =>
       hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket),
-    checkpoint: (crawlId, host, holder, state) => hosts.checkpoint(crawlId, host, holder, state),
     release: (crawlId, host, holder, state) => hosts.release(crawlId, host, holder, state),
     drain: (crawlId, host, holder, wakeSeen, tally, pace) =>
       hosts.drain(crawlId, host, holder, wakeSeen, tally, pace),

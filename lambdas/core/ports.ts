@@ -352,13 +352,6 @@ export interface HostVisits {
     now: number,
     ticket?: string,
   ): Promise<HostLease | HostBusy>;
-  /** Extends the lease and saves pace and inflight; throws LeaseLostError if another visit took the host. */
-  checkpoint(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { leaseUntil: number; inflight: readonly string[] },
-  ): Promise<void>;
   /** Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease is ignored. */
   release(
     crawlId: string,

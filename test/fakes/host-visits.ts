@@ -2,14 +2,14 @@
  * Imitates the FrontierTable's host items and drained-host tallies (lambdas/adapters/frontier-hosts.ts,
  * FrontierHosts) in memory, as the port HostVisits: a wake counts every admission and claims the
  * visit message's send (a ticket) only while no lease is live and no message is due; only the message
- * carrying the expected ticket takes the host; a lease is exclusive until it runs out; release and
- * checkpoint need the lease; a drain loses to a wake it did not see. Each step is one conditional
+ * carrying the expected ticket takes the host; a lease is exclusive until it runs out; a release
+ * needs the lease; a drain loses to a wake it did not see. Each step is one conditional
  * write, with a yield between the two writes of `wake` and of `drain` as the adapter has. Checked
  * against FrontierHosts on dynalite by test/integration/port-contracts.test.ts (hostVisitsContract in
  * test/contracts/host-visits.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { LeaseLostError, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
+import { VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
 import type { HostBusy, HostLease, HostPace, HostTally, HostVisits } from '../../lambdas/core/ports.ts';
 import { Faults } from './faults.ts';
@@ -34,7 +34,6 @@ export type HostVisitsMethod =
   | 'wake'
   | 'unwake'
   | 'acquire'
-  | 'checkpoint'
   | 'release'
   | 'drain'
   | 'anyActive'
@@ -114,21 +113,6 @@ export class MemoryHostVisits implements HostVisits {
       const done = this.done(crawlId, host);
       const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
       return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight] };
-    });
-  }
-
-  async checkpoint(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { leaseUntil: number; inflight: readonly string[] },
-  ): Promise<void> {
-    const args = [crawlId, host, holder, state];
-    return this.faults.run('checkpoint', args, async () => {
-      const item = this.host(crawlId, host);
-      if (item?.holder !== holder) throw new LeaseLostError(crawlId, host, holder);
-      item.lease = state.leaseUntil;
-      saveState(item, state);
     });
   }
 

@@ -37,16 +37,19 @@ test('counters: queued, done and failed of this crawl; zeros before anything was
 test('waits: host pace and leases, robots.txt not ready; a robots retry is what the crawl waits for', async () => {
   const now = Date.now();
   const crawlId = 'p-2';
-  // A host with a visit running, its pace saved at a checkpoint.
+  // A host with a visit running, paced as the visit before it handed it back.
   const ticket = await store.wake(crawlId, 'a.test', now);
-  const lease = await store.acquire(crawlId, 'a.test', 'visit-1', now + 60_000, now, ticket);
-  assert.ok(!('busy' in lease));
-  await store.checkpoint(crawlId, 'a.test', 'visit-1', {
-    leaseUntil: now + 60_000,
+  const first = await store.acquire(crawlId, 'a.test', 'visit-1', now + 60_000, now, ticket);
+  assert.ok(!('busy' in first));
+  await store.release(crawlId, 'a.test', 'visit-1', {
     nextAt: now + 2000,
     pausedUntil: now + 1000,
     inflight: [],
+    visitAt: now,
+    ticket: 'hand-back',
   });
+  const lease = await store.acquire(crawlId, 'a.test', 'visit-2', now + 60_000, now, 'hand-back');
+  assert.ok(!('busy' in lease));
   await store.robots.saveUnavailable(crawlId, 'http://r.test', now + 42_000);
   await store.robots.saveReady(crawlId, 'http://ready.test', '{}', now);
   await store.robots.claim(crawlId, 'http://f.test', 30_000, now);

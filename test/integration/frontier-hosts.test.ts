@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { FrontierHosts, LeaseLostError, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
+import { FrontierHosts, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
 import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
 import type { HostBusy, HostLease, HostTally } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
@@ -171,17 +171,20 @@ describe('acquire', () => {
     assert.equal(item?.visitBy, undefined, 'no message is expected while the visit runs');
   });
 
-  it('takes over an expired lease, with the pace and inflight the last visit saved', async () => {
+  it('takes over an expired lease, with the pace and inflight the last hand-back saved', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
-    const ticket = sent(await hosts.wake(crawlId, HOST, now));
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
-    await hosts.checkpoint(crawlId, HOST, 'visit-1', {
-      leaseUntil: now + LEASE_MS,
+    const first = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-0', now + LEASE_MS, now, first));
+    const ticket = randomUUID();
+    await hosts.release(crawlId, HOST, 'visit-0', {
       nextAt: now + 5000,
       pausedUntil: now + 4000,
       inflight: ['k1', 'k2', 'k1'],
+      visitAt: now,
+      ticket,
     });
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
     // The crashed visit's message, redelivered: it waits for the lease to run out, then takes over.
     assert.deepEqual(
       await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS, ticket),
@@ -293,7 +296,7 @@ describe('tickets: only the visit message the host expects takes it', () => {
     leased(await hosts.acquire(crawlId, HOST, 'visit-3', now + 4000 + LEASE_MS, now + 4000, t3));
   });
 
-  it('held reports when the live lease ends, as checkpoints extend it', async () => {
+  it('held reports when the live lease ends', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
     const ticket = sent(await hosts.wake(crawlId, HOST, now));
@@ -306,25 +309,13 @@ describe('tickets: only the visit message the host expects takes it', () => {
       await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 10),
       held(now + 1000),
     );
-    await hosts.checkpoint(crawlId, HOST, 'visit-1', {
-      leaseUntil: now + LEASE_MS,
-      nextAt: now,
-      inflight: [],
-    });
     assert.deepEqual(
-      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + 1001, ticket),
-      held(now + LEASE_MS),
-      'the lease as extended, not as first taken',
-    );
-    assert.deepEqual(
-      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS, ticket),
-      held(now + LEASE_MS),
+      await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1000, ticket),
+      held(now + 1000),
       'the lease runs to its end',
     );
     // Past it (the visit crashed), a copy of the message takes over: no other message is expected.
-    const lease = leased(
-      await hosts.acquire(crawlId, HOST, 'visit-2', now + 2 * LEASE_MS, now + LEASE_MS + 1, ticket),
-    );
+    const lease = leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001, ticket));
     assert.equal(lease.holder, 'visit-2');
   });
 
@@ -378,42 +369,7 @@ describe('tickets: only the visit message the host expects takes it', () => {
   });
 });
 
-describe('checkpoint and release', () => {
-  it('checkpoint extends the lease and saves the pace; a lost lease throws LeaseLostError', async () => {
-    const crawlId = newCrawl();
-    const now = Date.now();
-    const ticket = sent(await hosts.wake(crawlId, HOST, now));
-    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + 1000, now, ticket));
-    await hosts.checkpoint(crawlId, HOST, 'visit-1', {
-      leaseUntil: now + LEASE_MS,
-      nextAt: now + 2000,
-      pausedUntil: now + 1500,
-      inflight: ['k1'],
-    });
-    let item = await rawItem(crawlId, `HOST#${HOST}`);
-    assert.equal(item?.lease?.N, String(now + LEASE_MS));
-    assert.equal(item?.next?.N, String(now + 2000));
-    assert.equal(item?.pausedUntil?.N, String(now + 1500));
-    assert.deepEqual(item?.inflight?.SS, ['k1']);
-    // An empty inflight and no pause are removed (DynamoDB has no empty sets).
-    await hosts.checkpoint(crawlId, HOST, 'visit-1', {
-      leaseUntil: now + 1000,
-      nextAt: now + 3000,
-      inflight: [],
-    });
-    item = await rawItem(crawlId, `HOST#${HOST}`);
-    assert.equal(item?.inflight, undefined);
-    assert.equal(item?.pausedUntil, undefined);
-    assert.equal(item?.next?.N, String(now + 3000));
-
-    leased(await hosts.acquire(crawlId, HOST, 'visit-2', now + LEASE_MS, now + 1001, ticket));
-    await assert.rejects(
-      hosts.checkpoint(crawlId, HOST, 'visit-1', { leaseUntil: now + LEASE_MS, nextAt: 0, inflight: [] }),
-      (err: unknown) => err instanceof LeaseLostError && err.name === 'LeaseLostError',
-    );
-    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.holder?.S, 'visit-2', 'unchanged');
-  });
-
+describe('release', () => {
   it('release saves the pace, visitAt and ticket and frees the host; a lost lease is ignored', async () => {
     const crawlId = newCrawl();
     const now = Date.now();
@@ -447,6 +403,18 @@ describe('checkpoint and release', () => {
     assert.equal(later?.next?.N, String(now + 2000));
     assert.equal(later?.visitAt, undefined);
     assert.equal(later?.visitBy, undefined, 'the lost visit’s hand-back ticket is not recorded');
+
+    // An empty inflight and no pause are removed, not written (DynamoDB has no empty sets).
+    await hosts.release(crawlId, HOST, 'visit-2', {
+      nextAt: now + 4000,
+      inflight: [],
+      visitAt: now + 5000,
+      ticket: randomUUID(),
+    });
+    const emptied = await rawItem(crawlId, `HOST#${HOST}`);
+    assert.equal(emptied?.inflight, undefined);
+    assert.equal(emptied?.pausedUntil, undefined);
+    assert.equal(emptied?.next?.N, String(now + 4000));
   });
 });
 

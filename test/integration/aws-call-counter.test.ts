@@ -154,7 +154,12 @@ describe('counting AWS calls', () => {
     const handlerClients = createAwsClients(
       loadEnv(
         AggregateEnvSchema,
-        { ...endpointEnv(emulators.endpoints), PAGE_BUCKET: 'counted', FRONTIER_TABLE: 'counted' },
+        {
+          ...endpointEnv(emulators.endpoints),
+          RESULTS_QUEUE_URL: 'http://127.0.0.1:1/000000000000/counted',
+          PAGE_BUCKET: 'counted',
+          FRONTIER_TABLE: 'counted',
+        },
         'test',
       ),
     );

@@ -14,7 +14,6 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  type QueryCommandOutput,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
@@ -347,32 +346,23 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
     const parts = new Set<string>();
     const projected = [ATTR.total, ATTR.bytes, ATTR.requests, ATTR.parts, ...OUTCOMES.map(outcomeAttr)];
-    let startKey: Item | undefined;
-    do {
-      const page: QueryCommandOutput = await this.dynamodb.send(
-        new QueryCommand({
-          TableName: this.table,
-          ConsistentRead: true,
-          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-          ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
-          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...projected),
-          ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(DONE_SK_PREFIX) },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        totals.hosts++;
-        totals.total += num(item, ATTR.total) ?? 0;
-        totals.bytes += num(item, ATTR.bytes) ?? 0;
-        totals.requests += num(item, ATTR.requests) ?? 0;
-        for (const outcome of OUTCOMES) {
-          const count = num(item, outcomeAttr(outcome));
-          if (count !== undefined) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
-        }
-        for (const part of item[ATTR.parts]?.SS ?? []) parts.add(part);
+    const items = this.queryAll({
+      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+      ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
+      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...projected),
+      ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(DONE_SK_PREFIX) },
+    });
+    for await (const item of items) {
+      totals.hosts++;
+      totals.total += num(item, ATTR.total) ?? 0;
+      totals.bytes += num(item, ATTR.bytes) ?? 0;
+      totals.requests += num(item, ATTR.requests) ?? 0;
+      for (const outcome of OUTCOMES) {
+        const count = num(item, outcomeAttr(outcome));
+        if (count !== undefined) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
       }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+      for (const part of item[ATTR.parts]?.SS ?? []) parts.add(part);
+    }
     return { ...totals, parts: [...parts] };
   }
 

@@ -3,7 +3,12 @@
  * of `st` and `state`, and the small helpers every frontier adapter shares. Expressions always refer
  * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
  */
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  QueryCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import { backoffPause } from '../core/backoff.ts';
 import { RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
@@ -188,6 +193,25 @@ export abstract class FrontierTableAdapter {
     this.dynamodb = dynamodb;
     this.table = table;
     this.options = options;
+  }
+
+  /** Every item a Query of the table matches, page after page, each page a consistent read. */
+  protected async *queryAll(
+    input: Omit<QueryCommandInput, 'TableName' | 'ConsistentRead' | 'ExclusiveStartKey'>,
+  ): AsyncGenerator<Item> {
+    let startKey: Item | undefined;
+    do {
+      const page = await this.dynamodb.send(
+        new QueryCommand({
+          ...input,
+          TableName: this.table,
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      yield* page.Items ?? [];
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
   }
 }
 

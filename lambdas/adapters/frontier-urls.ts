@@ -3,12 +3,7 @@
  * host's URLs as a visit reads them, postponed retries, and finalization (docs/frontier.md, "A URL's
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
-import {
-  BatchGetItemCommand,
-  QueryCommand,
-  type QueryCommandOutput,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
@@ -292,22 +287,13 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
    */
   async urls(crawlId: string, host: string): Promise<HostUrl[]> {
     const urls: HostUrl[] = [];
-    let startKey: Item | undefined;
-    do {
-      const page: QueryCommandOutput = await this.dynamodb.send(
-        new QueryCommand({
-          TableName: this.table,
-          ConsistentRead: true,
-          KeyConditionExpression: `#${ATTR.pk} = :pk`,
-          ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
-          ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
-          ExpressionAttributeValues: { ':pk': S(urlsPk(crawlId, host)) },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) urls.push(hostUrl(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    const items = this.queryAll({
+      KeyConditionExpression: `#${ATTR.pk} = :pk`,
+      ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+      ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
+      ExpressionAttributeValues: { ':pk': S(urlsPk(crawlId, host)) },
+    });
+    for await (const item of items) urls.push(hostUrl(item));
     return urls;
   }
 

@@ -88,8 +88,6 @@ export const ROBOTS_TTL_MS: number = ROBOTS_LIMITS.ttlMs;
 export const MAX_ROBOTS_REDIRECTS = 5;
 /** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
 export const MAX_ROBOTS_FAILURES = 4;
-/** The first wait after an unreachable robots.txt (RETRY_BACKOFF.robotsUnreachable doubles it). */
-export const ROBOTS_BACKOFF_BASE_MS: number = RETRY_BACKOFF.robotsUnreachable.baseMs;
 /** How long a visit waits for another visit's robots.txt fetch before looking again. */
 export const ROBOTS_POLL_MS = 5_000;
 /** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */

@@ -47,6 +47,19 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
     for (const item of items) this.#partition(crawlId, frontierHost(item.url)).set(item.key, { ...item });
   }
 
+  /** Finalizes every URL of the host as fetched, `bytes` each (test set-up: all its results are in). */
+  async finalizeHost(crawlId: string, host: string, bytes: number): Promise<void> {
+    for (const url of await this.urls(crawlId, host))
+      await this.finalize(crawlId, {
+        ...url,
+        outcome: 'fetched',
+        bytes,
+        requests: 1,
+        rid: url.key,
+        part: 'p',
+      });
+  }
+
   /** The URL item as stored (the object itself: a test may change it, as another writer would). */
   item(crawlId: string, host: string, key: string): UrlItem | undefined {
     return this.#partitions.get(`${crawlId}#${host}`)?.get(key);

@@ -9,11 +9,11 @@ import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { RETRY_BACKOFF } from '../../lambdas/core/limits.ts';
 import {
   checkRobots,
   createRobotsCache,
   MAX_ROBOTS_BYTES,
-  ROBOTS_BACKOFF_BASE_MS,
   type RobotsCache,
   type RobotsGateDeps,
 } from '../../lambdas/core/robots-gate.ts';
@@ -154,13 +154,13 @@ describe('robots gate over HTTP', () => {
     const start = w.clock.now;
     const first = await checkRobots(new URL(server.url('/late/1')), config(), w.deps());
     assert.equal(first.kind, 'defer');
-    assert.equal(first.kind === 'defer' ? first.untilMs : 0, start + ROBOTS_BACKOFF_BASE_MS);
+    assert.equal(first.kind === 'defer' ? first.untilMs : 0, start + RETRY_BACKOFF.robotsUnreachable.baseMs);
     assert.match(first.kind === 'defer' ? first.reason : '', /HTTP 500/);
     // Before retryAt nobody asks the server again.
     w.clock.now = start + 10_000;
     assert.equal((await checkRobots(new URL(server.url('/late/2')), config(), w.deps())).kind, 'defer');
     assert.equal(calls, 1);
-    w.clock.now = start + ROBOTS_BACKOFF_BASE_MS;
+    w.clock.now = start + RETRY_BACKOFF.robotsUnreachable.baseMs;
     assert.equal((await checkRobots(new URL(server.url('/late/1')), config(), w.deps())).kind, 'disallowed');
     assert.equal((await checkRobots(new URL(server.url('/early')), config(), w.deps())).kind, 'allowed');
     assert.deepEqual(paths(server), ['/robots.txt', '/robots.txt']);

@@ -322,15 +322,7 @@ describe('processFetchBatch: a visit', () => {
   it('a host with every URL done is drained: its tally recorded, its item deleted, completion checked', async () => {
     const w = await world();
     const visit = await wokenHost(w, HOST, ['/', '/p/1']);
-    for (const url of await w.frontier.urls(CRAWL, HOST))
-      await w.frontier.finalize(CRAWL, {
-        ...url,
-        outcome: 'fetched',
-        bytes: 10,
-        requests: 1,
-        rid: url.key,
-        part: 'p',
-      });
+    await w.frontier.finalizeHost(CRAWL, HOST, 10);
     const report = await w.run([visit]);
     assert.deepEqual(report.retries, []);
     assert.deepEqual(report.outcomes, [{ crawlId: CRAWL, host: HOST, end: 'drained', fetched: 0 }]);
@@ -350,15 +342,7 @@ describe('processFetchBatch: a visit', () => {
   it('a host woken while its visit drains it is not drained: it is handed to a new visit message', async () => {
     const w = await world();
     const visit = await wokenHost(w, HOST, ['/']);
-    for (const url of await w.frontier.urls(CRAWL, HOST))
-      await w.frontier.finalize(CRAWL, {
-        ...url,
-        outcome: 'fetched',
-        bytes: 10,
-        requests: 1,
-        rid: url.key,
-        part: 'p',
-      });
+    await w.frontier.finalizeHost(CRAWL, HOST, 10);
     const drain = w.hosts.drain.bind(w.hosts);
     w.hosts.drain = async (...args) => {
       await w.hosts.wake(CRAWL, HOST, Date.now()); // an admission into the host meanwhile

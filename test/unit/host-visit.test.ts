@@ -86,15 +86,7 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
     assert.equal(first.inflight.length, 4);
     assert.ok(first.pace.nextAt >= web.requests.at(-1)!.at + 150, 'the pace is saved for the next visit');
 
-    for (const url of await urls.urls(CRAWL, HOST))
-      await urls.finalize(CRAWL, {
-        ...url,
-        outcome: 'fetched',
-        bytes: 1,
-        requests: 1,
-        rid: url.key,
-        part: 'p',
-      });
+    await urls.finalizeHost(CRAWL, HOST, 1);
     const second = await visitHost(
       { ...start, pace: first.pace, inflight: first.inflight },
       crawl,

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
+import { RETRY_BACKOFF } from '../../lambdas/core/limits.ts';
 import { reservedGapMs } from '../../lambdas/core/politeness.ts';
 import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots.ts';
@@ -15,7 +16,6 @@ import {
   createRobotsCache,
   MAX_ROBOTS_BYTES,
   policyFromJson,
-  ROBOTS_BACKOFF_BASE_MS,
   ROBOTS_POLL_MS,
   ROBOTS_TTL_MS,
   type RobotsCache,
@@ -357,7 +357,11 @@ describe('checkRobots: unavailable robots.txt', () => {
   it('backs off 30 s, 60 s, 120 s and fails the origin on the 4th failure', async () => {
     const h = harness(serve('oops', 503));
     const config = makeConfig();
-    const expected = [ROBOTS_BACKOFF_BASE_MS, 2 * ROBOTS_BACKOFF_BASE_MS, 4 * ROBOTS_BACKOFF_BASE_MS];
+    const expected = [
+      RETRY_BACKOFF.robotsUnreachable.baseMs,
+      2 * RETRY_BACKOFF.robotsUnreachable.baseMs,
+      4 * RETRY_BACKOFF.robotsUnreachable.baseMs,
+    ];
     for (const [i, backoff] of expected.entries()) {
       const now = h.clock.now;
       const verdict = await checkRobots(u('/a'), config, h.deps());

@@ -28,7 +28,7 @@ what to do; --debug (anywhere before --) adds the stack trace.`;
 type Command = (args: string[]) => Promise<number>;
 
 /** Loaded on demand: `crawler robots` should not pay for the AWS SDK and CDK. */
-const COMMANDS: Record<string, () => Promise<Command>> = {
+export const COMMANDS: Record<string, () => Promise<Command>> = {
   crawl: async () => (await import('./crawl-command.ts')).crawlCommand,
   robots: async () => (await import('./robots-command.ts')).robotsCommand,
   status: async () => (await import('./status-command.ts')).statusCommand,

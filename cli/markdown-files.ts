@@ -1,7 +1,7 @@
 /**
  * `--markdown-dir DIR`: one Markdown file per page that has Markdown, named from its URL
  * (markdown-names.ts), with the page's metadata as YAML front matter (docs/output.md, "Markdown
- * files").
+ * files"). A page whose file cannot be written is handed back, and the others are still written.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -22,6 +22,12 @@ export function markdownDocument(record: ContentRecord): string {
   return `${lines.join('\n').trimEnd()}\n`;
 }
 
+/** A page whose Markdown file was not written, and why (the file system's error, or a URL that is none). */
+export interface UnwrittenPage {
+  url: string;
+  reason: string;
+}
+
 /** Writes each record with Markdown under `dir`, each to a file of its own; counts the files written. */
 export class MarkdownDirWriter {
   readonly #dir: string;
@@ -32,11 +38,16 @@ export class MarkdownDirWriter {
     this.#dir = dir;
   }
 
-  async write(record: ContentRecord): Promise<void> {
-    if (record.markdown === undefined) return;
-    const file = join(this.#dir, ...this.#names.claim(record.url).split('/'));
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, markdownDocument(record));
+  async write(record: ContentRecord): Promise<UnwrittenPage | undefined> {
+    if (record.markdown === undefined) return undefined;
+    try {
+      const file = join(this.#dir, ...this.#names.claim(record.url).split('/'));
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, markdownDocument(record));
+    } catch (error) {
+      return { url: record.url, reason: error instanceof Error ? error.message : String(error) };
+    }
     this.files++;
+    return undefined;
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -115,10 +115,29 @@ describe('MarkdownDirWriter', () => {
   });
 
   it('writes every page of seeded adversarial URL sets to a file of its own', async () => {
-    for (let seed = 1; seed <= 40; seed++) {
+    for (let seed = 1; seed <= 25; seed++) {
       const urls = [...new Set(urlSet(prng(seed)))];
       await writeAll(urls);
       await rm(dir, { recursive: true });
     }
+  });
+
+  it('hands back a page it cannot write, with its URL and why, and writes the others', async () => {
+    // Something in the way of one page's file: a directory the writer did not make.
+    await mkdir(join(dir, 'example.com', 'blocked.md'), { recursive: true });
+    const writer = new MarkdownDirWriter(dir);
+    assert.equal(await writer.write(record('https://example.com/before')), undefined);
+    const blocked = await writer.write(record('https://example.com/blocked'));
+    assert.equal(blocked?.url, 'https://example.com/blocked');
+    assert.match(blocked?.reason ?? '', /^EISDIR: .*blocked\.md/);
+    const notUrl = await writer.write(record('not a url'));
+    assert.deepEqual(notUrl, { url: 'not a url', reason: 'Invalid URL' });
+    assert.equal(await writer.write(record('https://example.com/after')), undefined);
+    assert.equal(writer.files, 2);
+    assert.deepEqual((await readdir(join(dir, 'example.com'))).sort(), [
+      'after.md',
+      'before.md',
+      'blocked.md',
+    ]);
   });
 });

@@ -11,8 +11,9 @@
  * - with `markdownDir`, one `.md` file per page with Markdown (markdown-files.ts);
  * - `DIR/summary.json`: counts by outcome, bytes, pages/s, written last.
  *
- * A damaged index part or line is skipped and handed to `onDamage` (index-reader.ts); the caller
- * decides what it means for the exit code.
+ * A damaged index part or line is skipped and handed to `onDamage` (index-reader.ts), and so is a
+ * page whose Markdown file cannot be written (its URL as the key); the caller decides what it means
+ * for the exit code.
  *
  * DIR holds one crawl: `prepareOutDir` refuses a non-empty one unless told to clear it (--force) or
  * that it holds the crawl being resumed, so two crawls' WARC files never mix.
@@ -51,7 +52,7 @@ export interface CrawlOutputInfo {
 
 export interface CrawlOutputReport {
   summary: CrawlSummary;
-  /** Every index part or line skipped: results.jsonl lacks their URLs. */
+  /** Every index part or line skipped (results.jsonl lacks their URLs), and every page whose Markdown file was not written. */
   damages: IndexDamage[];
 }
 
@@ -139,7 +140,10 @@ export async function writeCrawlOutput(
     let chunk = '';
     for await (const { record, text } of streamContent(blobs, crawlId, onDamage)) {
       pages++;
-      await markdown?.write(record);
+      const unwritten = await markdown?.write(record);
+      // Like a skipped part: one line naming the page, the rest still written, and the exit code 1.
+      if (unwritten)
+        onDamage({ key: unwritten.url, reason: `Markdown file not written (${unwritten.reason})` });
       chunk += `${text}\n`;
       if (chunk.length >= CHUNK_CHARS) {
         yield chunk;

@@ -1,38 +1,12 @@
 /**
- * `--markdown-dir DIR`: one Markdown file per page that has Markdown, named from its URL, with the
- * page's metadata as YAML front matter (docs/output.md, "Markdown files").
- *
- * Names: `DIR/<host>[_<port>]/<path>.md`. A path ending in `/` (or empty) is `<path>/index.md`; a
- * last segment's `.html`, `.htm`, `.php`, `.asp`, `.aspx` or `.md` extension is dropped; a query adds
- * `_<8 hex of its sha256>`. Characters that are unsafe in file names become `_`, `.` and `..`
- * segments too, and a segment is cut to 120 characters. Two URLs that would share a name (`/a` and
- * `/a.html`) keep it apart with `_<8 hex of the URL's sha256>`.
+ * `--markdown-dir DIR`: one Markdown file per page that has Markdown, named from its URL
+ * (markdown-names.ts), with the page's metadata as YAML front matter (docs/output.md, "Markdown
+ * files"). A page whose file cannot be written is handed back, and the others are still written.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
-
-const DROPPED_EXTENSION = /\.(html?|php|aspx?|md)$/i;
-/** Characters some file system refuses in a name (Windows' set, and the path separators). */
-const UNSAFE = new Set(['<', '>', ':', '"', '/', '\\', '|', '?', '*']);
-const MAX_SEGMENT = 120;
-
-/** The file's path relative to DIR, without the collision suffix. */
-export function markdownPath(url: string): string {
-  const parsed = new URL(url);
-  const host = safeSegment(parsed.port ? `${parsed.hostname}_${parsed.port}` : parsed.hostname);
-  const segments = parsed.pathname
-    .split('/')
-    .slice(1)
-    .map((segment) => safeSegment(decodeSegment(segment)));
-  if (segments.length === 0 || segments.at(-1) === '') segments[Math.max(0, segments.length - 1)] = 'index';
-  let last = segments.at(-1)!;
-  last = last.replace(DROPPED_EXTENSION, '') || 'index';
-  if (parsed.search) last = `${last}_${hex(parsed.search)}`;
-  segments[segments.length - 1] = last;
-  return `${join(host, ...segments.map((segment) => segment || '_'))}.md`;
-}
+import { MarkdownNames } from './markdown-names.ts';
 
 /**
  * A page's Markdown file: front matter (the page's metadata fields, as JSON values, which YAML
@@ -48,46 +22,32 @@ export function markdownDocument(record: ContentRecord): string {
   return `${lines.join('\n').trimEnd()}\n`;
 }
 
-/** Writes each record with Markdown under `dir`; returns how many files were written. */
+/** A page whose Markdown file was not written, and why (the file system's error, or a URL that is none). */
+export interface UnwrittenPage {
+  url: string;
+  reason: string;
+}
+
+/** Writes each record with Markdown under `dir`, each to a file of its own; counts the files written. */
 export class MarkdownDirWriter {
   readonly #dir: string;
-  readonly #used = new Set<string>();
+  readonly #names = new MarkdownNames();
   files = 0;
 
   constructor(dir: string) {
     this.#dir = dir;
   }
 
-  async write(record: ContentRecord): Promise<void> {
-    if (record.markdown === undefined) return;
-    let path = markdownPath(record.url);
-    if (this.#used.has(path.toLowerCase())) path = path.replace(/\.md$/, `_${hex(record.url)}.md`);
-    this.#used.add(path.toLowerCase());
-    const file = join(this.#dir, path);
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, markdownDocument(record));
+  async write(record: ContentRecord): Promise<UnwrittenPage | undefined> {
+    if (record.markdown === undefined) return undefined;
+    try {
+      const file = join(this.#dir, ...this.#names.claim(record.url).split('/'));
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, markdownDocument(record));
+    } catch (error) {
+      return { url: record.url, reason: error instanceof Error ? error.message : String(error) };
+    }
     this.files++;
+    return undefined;
   }
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
-
-function safeSegment(segment: string): string {
-  let safe = '';
-  for (const char of segment) {
-    const code = char.charCodeAt(0);
-    safe += code < 0x20 || code === 0x7f || UNSAFE.has(char) ? '_' : char;
-  }
-  if (safe === '.' || safe === '..') safe = '_';
-  return safe.length > MAX_SEGMENT ? `${safe.slice(0, MAX_SEGMENT - 9)}_${hex(safe)}` : safe;
-}
-
-function hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 8);
 }

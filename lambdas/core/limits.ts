@@ -66,6 +66,17 @@ export const ROBOTS_LIMITS = {
   cacheEntries: 1000,
 } as const;
 
+/** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */
+export const MARKDOWN_NAME_LIMITS = {
+  /**
+   * Bytes of one file or directory name before its suffixes: file systems take 255 (UTF-8 bytes, or
+   * UTF-16 units); the rest is room for `_<8 hex>` suffixes (a cut, a query, a collision) and `.md`.
+   */
+  segmentBytes: 200,
+  /** Bytes of a file's path under the directory: macOS refuses paths over 1,024; half is left for the directory's own. */
+  pathBytes: 512,
+} as const;
+
 export const STORAGE_LIMITS = {
   /**
    * Response bodies held at once per fetch container; fetches past it pause until there is room (64

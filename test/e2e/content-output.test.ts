@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -184,6 +184,51 @@ describe('content records of a crawl', () => {
     assertTidesMarkdown(body);
     const home = await readFile(join(markdownDir, host, 'index.md'), 'utf8');
     assert.match(home, /^description: "Notes from the field\."$/m);
+  });
+
+  it('are all exported by crawler export but one that cannot be written, which it names, exiting 1', async () => {
+    const host = `127.0.0.1_${site.port}`;
+    const exportOut = join(workDir, 'export-out');
+    const exportMd = join(workDir, 'export-md');
+    // Something in the way of one page's file: a directory where /posts/tides.md goes.
+    const blocked = join(exportMd, host, 'posts', 'tides.md');
+    await mkdir(blocked, { recursive: true });
+    const failed = await crawler(
+      'export',
+      crawlId,
+      '--state-dir',
+      stateDir,
+      '--out',
+      exportOut,
+      '--markdown-dir',
+      exportMd,
+    ).then(
+      () => undefined,
+      (error: { code?: number; stdout?: string; stderr?: string }) => error,
+    );
+    assert.equal(failed?.code, 1, failed?.stderr);
+    assert.deepEqual(failed.stderr?.trim().split('\n'), [
+      `warning: skipped ${site.origin}/posts/tides: Markdown file not written (EISDIR: illegal operation on a directory, open '${blocked}')`,
+    ]);
+    // Every other output is written, as the crawl wrote it.
+    for (const file of ['pages.jsonl', 'results.jsonl']) {
+      assert.equal(
+        await readFile(join(exportOut, file), 'utf8'),
+        await readFile(join(out, file), 'utf8'),
+        file,
+      );
+    }
+    const summary = JSON.parse(await readFile(join(exportOut, 'summary.json'), 'utf8')) as {
+      markdownFiles: number;
+    };
+    const crawled = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as {
+      markdownFiles: number;
+    };
+    assert.equal(summary.markdownFiles, crawled.markdownFiles - 1);
+    assert.match(
+      await readFile(join(exportMd, host, 'index.md'), 'utf8'),
+      /^description: "Notes from the field\."$/m,
+    );
   });
 
   it('are what crawler get --markdown, --text and --meta print', async () => {

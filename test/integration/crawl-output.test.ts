@@ -5,10 +5,10 @@
 // write (RangeError: Invalid string length).
 import assert from 'node:assert/strict';
 import { constants } from 'node:buffer';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -21,7 +21,7 @@ import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { crawlCostReport } from '../../lambdas/shared/aws-prices.ts';
-import { resultsPrefix } from '../../lambdas/shared/contracts.ts';
+import { contentPrefix, resultsPrefix } from '../../lambdas/shared/contracts.ts';
 import { type AwsClients, createClients, destroyClients } from '../../local/aws-clients.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { frontierKey } from '../fixtures/synthetic-crawl.ts';
@@ -121,6 +121,77 @@ describe('writeCrawlOutput', () => {
     );
     assert.equal(report.summary.aws?.pages, 2);
     assert.equal(summary.pagesPerSecond, 0.2);
+  });
+
+  it('writes each page to a Markdown file of its own, and reports one that cannot be written without losing the rest', async () => {
+    const crawlId = 'names';
+    const site = 'http://out.test';
+    const suffix = createHash('sha256').update(`${site}/b.html`).digest('hex').slice(0, 8);
+    const urls = [
+      // A page and a directory of one name, in both orders (EEXIST, EISDIR).
+      `${site}/a`,
+      `${site}/a.md/x`,
+      `${site}/c.md/x`,
+      `${site}/c`,
+      // A name of 100 three-byte characters: 300 bytes (ENAMETOOLONG).
+      `${site}/${encodeURIComponent('€'.repeat(100))}`,
+      // A page whose name is the collision suffix another page gets.
+      `${site}/b_${suffix}`,
+      `${site}/b`,
+      `${site}/b.html`,
+      // In the way: the directory made below stands where this page's file goes.
+      `${site}/blocked`,
+      `${site}/last`,
+    ];
+    const records = urls.map((url) => ({
+      v: 1,
+      crawlId,
+      key: frontierKey(url),
+      url,
+      fetchedAt: '2026-01-01T00:00:00.000Z',
+      mime: 'text/html',
+      kind: 'html',
+      wordCount: 2,
+      markdown: `page ${url}`,
+    }));
+    const lines = records.map((record) => `${JSON.stringify(record)}\n`).join('');
+    await blobs.put(
+      `${contentPrefix(crawlId)}2026-01-01/a.jsonl.gz`,
+      gzipSync(lines),
+      'application/x-ndjson',
+    );
+    const results = urls.map((url, i) => indexLine(result(crawlId, i, { url, key: frontierKey(url) })));
+    const resultsText = results.map((line) => `${JSON.stringify(line)}\n`).join('');
+    await blobs.put(`${resultsPrefix(crawlId)}1.jsonl.gz`, gzipSync(resultsText), 'application/x-ndjson');
+
+    const outDir = join(tempDir, crawlId);
+    const markdownDir = join(tempDir, `${crawlId}-md`);
+    await mkdir(join(markdownDir, 'out.test', 'blocked.md'), { recursive: true });
+    const told: IndexDamage[] = [];
+    const report = await writeCrawlOutput(blobs, crawlId, outDir, {
+      ...info([`${site}/`]),
+      markdownDir,
+      onDamage: (damage) => told.push(damage),
+    });
+
+    // The page that could not be written is named with why; nothing else is missing.
+    assert.equal(told.length, 1, JSON.stringify(told));
+    assert.equal(told[0]?.key, `${site}/blocked`);
+    assert.match(told[0]?.reason ?? '', /^Markdown file not written \(EISDIR: .*blocked\.md'\)$/);
+    assert.deepEqual(report.damages, told);
+    assert.equal(await readFile(join(outDir, 'pages.jsonl'), 'utf8'), lines);
+    assert.equal(await readFile(join(outDir, 'results.jsonl'), 'utf8'), resultsText);
+    const summary = JSON.parse(await readFile(join(outDir, 'summary.json'), 'utf8'));
+    assert.equal(summary.contentRecords, urls.length);
+    assert.equal(summary.markdownFiles, urls.length - 1);
+    // Every other page is in a file of its own, none overwritten by another.
+    const pages: string[] = [];
+    for (const entry of await readdir(markdownDir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const text = await readFile(join(entry.parentPath, entry.name), 'utf8');
+      pages.push(/\npage (.*)\n$/.exec(text)?.[1] ?? `(no page in ${entry.name})`);
+    }
+    assert.deepEqual(pages.sort(), urls.filter((url) => !url.endsWith('/blocked')).sort());
   });
 
   // V8's longest string (2^29 - 24 UTF-16 code units in Node 24): the old `lines.join('')` threw here.

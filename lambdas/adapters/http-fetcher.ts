@@ -30,6 +30,8 @@ import * as dns from 'node:dns';
 import { BlockList, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import {
+  ALLOW_PRIVATE_HINT,
+  addressRefusal,
   BLOCKED_SUBNETS,
   type BlockedSubnet,
   blockedAddressReason,
@@ -146,7 +148,7 @@ interface AddressPolicy {
 const PUBLIC_ONLY: AddressPolicy = {
   name: 'public',
   reasonOf: blockedAddressReason,
-  hint: 'crawl with --allow-private to permit',
+  hint: ALLOW_PRIVATE_HINT,
   subnets: BLOCKED_SUBNETS,
 };
 
@@ -168,7 +170,7 @@ function blockedError(
   return new PermanentError(
     'blocked',
     'address-blocked',
-    `address not allowed: ${host} ${verb} ${ip} (${reason}); ${policy.hint}`,
+    addressRefusal(host, verb, ip, reason, policy.hint),
   );
 }
 

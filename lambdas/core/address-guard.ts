@@ -293,3 +293,22 @@ export function hostIpLiteral(hostname: string): string | undefined {
   }
   return parseIPv4(normalized) !== undefined ? normalized : undefined;
 }
+
+/** The hint of a refusal under the public-only policy (every crawl without --allow-private). */
+export const ALLOW_PRIVATE_HINT = 'crawl with --allow-private to permit';
+
+/** The guard's one line for a refused address: what the host is, why, and what the user can do. */
+export function addressRefusal(host: string, verb: string, ip: string, reason: string, hint: string): string {
+  return `address not allowed: ${host} ${verb} ${ip} (${reason}); ${hint}`;
+}
+
+/**
+ * The refusal of a URL host under the public-only policy that needs no lookup: an IP literal (in any
+ * spelling WHATWG URL reads as one) outside public unicast. Undefined for a name, or a public address.
+ */
+export function literalHostRefusal(hostname: string): string | undefined {
+  const literal = hostIpLiteral(hostname);
+  const reason = literal === undefined ? undefined : blockedAddressReason(literal);
+  if (literal === undefined || reason === undefined) return undefined;
+  return addressRefusal(hostname, 'is', literal, reason, ALLOW_PRIVATE_HINT);
+}

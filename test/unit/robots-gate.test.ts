@@ -443,6 +443,10 @@ describe('checkRobots: unavailable robots.txt', () => {
       'http://[::ffff:169.254.169.254]',
       'http://[::ffff:127.0.0.1]:8080',
       'http://[fd00:ec2::254]',
+      // Metadata service names: refused by name, without a lookup.
+      'http://metadata.google.internal',
+      'http://Metadata.Google.Internal.',
+      'http://instance-data',
     ];
     for (const origin of hosts) {
       const h = harness(() => new Error('must not be fetched'));
@@ -453,7 +457,7 @@ describe('checkRobots: unavailable robots.txt', () => {
         assert.equal(verdict.code, 'address-blocked', origin);
         assert.match(
           verdict.reason,
-          /^address-blocked: address not allowed: .+ is .+ \(.+\); crawl with --allow-private to permit$/,
+          /^address-blocked: address not allowed: .+ \(.+\); crawl with --allow-private to permit$/,
         );
       }
       assert.deepEqual(h.store.calls, { read: 0, claim: 0, saveReady: 0, saveUnavailable: 0 }, origin);

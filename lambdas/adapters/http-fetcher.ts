@@ -5,7 +5,8 @@
  * - No redirect is followed: a 3xx comes back as a response and the crawler enqueues its Location
  *   as a new task, so every hop goes through scope, robots, dedup, politeness and this guard.
  * - Unless the request says `allowPrivate`, no connection is opened to a non-public address: IP
- *   literal hosts are checked before the request (they never reach a lookup) and every resolved
+ *   literal hosts and metadata service names (`metadata.google.internal`, ...) are checked before
+ *   the request (the former never reach a lookup, the latter need none) and every resolved
  *   address is checked inside undici's `connect.lookup`, i.e. on what is actually dialled, so DNS
  *   rebinding between an earlier check and the connect cannot get through. When a name resolves
  *   to several addresses, the blocked ones are dropped and only the public ones are dialled.
@@ -30,12 +31,15 @@ import * as dns from 'node:dns';
 import { BlockList, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import {
+  ALLOW_PRIVATE_HINT,
+  addressRefusal,
   BLOCKED_SUBNETS,
   type BlockedSubnet,
   blockedAddressReason,
   HOST_LOCAL_SUBNETS,
   hostIpLiteral,
   hostLocalAddressReason,
+  metadataNameRefusal,
 } from '../core/address-guard.ts';
 import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
 import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
@@ -146,7 +150,7 @@ interface AddressPolicy {
 const PUBLIC_ONLY: AddressPolicy = {
   name: 'public',
   reasonOf: blockedAddressReason,
-  hint: 'crawl with --allow-private to permit',
+  hint: ALLOW_PRIVATE_HINT,
   subnets: BLOCKED_SUBNETS,
 };
 
@@ -168,7 +172,7 @@ function blockedError(
   return new PermanentError(
     'blocked',
     'address-blocked',
-    `address not allowed: ${host} ${verb} ${ip} (${reason}); ${policy.hint}`,
+    addressRefusal(host, verb, ip, reason, policy.hint),
   );
 }
 
@@ -653,6 +657,8 @@ export class HttpFetcher implements PageFetcher {
     const host = url.hostname;
     const policy = !request.allowPrivate ? PUBLIC_ONLY : this.#refuseHostLocal ? NOT_HOST_LOCAL : undefined;
     if (policy) {
+      const byName = metadataNameRefusal(host, policy.hint);
+      if (byName !== undefined) throw new PermanentError('blocked', 'address-blocked', byName);
       const literal = hostIpLiteral(host);
       const reason = literal === undefined ? undefined : policy.reasonOf(literal);
       if (literal !== undefined && reason !== undefined)

@@ -293,3 +293,46 @@ export function hostIpLiteral(hostname: string): string | undefined {
   }
   return parseIPv4(normalized) !== undefined ? normalized : undefined;
 }
+
+/** The hint of a refusal under the public-only policy (every crawl without --allow-private). */
+export const ALLOW_PRIVATE_HINT = 'crawl with --allow-private to permit';
+
+/** The guard's one line for a refused address: what the host is, why, and what the user can do. */
+export function addressRefusal(host: string, verb: string, ip: string, reason: string, hint: string): string {
+  return `address not allowed: ${host} ${verb} ${ip} (${reason}); ${hint}`;
+}
+
+/**
+ * Names that stand for a cloud metadata service (GCP's, and the names EC2's resolver answers with
+ * 169.254.169.254): refused by name wherever link-local addresses are (both policies), so that no
+ * lookup is made for them and a machine that cannot resolve them refuses them at once instead of
+ * retrying a DNS failure.
+ */
+const METADATA_HOSTNAMES: ReadonlySet<string> = new Set([
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
+
+/** The refusal of a metadata service's name (any case, with or without the root dot), else undefined. */
+export function metadataNameRefusal(hostname: string, hint: string): string | undefined {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  if (!METADATA_HOSTNAMES.has(name)) return undefined;
+  return `address not allowed: ${hostname} (cloud metadata service name); ${hint}`;
+}
+
+/**
+ * The refusal of a URL host under the public-only policy that needs no lookup: an IP literal (in any
+ * spelling WHATWG URL reads as one) outside public unicast, or a metadata service's name. Undefined
+ * for any other name, and for a public address.
+ */
+export function literalHostRefusal(hostname: string): string | undefined {
+  const byName = metadataNameRefusal(hostname, ALLOW_PRIVATE_HINT);
+  if (byName !== undefined) return byName;
+  const literal = hostIpLiteral(hostname);
+  const reason = literal === undefined ? undefined : blockedAddressReason(literal);
+  if (literal === undefined || reason === undefined) return undefined;
+  return addressRefusal(hostname, 'is', literal, reason, ALLOW_PRIVATE_HINT);
+}

@@ -13,9 +13,14 @@
  *   host's slot is more than `maxWaitMs` away. A visit hands its whole host back until then
  *   (host-visit.ts): no URL of the host is fetched before its robots.txt is known.
  * - `failed`: `robots-unavailable` after 4 failed attempts (5xx, 429, timeouts, network errors);
- *   `address-blocked` when the origin itself is refused by the fetcher's address guard (chosen over
- *   letting the PermanentError propagate, so the gate never throws for what a host does). Nothing is
- *   stored for a blocked origin: its own URLs would be refused by the same guard anyway.
+ *   `address-blocked` when the origin itself is refused by the address guard (chosen over letting
+ *   the PermanentError propagate, so the gate never throws for what a host does). A refusal is not a
+ *   failed attempt: it is never retried. An IP-literal host the guard refuses by its spelling alone
+ *   (without --allow-private) is refused before any I/O: no claim, no slot, no request. A host
+ *   refused when robots.txt is requested (a name that resolves to a refused address, or a host-local
+ *   address on Lambda) has the refusal stored in the origin's place (`ready` with a refusal instead
+ *   of a policy, kept like a policy), so every other URL of the origin, in any visit, ends
+ *   `address-blocked` at once instead of waiting on the claim's lease.
  *
  * Slots. `deps.slots` is, in a visit, the visit's own pacer: only the holder of the host's lease
  * sends to the host, so its slots are kept in memory and nobody else reserves them. A verdict may
@@ -55,6 +60,7 @@
  * message retried).
  */
 
+import { literalHostRefusal } from './address-guard.ts';
 import { backoffMs } from './backoff.ts';
 import { decodeContent } from './capped-inflate.ts';
 import type { CrawlConfig } from './crawl-config.ts';
@@ -107,10 +113,8 @@ type Resolution =
   | { kind: 'defer'; untilMs: number; reason: string; ownSlot?: boolean }
   | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
 
-interface CacheEntry {
-  policy: RobotsPolicy;
-  fetchedAt: number;
-}
+/** A parsed policy, or the address guard's refusal of the origin (module comment, `failed`). */
+type CacheEntry = { policy: RobotsPolicy; fetchedAt: number } | { refused: string; fetchedAt: number };
 
 /**
  * Per-container cache of parsed policies: a bounded LRU keyed by crawl id and origin, an entry
@@ -143,9 +147,18 @@ export class RobotsCache {
   }
 
   set(crawlId: string, origin: string, policy: RobotsPolicy, fetchedAt: number): void {
+    this.#put(crawlId, origin, { policy, fetchedAt });
+  }
+
+  /** Remembers that the address guard refuses the origin (its reason), like a policy fetched then. */
+  refuse(crawlId: string, origin: string, reason: string, at: number): void {
+    this.#put(crawlId, origin, { refused: reason, fetchedAt: at });
+  }
+
+  #put(crawlId: string, origin: string, entry: CacheEntry): void {
     const key = cacheKey(crawlId, origin);
     this.#entries.delete(key);
-    this.#entries.set(key, { policy, fetchedAt });
+    this.#entries.set(key, entry);
     while (this.#entries.size > this.maxEntries) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;
@@ -242,10 +255,14 @@ export async function checkRobots(
   const held = deps.heldSlot;
   if (!config.respectRobots) return withSlot({ kind: 'allowed' }, held);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return withSlot({ kind: 'allowed' }, held);
+  // Refused by its spelling: nothing to claim, wait for or fetch (a refusal is never retried).
+  const literal = config.allowPrivate ? undefined : literalHostRefusal(url.hostname);
+  if (literal !== undefined) return refusedVerdict(literal);
   const origin = url.origin;
   const cache = deps.cache;
   const cached = cache?.get(deps.crawlId, origin, deps.now());
-  if (cached) return decide(cached.policy, url, config, held);
+  if (cached)
+    return 'refused' in cached ? refusedVerdict(cached.refused) : decide(cached.policy, url, config, held);
   if (url.pathname === '/robots.txt') return withSlot({ kind: 'allowed' }, held);
 
   const maxWaitMs = deps.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
@@ -267,6 +284,11 @@ export async function checkRobots(
   }
   const resolution = await resolve(ctx);
   return verdictFor(resolution, ctx, ctx.slot, false);
+}
+
+/** The verdict for an origin the address guard refuses; `refusal` is the guard's message. */
+function refusedVerdict(refusal: string): Extract<RobotsVerdict, { kind: 'failed' }> {
+  return { kind: 'failed', code: 'address-blocked', reason: `address-blocked: ${refusal}` };
 }
 
 function withSlot<T extends { kind: 'allowed' }>(
@@ -338,6 +360,11 @@ async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean
   const now = deps.now();
   switch (state.state) {
     case 'ready': {
+      const refused = refusalFromJson(state.policyJson);
+      if (refused !== undefined && now - state.fetchedAt < ROBOTS_TTL_MS) {
+        deps.cache?.refuse(deps.crawlId, origin, refused, state.fetchedAt);
+        return refusedVerdict(refused);
+      }
       const policy = policyFromJson(state.policyJson);
       if (policy && now - state.fetchedAt < ROBOTS_TTL_MS) {
         deps.cache?.set(deps.crawlId, origin, policy, state.fetchedAt);
@@ -405,7 +432,11 @@ async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPo
   if (!claimed) {
     // Someone else got there first: see what they left (without claiming again).
     const again = await deps.store.read(deps.crawlId, ctx.origin);
-    if (again.state === 'ready' && policyFromJson(again.policyJson) === undefined) {
+    if (
+      again.state === 'ready' &&
+      policyFromJson(again.policyJson) === undefined &&
+      refusalFromJson(again.policyJson) === undefined
+    ) {
       // An unreadable stored policy (a bug, version skew) that the store will not hand out: repair it.
       return fetchAt(ctx, slot, 0);
     }
@@ -451,8 +482,14 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
       }
       return { kind: 'policy', policy: outcome.policy };
     }
-    case 'blocked':
-      return { kind: 'failed', code: 'address-blocked', reason: outcome.reason };
+    case 'blocked': {
+      // Stored, so the origin's other URLs (in this visit or any other) end at once, not after the
+      // claim's lease; never retried: the same guard would refuse the same request.
+      deps.cache?.refuse(deps.crawlId, origin, outcome.refusal, now);
+      const refusalJson = JSON.stringify({ refused: outcome.refusal });
+      await retryStep(() => deps.store.saveReady(deps.crawlId, origin, refusalJson, now));
+      return refusedVerdict(outcome.refusal);
+    }
     case 'out-of-time':
       // Nothing is saved: the claim stands until its lease ends, and the origin is fetched again then.
       return {
@@ -483,7 +520,8 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
 type ChainOutcome =
   | { kind: 'policy'; policy: RobotsPolicy; originRequestAt: number | undefined }
   | { kind: 'unreachable'; reason: string; retryAfterMs?: number }
-  | { kind: 'blocked'; reason: string }
+  /** The origin's own robots.txt request was refused by the address guard (its message). */
+  | { kind: 'blocked'; refusal: string }
   /** The caller's deadline came before the next request could start: not a failed attempt. */
   | { kind: 'out-of-time' };
 
@@ -533,7 +571,7 @@ async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
       if (error instanceof PermanentError && error.outcome === 'blocked') {
         // The origin itself is refused: so are all its URLs. A refused redirect target is a
         // redirect that cannot be followed: robots.txt unavailable, allow all (RFC 9309 §2.3.1.3).
-        if (hop === 0) return { kind: 'blocked', reason: `${error.code}: ${describeError(error)}` };
+        if (hop === 0) return { kind: 'blocked', refusal: describeError(error) };
         return allowAll();
       }
       if (isCrawlError(error) && !(error instanceof FatalError)) {
@@ -635,6 +673,17 @@ function groupFrom(value: unknown): RobotsGroup | undefined {
   if (delay === undefined || delay === null) return { agents, rules };
   if (typeof delay !== 'number' || !(delay >= 0)) return undefined;
   return { agents, rules, crawlDelay: delay };
+}
+
+/** The guard's message of a refusal saved as `{"refused": message}`; undefined for anything else. */
+function refusalFromJson(json: string): string | undefined {
+  if (!json.startsWith('{"refused":')) return undefined;
+  try {
+    const value: unknown = JSON.parse(json);
+    return isRecord(value) && typeof value.refused === 'string' ? value.refused : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A policy saved as `JSON.stringify(policy)`; undefined when the JSON is not one. */

@@ -19,7 +19,10 @@ export type TaskAdmission =
   | { kind: 'result'; result: CrawlResult }
   /** A task of a complete crawl: nothing may add to it. */
   | { kind: 'drop'; url: string; why: 'crawl-complete' }
-  /** Not a task of any crawl (an unknown crawl id): kept in the DLQ with why, no result. */
+  /**
+   * Kept in the DLQ with why, no result: not a task of any crawl (an unknown crawl id), or a malformed
+   * task naming a crawl that has ended (complete or cancelled), whose results and counters are final.
+   */
   | { kind: 'reject'; code: string; reason: string };
 
 /** A task message read up to what it asks for: its crawl's config, its URL normalized. */
@@ -45,6 +48,8 @@ export async function openTask(
   const at = new Date(deps.now());
   const parsed = parseTaskMessage(message.body);
   if (!parsed.ok) {
+    const ended = await endedCrawl(parsed.crawlId, parsed, deps);
+    if (ended) return ended;
     const subject = {
       crawlId: parsed.crawlId,
       key: invalidTaskKey(message.body),
@@ -65,6 +70,8 @@ export async function openTask(
   }
   const normalized = normalizeUrl(task.url, { maxUrlLength: config.limits.maxUrlLength });
   if (!normalized.ok) {
+    const ended = await endedCrawl(task.crawlId, normalized, deps);
+    if (ended) return ended;
     const subject = {
       crawlId: task.crawlId,
       key: invalidTaskKey(message.body),
@@ -84,6 +91,25 @@ export async function openTask(
   if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
     return { kind: 'drop', url: normalized.url, why: 'crawl-complete' };
   return { kind: 'open', task, config, subject };
+}
+
+/**
+ * A malformed task naming a crawl that has ended: its `invalid` result would be a line and a count
+ * added to final results (its key, sha256 of the body, is no URL the crawl had, so nothing else
+ * stops it). It goes to the DLQ with why instead, like a task of an unknown crawl.
+ */
+async function endedCrawl(
+  crawlId: string,
+  why: { code: string; reason: string },
+  deps: { crawlStates?: CrawlStateCheck },
+): Promise<Extract<TaskOpening, { kind: 'reject' }> | undefined> {
+  const state = await deps.crawlStates?.stateOf(crawlId);
+  if (state !== 'complete' && state !== 'cancelled') return undefined;
+  return {
+    kind: 'reject',
+    code: why.code,
+    reason: `${why.reason} (crawl ${crawlId} is ${state}: no result)`,
+  };
 }
 
 export async function admitTaskMessage(

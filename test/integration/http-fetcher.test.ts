@@ -429,6 +429,40 @@ describe('HttpFetcher: address guard', () => {
     }
   });
 
+  it('refuses metadata service names by name, without a lookup, under both policies', async () => {
+    // Were the names looked up, they would reach the test server.
+    const stub = stubResolver(() => ['127.0.0.1']);
+    const before = server.connections;
+    for (const [fetcher, allowPrivate, hint] of [
+      [new HttpFetcher({ lookup: stub.lookup }), false, /crawl with --allow-private to permit/],
+      [new HttpFetcher({ lookup: stub.lookup, refuseHostLocal: true }), true, /on Lambda/],
+    ] as const) {
+      try {
+        for (const name of [
+          'metadata.google.internal',
+          'METADATA.goog.',
+          'metadata',
+          'instance-data.ec2.internal',
+        ]) {
+          await assert.rejects(
+            fetcher.fetch(request(`http://${name}:${server.port}/computeMetadata/v1/`, { allowPrivate })),
+            expectCrawlError(PermanentError, 'address-blocked', /\(cloud metadata service name\)/),
+            name,
+          );
+          await assert.rejects(
+            fetcher.fetch(request(`http://${name}:${server.port}/`, { allowPrivate })),
+            expectCrawlError(PermanentError, 'address-blocked', hint),
+            name,
+          );
+        }
+      } finally {
+        await fetcher.close();
+      }
+    }
+    assert.deepEqual(stub.calls, [], 'no name was looked up');
+    assert.equal(server.connections, before, 'no connection made');
+  });
+
   it("inside Lambda (refuseHostLocal) --allow-private still never reaches this machine's own addresses", async () => {
     const stub = stubResolver(() => ['127.0.0.1']);
     const fetcher = new HttpFetcher({ lookup: stub.lookup, refuseHostLocal: true });

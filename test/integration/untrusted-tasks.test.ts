@@ -6,17 +6,24 @@
  * - a running crawl: an injected task for a host outside its scope, or deeper than its --max-depth,
  *   ends `skipped` (scope, depth) and is never requested;
  * - a finished crawl: tasks and results sent after its end change nothing (results, counters and
- *   summary.json stay as they were), and nothing is requested;
+ *   summary.json stay as they were), and nothing is requested; malformed tasks naming a complete or
+ *   cancelled crawl go to the TaskDLQ with why, without a result;
  * - an unknown crawl id ends in the TaskDLQ at once with its code and reason, and no result;
  * - a body as large as the queue allows still fits its DLQ copy (cut and marked `truncated`).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { QUEUE } from '../../cdk/limits.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/index-reader.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
+import { cancelCrawl } from '../../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { messageBytes } from '../../lambdas/adapters/sqs-batch-sender.ts';
@@ -124,6 +131,110 @@ describe('tasks on the queue are input, not trusted state', () => {
     assert.deepEqual(await frontier.readCounters(crawlId), counters, 'and the counters');
     assert.equal(outsider.hits.size, 0);
     assert.deepEqual(site.hits, hitsBefore, 'nothing was requested');
+  });
+
+  it('a finished crawl, complete or cancelled: malformed tasks naming it go to the DLQ with why and change nothing', async () => {
+    const frontier = createFrontierStore(local.clients.dynamodb, local.outputs.FrontierTableName!);
+    const complete = `mal-${stamp}`;
+    await submitCrawl(
+      local,
+      parseCrawlConfig({ crawlId: complete, seeds: [`${site.origin}/`], allowPrivate: true, delayMs: 0 }),
+    );
+    await local.start(); // (already started when the tests above ran)
+    await local.waitForIdle({ timeoutMs: IDLE_MS });
+    assert.equal((await frontier.readCounters(complete))?.state, 'complete');
+    const cancelled = `malc-${stamp}`;
+    await submitCrawl(
+      local,
+      parseCrawlConfig({ crawlId: cancelled, seeds: [`${site.origin}/`], allowPrivate: true, delayMs: 0 }),
+    );
+    assert.equal(
+      (await cancelCrawl(local.clients.dynamodb, local.outputs.FrontierTableName!, cancelled)).status,
+      'cancelled',
+    );
+    await local.waitForIdle({ timeoutMs: IDLE_MS });
+
+    // The four of issue 22: a wrong version, a negative depth (for a URL the crawl has), a script URL,
+    // and a URL of 250,000 characters.
+    const malformed = (crawlId: string) => [
+      JSON.stringify({ v: 2, crawlId, url: `${site.origin}/`, depth: 0 }),
+      JSON.stringify({ v: 1, crawlId, url: `${site.origin}/a`, depth: -5 }),
+      JSON.stringify({ v: 1, crawlId, url: 'javascript:alert(1)', depth: 0 }),
+      JSON.stringify({ v: 1, crawlId, url: `${site.origin}/${'x'.repeat(250_000)}`, depth: 0 }),
+    ];
+    const before = new Map<string, unknown>();
+    for (const crawlId of [complete, cancelled]) {
+      const summary = (await blobs.exists(summaryKey(crawlId)))
+        ? new TextDecoder().decode(await blobs.get(summaryKey(crawlId)))
+        : undefined;
+      const snapshot = {
+        results: await readCrawlResults(blobs, crawlId),
+        counters: await frontier.readCounters(crawlId),
+        summary,
+      };
+      assert.ok(snapshot.results.length > 0, `${crawlId} has results`);
+      before.set(crawlId, snapshot);
+      for (const body of malformed(crawlId)) await send([body]);
+    }
+    await local.waitForIdle({ timeoutMs: IDLE_MS });
+
+    for (const crawlId of [complete, cancelled]) {
+      const results = await readCrawlResults(blobs, crawlId);
+      const urls = results.map((line) => line.url);
+      assert.equal(new Set(urls).size, urls.length, `${crawlId}: a URL has two result lines`);
+      const summary = (await blobs.exists(summaryKey(crawlId)))
+        ? new TextDecoder().decode(await blobs.get(summaryKey(crawlId)))
+        : undefined;
+      assert.deepEqual(
+        { results, counters: await frontier.readCounters(crawlId), summary },
+        before.get(crawlId),
+        `${crawlId}: results, counters and summary.json are unchanged`,
+      );
+    }
+
+    // Each is in the TaskDLQ, kept as sent, with its code and a reason that says why it has no result.
+    const wanted = new Set([...malformed(complete), ...malformed(cancelled)]);
+    const letters = new Map<string, Record<string, string>>();
+    for (let round = 0; round < 20 && letters.size < wanted.size; round++) {
+      const got = await local.clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: local.outputs.TaskDlqUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      for (const letter of got.Messages ?? []) {
+        if (!wanted.has(letter.Body ?? '')) continue;
+        letters.set(
+          letter.Body ?? '',
+          Object.fromEntries(
+            Object.entries(letter.MessageAttributes ?? {}).map(([name, value]) => [
+              name,
+              value.StringValue ?? '',
+            ]),
+          ),
+        );
+        await local.clients.sqs.send(
+          new DeleteMessageCommand({
+            QueueUrl: local.outputs.TaskDlqUrl,
+            ReceiptHandle: letter.ReceiptHandle,
+          }),
+        );
+      }
+    }
+    for (const [crawlId, state] of [
+      [complete, 'complete'],
+      [cancelled, 'cancelled'],
+    ] as const) {
+      const codes = malformed(crawlId).map((body) => {
+        const letter = letters.get(body);
+        assert.ok(letter, `${body.slice(0, 80)}… is in the DLQ`);
+        assert.match(letter.reason ?? '', new RegExp(`crawl ${crawlId} is ${state}: no result`));
+        return letter.code;
+      });
+      assert.deepEqual(codes, ['invalid-task', 'invalid-task', 'unsupported-scheme', 'url-too-long']);
+    }
   });
 
   it('an unknown crawl id goes to the DLQ at once with its code and reason; a full-size body fits its DLQ copy', async () => {

@@ -5,6 +5,7 @@ import {
   HOST_LOCAL_SUBNETS,
   hostIpLiteral,
   hostLocalAddressReason,
+  literalHostRefusal,
 } from '../../lambdas/core/address-guard.ts';
 import { fetcherOptions } from '../../lambdas/fetch/fetch-deps.ts';
 
@@ -262,5 +263,46 @@ describe('hostLocalAddressReason: what --allow-private never opens inside Lambda
   it("is switched on by Lambda's own AWS_LAMBDA_RUNTIME_API, and only by it", () => {
     assert.equal(fetcherOptions({ AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001' }).refuseHostLocal, true);
     assert.equal(fetcherOptions({}).refuseHostLocal, false);
+  });
+});
+
+describe('literalHostRefusal: what is refused without a lookup (no --allow-private)', () => {
+  it('refuses non-public IP literals in every spelling and metadata service names', () => {
+    for (const host of [
+      '127.0.0.1',
+      '127.1',
+      '2130706433',
+      '0x7f.1',
+      '0',
+      '[::1]',
+      '[::]',
+      '[::ffff:169.254.169.254]',
+      '169.254.169.254',
+      'metadata.google.internal',
+      'Metadata.Google.Internal.',
+      'metadata.goog',
+      'metadata',
+      'instance-data',
+      'instance-data.ec2.internal',
+    ]) {
+      const hostname = new URL(`http://${host}/`).hostname;
+      assert.match(
+        literalHostRefusal(hostname) ?? '',
+        /^address not allowed: .+; crawl with --allow-private to permit$/,
+        host,
+      );
+    }
+  });
+
+  it('leaves names to the guarded lookup, and lets public literals through', () => {
+    for (const host of [
+      'example.com',
+      'localhost',
+      'metadata.example.com',
+      'not-metadata',
+      '93.184.216.34',
+      '[2606:4700::1111]',
+    ])
+      assert.equal(literalHostRefusal(new URL(`http://${host}/`).hostname), undefined, host);
   });
 });

@@ -428,14 +428,72 @@ describe('checkRobots: unavailable robots.txt', () => {
     assert.equal(h.store.item('c1', ORIGIN)?.st, 'unavailable');
   });
 
-  it('fails a blocked origin with address-blocked and stores nothing', async () => {
-    const h = harness(
-      () => new PermanentError('blocked', 'address-blocked', 'address not allowed: 10.0.0.1'),
-    );
-    const verdict = await checkRobots(u('/a', 'http://10.0.0.1'), makeConfig(), h.deps());
-    assert.equal(verdict.kind, 'failed');
-    assert.equal(verdict.kind === 'failed' ? verdict.code : '', 'address-blocked');
-    assert.equal(h.store.calls.saveReady + h.store.calls.saveUnavailable, 0);
+  it('refuses an IP-literal host the guard refuses, in every spelling, without any I/O', async () => {
+    // Loopback, unspecified and metadata addresses as WHATWG URL reads them (numeric and short forms too).
+    const hosts = [
+      'http://169.254.169.254',
+      'http://127.1',
+      'http://2130706433',
+      'http://0x7f.1',
+      'http://0.0.0.0',
+      'http://0',
+      'http://10.0.0.1',
+      'http://[::1]',
+      'http://[::]',
+      'http://[::ffff:169.254.169.254]',
+      'http://[::ffff:127.0.0.1]:8080',
+      'http://[fd00:ec2::254]',
+      // Metadata service names: refused by name, without a lookup.
+      'http://metadata.google.internal',
+      'http://Metadata.Google.Internal.',
+      'http://instance-data',
+    ];
+    for (const origin of hosts) {
+      const h = harness(() => new Error('must not be fetched'));
+      for (const path of ['/', '/computeMetadata/v1/', '/robots.txt']) {
+        const verdict = await checkRobots(u(path, origin), makeConfig(), h.deps());
+        assert.equal(verdict.kind, 'failed', `${origin}${path}`);
+        if (verdict.kind !== 'failed') continue;
+        assert.equal(verdict.code, 'address-blocked', origin);
+        assert.match(
+          verdict.reason,
+          /^address-blocked: address not allowed: .+ \(.+\); crawl with --allow-private to permit$/,
+        );
+      }
+      assert.deepEqual(h.store.calls, { read: 0, claim: 0, saveReady: 0, saveUnavailable: 0 }, origin);
+      assert.equal(h.fetcher.requests.length, 0, origin);
+      assert.deepEqual(h.slots.reserved, [], `${origin}: no slot is spent on a refused origin`);
+    }
+  });
+
+  it('with --allow-private, asks the fetcher (whose guard decides) for a private literal', async () => {
+    const h = harness(serve('User-agent: *\nDisallow: /p'));
+    const config = makeConfig({ allowPrivate: true });
+    assert.equal((await checkRobots(u('/p', 'http://127.0.0.1:8080'), config, h.deps())).kind, 'disallowed');
+    assert.equal(h.fetcher.requests.length, 1);
+  });
+
+  it('stores a refusal met on the request (a name that resolves to a refused address): every other URL of the origin fails at once, never retried', async () => {
+    const origin = 'http://metadata.internal.example';
+    const refusal = 'address not allowed: metadata.internal.example resolves to 169.254.169.254 (link-local)';
+    const h = harness(() => new PermanentError('blocked', 'address-blocked', refusal));
+    const first = await checkRobots(u('/a', origin), makeConfig(), h.deps());
+    assert.deepEqual(first, {
+      kind: 'failed',
+      code: 'address-blocked',
+      reason: `address-blocked: ${refusal}`,
+    });
+    assert.equal(h.fetcher.requests.length, 1);
+    assert.equal(h.store.calls.saveUnavailable, 0, 'a refusal is not a failed attempt');
+    assert.equal(h.store.item('c1', origin)?.st, 'ready', 'the claim is settled, not left to run out');
+    // The same container, and another one (no cache), a little later: no claim, no request, no wait.
+    h.clock.now += 1000;
+    for (const cache of [h.cache, createRobotsCache(10)]) {
+      const verdict = await checkRobots(u('/computeMetadata/v1/', origin), makeConfig(), h.deps({ cache }));
+      assert.deepEqual(verdict, first);
+    }
+    assert.equal(h.fetcher.requests.length, 1, 'robots.txt was requested once');
+    assert.equal(h.store.calls.claim, 1);
   });
 
   it('lets a FatalError propagate', async () => {

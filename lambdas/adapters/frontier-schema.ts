@@ -45,7 +45,7 @@ export const ATTR = {
   admitted: 'admitted',
   bytes: 'bytes',
   requests: 'requests',
-  // Pages captured, charged by the fetch function against the crawl's budget (core/budget.ts)
+  // Micro-dollars of counted AWS calls, charged by the fetch function against the crawl's budget (core/budget.ts)
   charged: 'charged',
   state: 'state',
   startedAt: 'startedAt',

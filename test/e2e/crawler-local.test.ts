@@ -253,69 +253,6 @@ describe('crawler local', () => {
     assert.equal(dlq.Attributes.ApproximateNumberOfMessages, '0');
   });
 
-  it('crawler submit / status / results / get --endpoint run a crawl end to end', async () => {
-    const submitted = await crawler('submit', `${site.origin}/`, '--allow-private', '--delay', '0');
-    assert.equal(submitted.code, 0, submitted.stderr);
-    const crawlId = submitted.stdout.trim();
-    assert.match(crawlId, /^c-/);
-
-    const status = await until('the crawl to complete', async () => {
-      const run = await crawler('status', crawlId, '--json');
-      assert.equal(run.code, 0, run.stderr);
-      const parsed = JSON.parse(run.stdout) as { state: string; byOutcome: Record<string, number> };
-      return parsed.state === 'complete' ? parsed : undefined;
-    });
-    assert.equal(status.byOutcome.fetched, 2);
-
-    const results = await crawler('results', crawlId);
-    assert.equal(results.code, 0, results.stderr);
-    const urls = results.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((text) => (JSON.parse(text) as { url: string }).url)
-      .sort();
-    assert.deepEqual(urls, [`${site.origin}/`, `${site.origin}/a`]);
-
-    const page = await crawler('get', `${site.origin}/a`, '--crawl', crawlId);
-    assert.equal(page.code, 0, page.stderr);
-    assert.equal(page.stdout, '<html><body>page a</body></html>');
-
-    const cancel = await crawler('cancel', crawlId);
-    assert.equal(cancel.code, 0, cancel.stderr);
-    assert.match(cancel.stdout, /already complete/);
-  });
-
-  it('crawler cancel stops a running crawl: its queued tasks end as `cancelled`', async () => {
-    const submitted = await crawler('submit', `${site.origin}/held/`, '--allow-private', '--delay', '400');
-    assert.equal(submitted.code, 0, submitted.stderr);
-    const crawlId = submitted.stdout.trim();
-    await until('the links of the first page to be queued', async () => {
-      const run = await crawler('status', crawlId, '--json');
-      return (JSON.parse(run.stdout) as { queued: number }).queued > MANY ? true : undefined;
-    });
-    const cancel = await crawler('cancel', crawlId);
-    releaseHeld();
-    assert.equal(cancel.code, 0, cancel.stderr);
-    assert.match(cancel.stdout, new RegExp(`crawl ${crawlId} cancelled`));
-
-    const final = await until(
-      'every task of the cancelled crawl to end',
-      async () => {
-        const run = await crawler('status', crawlId, '--json');
-        const parsed = JSON.parse(run.stdout) as {
-          state: string;
-          pending: number;
-          byOutcome: Record<string, number>;
-        };
-        return parsed.pending === 0 ? parsed : undefined;
-      },
-      90_000,
-    );
-    assert.equal(final.state, 'cancelled');
-    assert.ok((final.byOutcome.cancelled ?? 0) > 0, JSON.stringify(final));
-    assert.equal((final.byOutcome.cancelled ?? 0) + (final.byOutcome.fetched ?? 0), MANY + 1);
-  });
-
   it('crawler redrive and the AWS CLI against it: what is not moved stays visible in the DLQ at once', {
     skip: NO_CLI,
   }, async () => {
@@ -410,6 +347,69 @@ describe('crawler local', () => {
     const forced = await crawler('redrive', '--queue', 'tasks', '--include-malformed');
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /tasks: moved [1-9]\d* message\(s\) back/);
+  });
+
+  it('crawler submit / status / results / get --endpoint run a crawl end to end', async () => {
+    const submitted = await crawler('submit', `${site.origin}/`, '--allow-private', '--delay', '0');
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const crawlId = submitted.stdout.trim();
+    assert.match(crawlId, /^c-/);
+
+    const status = await until('the crawl to complete', async () => {
+      const run = await crawler('status', crawlId, '--json');
+      assert.equal(run.code, 0, run.stderr);
+      const parsed = JSON.parse(run.stdout) as { state: string; byOutcome: Record<string, number> };
+      return parsed.state === 'complete' ? parsed : undefined;
+    });
+    assert.equal(status.byOutcome.fetched, 2);
+
+    const results = await crawler('results', crawlId);
+    assert.equal(results.code, 0, results.stderr);
+    const urls = results.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((text) => (JSON.parse(text) as { url: string }).url)
+      .sort();
+    assert.deepEqual(urls, [`${site.origin}/`, `${site.origin}/a`]);
+
+    const page = await crawler('get', `${site.origin}/a`, '--crawl', crawlId);
+    assert.equal(page.code, 0, page.stderr);
+    assert.equal(page.stdout, '<html><body>page a</body></html>');
+
+    const cancel = await crawler('cancel', crawlId);
+    assert.equal(cancel.code, 0, cancel.stderr);
+    assert.match(cancel.stdout, /already complete/);
+  });
+
+  it('crawler cancel stops a running crawl: its queued tasks end as `cancelled`', async () => {
+    const submitted = await crawler('submit', `${site.origin}/held/`, '--allow-private', '--delay', '400');
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const crawlId = submitted.stdout.trim();
+    await until('the links of the first page to be queued', async () => {
+      const run = await crawler('status', crawlId, '--json');
+      return (JSON.parse(run.stdout) as { queued: number }).queued > MANY ? true : undefined;
+    });
+    const cancel = await crawler('cancel', crawlId);
+    releaseHeld();
+    assert.equal(cancel.code, 0, cancel.stderr);
+    assert.match(cancel.stdout, new RegExp(`crawl ${crawlId} cancelled`));
+
+    const final = await until(
+      'every task of the cancelled crawl to end',
+      async () => {
+        const run = await crawler('status', crawlId, '--json');
+        const parsed = JSON.parse(run.stdout) as {
+          state: string;
+          pending: number;
+          byOutcome: Record<string, number>;
+        };
+        return parsed.pending === 0 ? parsed : undefined;
+      },
+      90_000,
+    );
+    assert.equal(final.state, 'cancelled');
+    assert.ok((final.byOutcome.cancelled ?? 0) > 0, JSON.stringify(final));
+    assert.equal((final.byOutcome.cancelled ?? 0) + (final.byOutcome.fetched ?? 0), MANY + 1);
   });
 
   it('a second `crawler local` on a port in use says so and exits 1', async () => {

@@ -234,7 +234,9 @@ describe('every recorded call is allowed by its principal’s policies', () => {
   it('every CLI command that reaches a stack ran here as the operator', () => {
     const reaching = readdirSync(join(REPO_ROOT, 'cli'))
       .filter((file) => file.endsWith('-command.ts'))
-      .filter((file) => readFileSync(join(REPO_ROOT, 'cli', file), 'utf8').includes("from './stack-access.ts'"));
+      .filter((file) =>
+        readFileSync(join(REPO_ROOT, 'cli', file), 'utf8').includes("from './stack-access.ts'"),
+      );
     assert.deepEqual(reaching.sort(), [...STACK_COMMANDS.keys()].sort(), 'STACK_COMMANDS names them all');
     for (const [file, command] of STACK_COMMANDS) assert.ok(ran.has(command), `${file} did not run`);
   });

@@ -69,7 +69,9 @@ export class CrawlerStack extends Stack {
       description: 'Batches crawl results into index parts in S3 and keeps crawl counters',
       timeoutSeconds: AGGREGATE_FUNCTION.timeoutSeconds,
       memoryMb: AGGREGATE_FUNCTION.memoryMb,
-      // It sends to no queue, so a loop through it is a bug: let Lambda stop it.
+      // It re-sends to ResultsQueue only the results it could not start before its deadline. One result
+      // sent round that loop ~16 times in a row is stuck, not slow: Lambda stops it, and the message
+      // ends in ResultsDLQ (alarmed), where redrive can move it after a fix.
       recursiveLoop: lambda.RecursiveLoop.TERMINATE,
     });
 

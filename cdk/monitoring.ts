@@ -275,12 +275,9 @@ export class CrawlerMonitoring extends Construct {
         leftYAxis: { min: 0 },
       }),
       new cloudwatch.GraphWidget({
-        title: 'Politeness deferrals and retries',
+        title: 'Retries',
         width: 6,
-        left: [
-          crawlerSearch(CRAWLER_METRICS.politenessDeferrals, 'Sum', [fn]),
-          crawlerSearch(CRAWLER_METRICS.retries, 'Sum', [fn]),
-        ],
+        left: [crawlerSearch(CRAWLER_METRICS.retries, 'Sum', [fn])],
         leftYAxis: { min: 0 },
       }),
     );

@@ -24,7 +24,7 @@ export class OperatorPolicy extends iam.ManagedPolicy {
     const stack = Stack.of(scope);
     const queues = (list: sqs.IQueue[]) => list.map((queue) => queue.queueArn);
     super(scope, id, {
-      description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive (docs/deploy.md)`,
+      description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive, list, export, llms-txt (docs/deploy.md)`,
       statements: [
         // Every command finds the stack's names in its outputs (--stack NAME).
         new iam.PolicyStatement({
@@ -47,9 +47,17 @@ export class OperatorPolicy extends iam.ManagedPolicy {
           actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
           resources: queues([props.taskQueue.dlq, props.resultsQueue.dlq]),
         }),
-        // submit: the crawl config and the seeds' frontier entries; status: counters; cancel: the crawl state.
+        // submit: the crawl config, its registry item and the seeds' frontier entries; status: counters;
+        // cancel: the crawl state; list: a Query of the crawl registry and its crawls' counters (no Scan:
+        // it would read every URL item of the table).
         new iam.PolicyStatement({
-          actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+          actions: [
+            'dynamodb:GetItem',
+            'dynamodb:BatchGetItem',
+            'dynamodb:PutItem',
+            'dynamodb:UpdateItem',
+            'dynamodb:Query',
+          ],
           resources: [props.frontierTable.tableArn],
         }),
         // results, get: list and read the index parts, ranged reads of WARC records.

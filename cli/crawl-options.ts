@@ -46,7 +46,7 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --user-agent S       User-Agent header and robots.txt product token (default: ${DEFAULT_USER_AGENT})
   --allow-private      allow private, loopback and link-local addresses (tests, local demos)
   --no-respect-robots  ignore robots.txt (on by default)
-  --max-cost-usd N     stop the crawl once its estimated AWS cost reaches N dollars (its queued URLs end cancelled)
+  --max-cost-usd N     stop the crawl once the counted cost of its AWS calls reaches N dollars (its queued URLs end cancelled)
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines
   --content MODE       each page's main content and metadata: markdown (default) | text (plain text instead) | none
   --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records`;

@@ -7,6 +7,7 @@
  * crash in between leaves a duplicate, which the frontier absorbs (fetch-once claims, one index line).
  */
 import {
+  type BatchResultErrorEntry,
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   type Message,
@@ -135,16 +136,27 @@ export async function redrive(
     }
     await release(sqs, dlqUrl, others);
     if (mine.length === 0) continue;
-    await sendMessagesInBatches(
-      sqs,
-      sourceUrl,
-      mine.map((message) => ({ body: message.Body ?? '' })),
-    );
-    await sqs.send(
+    try {
+      await sendMessagesInBatches(
+        sqs,
+        sourceUrl,
+        mine.map((message) => ({ body: message.Body ?? '' })),
+      );
+    } catch (error) {
+      // Not moved: visible in the DLQ again at once, not after the look.
+      await release(sqs, dlqUrl, mine).catch(() => {});
+      throw error;
+    }
+    const deleted = await sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: dlqUrl,
         Entries: mine.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle! })),
       }),
+    );
+    entriesFailed(
+      'delete from the DLQ',
+      deleted.Failed,
+      'they are back in their queue and stay in the DLQ too',
     );
     moved += mine.length;
   }
@@ -159,7 +171,7 @@ function deadLetteredAsMalformed(message: Message): boolean {
 /** Makes messages this redrive does not move visible again at once. */
 async function release(sqs: SQSClient, queueUrl: string, messages: readonly Message[]): Promise<void> {
   if (messages.length === 0) return;
-  await sqs.send(
+  const out = await sqs.send(
     new ChangeMessageVisibilityBatchCommand({
       QueueUrl: queueUrl,
       Entries: messages.map((message, index) => ({
@@ -168,5 +180,19 @@ async function release(sqs: SQSClient, queueUrl: string, messages: readonly Mess
         VisibilityTimeout: 0,
       })),
     }),
+  );
+  entriesFailed('make visible again', out.Failed, `they are visible again within ${LOOK_SECONDS} s`);
+}
+
+/** A batch call answers 200 with a per-entry Failed list: one clear line, not silence. */
+function entriesFailed(
+  what: string,
+  failed: readonly BatchResultErrorEntry[] | undefined,
+  after: string,
+): void {
+  if (failed === undefined || failed.length === 0) return;
+  const first = failed[0]!;
+  throw new Error(
+    `redrive: could not ${what} ${failed.length} message(s) (${first.Code}: ${first.Message ?? ''}); ${after}`,
   );
 }

@@ -7,7 +7,12 @@
 // host, e.g. http://127.0.0.1:PORT/000000000000/name) and listen on loopback.
 import { buildApp } from 'fauxqs';
 import { guardServer } from './request-guard.ts';
-import { installStrictLimits, type StrictStores } from './strict-fauxqs.ts';
+import {
+  installStrictLimits,
+  repairSqsPersistence,
+  type SqsPersistenceLike as StrictSqsPersistence,
+  type StrictStores,
+} from './strict-fauxqs.ts';
 
 export interface RunningServer {
   url: string;
@@ -22,8 +27,8 @@ interface FileS3PersistenceLike {
   close(): void;
 }
 
-interface SqsPersistenceLike {
-  db: { exec(sql: string): void };
+interface SqsPersistenceLike extends StrictSqsPersistence {
+  db: StrictSqsPersistence['db'] & { exec(sql: string): void };
   loadSqsAndSns(sqsStore: object, snsStore: object): void;
   close(): void;
 }
@@ -113,6 +118,7 @@ async function createStores(
       const persistence = new PersistenceManager(options.sqsDir);
       if (!isSqsPersistence(persistence)) throw internalsMoved('PersistenceManager');
       closers.push(() => persistence.close());
+      repairSqsPersistence(persistence);
       // Every message operation writes through; WAL without an fsync per commit keeps that cheap
       // (a crash of the machine may lose the last moments, a crash of the process loses nothing).
       persistence.db.exec('PRAGMA synchronous = NORMAL');
@@ -163,9 +169,11 @@ function isSqsPersistence(value: object): value is SqsPersistenceLike {
   return (
     typeof Reflect.get(value, 'loadSqsAndSns') === 'function' &&
     typeof Reflect.get(value, 'close') === 'function' &&
+    typeof Reflect.get(value, 'updateMessageReady') === 'function' &&
     typeof db === 'object' &&
     db !== null &&
-    typeof Reflect.get(db, 'exec') === 'function'
+    typeof Reflect.get(db, 'exec') === 'function' &&
+    typeof Reflect.get(db, 'prepare') === 'function'
   );
 }
 

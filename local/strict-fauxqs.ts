@@ -2,6 +2,7 @@
  * The strict layer in front of fauxqs (SQS + S3): one fastify preHandler hook, run on the parsed
  * request before fauxqs' own handler, so no extra hop or parse. It answers as AWS does where fauxqs is
  * lenient: SQS message limits (strict-limits.ts) and S3's `If-None-Match: *` on PutObject (412).
+ * And one repair of fauxqs' SQLite store (`repairSqsPersistence`), where fauxqs loses messages.
  */
 import { randomUUID } from 'node:crypto';
 import type { buildApp } from 'fauxqs';
@@ -128,5 +129,27 @@ function checkS3Put(req: HookRequest, stores: StrictStores): Answer | undefined 
       '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed</Code>' +
       '<Message>At least one of the pre-conditions you specified did not hold</Message>' +
       `<Condition>If-None-Match</Condition><RequestId>${requestId}</RequestId><HostId>local</HostId></Error>`,
+  };
+}
+
+/** What `repairSqsPersistence` needs of fauxqs' PersistenceManager. */
+export interface SqsPersistenceLike {
+  db: { prepare(sql: string): { run(...values: Array<string | null>): unknown } };
+  updateMessageReady(messageId: string): void;
+}
+
+/**
+ * Works around a fauxqs 2.4 bug: making an in-flight message visible again (ChangeMessageVisibility
+ * to 0) writes NULL into `sqs_messages.approximate_receive_count`, a NOT NULL column. The write throws
+ * after the message left the in-flight set and before it rejoined the queue, so it was gone from the
+ * queue until a restart reloaded it (and a batch failed as a whole). The row only needs its receipt
+ * handle and deadline cleared; its receive count is already stored.
+ */
+export function repairSqsPersistence(persistence: SqsPersistenceLike): void {
+  const ready = persistence.db.prepare(
+    'UPDATE sqs_messages SET receipt_handle = NULL, visibility_deadline = NULL WHERE message_id = ?',
+  );
+  persistence.updateMessageReady = (messageId) => {
+    ready.run(messageId);
   };
 }

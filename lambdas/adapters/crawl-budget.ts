@@ -1,42 +1,74 @@
 /**
- * Per-crawl budgets on the fetch side: each batch charges the HTTP requests it made to the crawl's
- * counters item (one ADD per crawl and batch), and the batch that crosses `maxCostUsd` stops the crawl
- * (`cancelCrawl`), so its queued tasks end `cancelled`. Charging where requests are made, not where
- * results are aggregated, stops a fast crawl within a batch or two of its budget.
+ * Per-crawl budgets on the fetch side: each flush that captured pages charges the counted cost of
+ * this container's AWS calls since the last charge (core/budget.ts) to the crawls of those pages, in
+ * micro-dollars on their counters item (one ADD per crawl with a budget), and the flush that crosses
+ * `maxCostUsd` stops the crawl (`cancelCrawl`), so its queued tasks end `cancelled`. Charging where
+ * the work is done, not where results are aggregated, stops a fast crawl within a flush or two.
  */
 import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { budgetSpent } from '../core/budget.ts';
+import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/budget.ts';
 import type { CrawlBudget, CrawlConfigReader } from '../core/ports.ts';
+import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
+import { costOf } from '../shared/aws-prices.ts';
 import { cancelCrawl } from './frontier-cancel.ts';
-import { ATTR, countersKey, N, names, num } from './frontier-schema.ts';
+import { ATTR, countersKey, names, num } from './frontier-schema.ts';
+
+/**
+ * The list-price cost, in micro-dollars, of the AWS calls `counter` counted since the meter's last
+ * reading (the first reading: since it was made). In Lambda the counter is the container's: one
+ * invocation at a time, so these are this function's own calls.
+ */
+export function countedCallCost(counter: AwsCallCounter = awsCallCounter): () => number {
+  let last = counter.snapshot();
+  return () => {
+    const now = counter.snapshot();
+    const cost = costOf(diffSnapshots(last, now)).total;
+    last = now;
+    return cost * MICRO_USD_PER_USD;
+  };
+}
+
+/** DynamoDB keeps 38 digits; a pico-dollar is far below any one call's price. */
+const CHARGE_DECIMALS = 6;
 
 export class DynamoCrawlBudget implements CrawlBudget {
   private readonly dynamodb: DynamoDBClient;
   private readonly table: string;
   private readonly configs: CrawlConfigReader;
+  private readonly meter: () => number;
 
-  constructor(dynamodb: DynamoDBClient, table: string, configs: CrawlConfigReader) {
+  constructor(
+    dynamodb: DynamoDBClient,
+    table: string,
+    configs: CrawlConfigReader,
+    meter: () => number = countedCallCost(),
+  ) {
     this.dynamodb = dynamodb;
     this.table = table;
     this.configs = configs;
+    this.meter = meter;
   }
 
-  async charge(crawlId: string, requests: number): Promise<boolean> {
-    const { maxCostUsd } = await this.configs.get(crawlId);
-    if (maxCostUsd === undefined || requests === 0) return false;
-    const out = await this.dynamodb.send(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: countersKey(crawlId),
-        UpdateExpression: `ADD #${ATTR.charged} :n`,
-        ExpressionAttributeNames: names(ATTR.charged),
-        ExpressionAttributeValues: { ':n': N(requests) },
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
-    const charged = num(out.Attributes, ATTR.charged) ?? requests;
-    if (!budgetSpent({ requests: charged }, maxCostUsd)) return false;
-    await cancelCrawl(this.dynamodb, this.table, crawlId);
-    return true;
+  async charge(pagesByCrawl: ReadonlyMap<string, number>): Promise<string[]> {
+    const stopped: string[] = [];
+    for (const [crawlId, microUsd] of splitCharge(this.meter(), pagesByCrawl)) {
+      const { maxCostUsd } = await this.configs.get(crawlId);
+      const amount = Number(microUsd.toFixed(CHARGE_DECIMALS));
+      if (maxCostUsd === undefined || amount <= 0) continue;
+      const out = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: countersKey(crawlId),
+          UpdateExpression: `ADD #${ATTR.charged} :n`,
+          ExpressionAttributeNames: names(ATTR.charged),
+          ExpressionAttributeValues: { ':n': { N: amount.toFixed(CHARGE_DECIMALS) } },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      if (!budgetSpent(num(out.Attributes, ATTR.charged) ?? amount, maxCostUsd)) continue;
+      await cancelCrawl(this.dynamodb, this.table, crawlId);
+      stopped.push(crawlId);
+    }
+    return stopped;
   }
 }

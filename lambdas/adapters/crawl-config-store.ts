@@ -8,6 +8,7 @@ import {
 } from '../core/crawl-config.ts';
 import { PermanentError } from '../core/errors.ts';
 import type { CrawlConfigReader } from '../core/ports.ts';
+import { registerCrawl } from './frontier-crawls.ts';
 import { configKey } from './frontier-schema.ts';
 
 export class CrawlConfigStore implements CrawlConfigReader {
@@ -30,6 +31,8 @@ export class CrawlConfigStore implements CrawlConfigReader {
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
+    // After the config: a registered crawl always has one.
+    await registerCrawl(this.dynamodb, this.table, config.crawlId);
   }
 
   get(crawlId: string): Promise<CrawlConfig> {

@@ -45,7 +45,7 @@ export const ATTR = {
   admitted: 'admitted',
   bytes: 'bytes',
   requests: 'requests',
-  // Pages captured, charged by the fetch function against the crawl's budget (core/budget.ts)
+  // Micro-dollars of counted AWS calls, charged by the fetch function against the crawl's budget (core/budget.ts)
   charged: 'charged',
   state: 'state',
   startedAt: 'startedAt',
@@ -86,6 +86,12 @@ export const CRAWL_STATE = { running: 'running', complete: 'complete', cancelled
 /** The partition of a crawl's own items (config, counters, hosts, robots): `CRAWL#<crawlId>`. */
 export const CRAWL_PK_PREFIX = 'CRAWL#';
 export const crawlPk = (crawlId: string): string => `${CRAWL_PK_PREFIX}${crawlId}`;
+/**
+ * The crawl registry (`crawler list`): one item per submitted crawl in this partition, sort key the
+ * crawl id, no other attribute (adapters/frontier-crawls.ts).
+ */
+export const CRAWLS_PK = 'CRAWLS';
+export const crawlRegistryKey = (crawlId: string): Item => ({ pk: { S: CRAWLS_PK }, sk: { S: crawlId } });
 /** Sort keys of the crawl's config and counters items. */
 export const CONFIG_SK = 'CONFIG';
 export const COUNTERS_SK = 'COUNTERS';

@@ -31,7 +31,7 @@ export class S3Blobs implements ResultStore {
    * starts with a HEAD: a key that exists costs a HEAD, not a refused PUT (a PUT is billed at over ten
    * times a HEAD's price), and an S3 without conditional writes still writes nothing twice unless
    * writers race. False when the object already existed, including when an earlier attempt of this
-   * call wrote it (its answer lost).
+   * call wrote it (its answer lost). Other failures, 409 included, are retried with the awsStep back-off.
    */
   async putIfAbsent(key: string, body: Uint8Array, contentType: string): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
@@ -49,8 +49,9 @@ export class S3Blobs implements ResultStore {
         return true;
       } catch (err) {
         const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        // 412: it exists; 409: a concurrent conditional write to the same key is in progress.
-        if (status === 412 || status === 409) return false;
+        // 412: it exists. 409 (ConditionalRequestConflict): a concurrent conditional write of the key
+        // is in progress and may yet fail; S3 says to retry, and the retry's HEAD sees how it ended.
+        if (status === 412) return false;
         if (attempt >= PUT_ONCE_ATTEMPTS) throw err;
         await backoffPause(attempt, RETRY_BACKOFF.awsStep);
       }

@@ -38,7 +38,6 @@ export function createHandler(rawEnv: Env) {
 
   return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
     const messages = receivedMessages(event, metrics);
-    metrics.flush();
     const { invocationId, remainingMs } = invocationOf(context, Number.POSITIVE_INFINITY);
     const report = await processResultBatch(messages, {
       frontier,

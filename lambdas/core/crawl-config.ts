@@ -55,7 +55,7 @@ export const CrawlConfigSchema = z.object({
    */
   maxRetryAfterMs: z.number().int().min(0).default(CRAWL_LIMITS.maxRetryAfterMs),
   respectRobots: z.boolean().default(true),
-  /** Stop the crawl (its queued tasks end `cancelled`) once its estimated AWS cost reaches this (core/budget.ts). */
+  /** Stop the crawl (its queued tasks end `cancelled`) once the counted cost of its AWS calls reaches this (core/budget.ts). */
   maxCostUsd: z.number().positive().optional(),
   followNofollow: z.boolean().default(false),
   /**

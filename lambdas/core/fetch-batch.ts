@@ -631,10 +631,10 @@ class BatchOutput {
     this.results = [];
     this.invalid = [];
     this.seenKeys = [];
-    if (deps.budget) {
-      for (const [crawlId, pages] of Map.groupBy(written, (result) => result.crawlId)) {
-        if (await deps.budget.charge(crawlId, pages.length)) this.budgetStopped.push(crawlId);
-      }
+    if (deps.budget && written.length > 0) {
+      const pages = new Map<string, number>();
+      for (const { crawlId } of written) pages.set(crawlId, (pages.get(crawlId) ?? 0) + 1);
+      this.budgetStopped.push(...(await deps.budget.charge(pages)));
     }
     const admitted = await this.admit(discovering, ended);
     const stored = await retryStep(() => writer.finish());

@@ -60,10 +60,13 @@ export interface ResultSender {
   sendResults(results: readonly CrawlResult[]): Promise<void>;
 }
 
-/** Per-crawl budgets (core/budget.ts): charges requests, stops the crawl that crosses its budget. */
+/** Per-crawl budgets (core/budget.ts): charges counted AWS cost, stops the crawl that crosses its budget. */
 export interface CrawlBudget {
-  /** Charges `requests` HTTP requests to the crawl; true when this charge spent its budget (it is now stopped). */
-  charge(crawlId: string, requests: number): Promise<boolean>;
+  /**
+   * Charges the cost of the calls made since the last charge to the crawls of `pagesByCrawl` (pages
+   * captured, by crawl), shared by pages; the crawls this charge stopped (their budget is spent).
+   */
+  charge(pagesByCrawl: ReadonlyMap<string, number>): Promise<string[]>;
 }
 
 /** A message that cannot be processed, kept in a DLQ for inspection with why. */

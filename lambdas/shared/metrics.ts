@@ -37,8 +37,6 @@ export const CRAWLER_METRICS = {
   bytes: 'Bytes',
   /** Milliseconds per fetch, one value per request (percentiles on the dashboard). */
   fetchLatency: 'FetchLatency',
-  /** Tasks re-sent with DelaySeconds to wait for their host's politeness slot. */
-  politenessDeferrals: 'PolitenessDeferrals',
   /** Retryable failures sent back for another attempt. */
   retries: 'Retries',
   /**

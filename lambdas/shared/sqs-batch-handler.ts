@@ -42,9 +42,14 @@ export interface ReceivedMessage {
   receiveCount: number;
 }
 
-/** The batch as the core takes it; the ages of redelivered messages are recorded on the way. */
+/**
+ * The batch as the core takes it. The ages of redelivered messages are written on the way, before
+ * any work: an invocation that then times out or runs out of memory writes nothing more, and those
+ * are the ones the alarm on messages received three times or more is for.
+ */
 export function receivedMessages(event: SQSEvent, metrics: Metrics): ReceivedMessage[] {
   recordRedeliveredAges(metrics, event.Records, Date.now());
+  metrics.flush();
   return event.Records.map((record) => ({
     id: record.messageId,
     body: record.body,

@@ -4,7 +4,7 @@
 // (fetchConcurrency, alarmEmail) that changes the stack.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -434,7 +434,7 @@ describe('dashboard', () => {
     });
   });
 
-  it(`graphs the crawler's EMF metrics in namespace ${CRAWLER_NAMESPACE}: Pages by Outcome, Bytes, FetchLatency percentiles, PolitenessDeferrals, Retries`, () => {
+  it(`graphs the crawler's EMF metrics in namespace ${CRAWLER_NAMESPACE}: Pages by Outcome, Bytes, FetchLatency percentiles, Retries`, () => {
     const found = expressions(json);
     const fnDim = METRIC_DIMENSIONS.function;
     const expected = [
@@ -443,7 +443,6 @@ describe('dashboard', () => {
       crawlerSearchExpression(CRAWLER_METRICS.fetchLatency, 'p50', [fnDim]),
       crawlerSearchExpression(CRAWLER_METRICS.fetchLatency, 'p90', [fnDim]),
       crawlerSearchExpression(CRAWLER_METRICS.fetchLatency, 'p99', [fnDim]),
-      crawlerSearchExpression(CRAWLER_METRICS.politenessDeferrals, 'Sum', [fnDim]),
       crawlerSearchExpression(CRAWLER_METRICS.retries, 'Sum', [fnDim]),
     ];
     assert.deepEqual([...found].sort(), [...expected].sort());
@@ -451,6 +450,23 @@ describe('dashboard', () => {
       crawlerSearchExpression('Pages', 'Sum', ['Function', 'Outcome']),
       `SEARCH('{ServerlessCrawler,Function,Outcome} MetricName="Pages"', 'Sum')`,
     );
+  });
+
+  it('graphs only metrics the functions emit: each one is written by code under lambdas/', () => {
+    // metrics.ts only names them; a name no handler writes is a graph that stays empty.
+    const sources = readdirSync(join(REPO_ROOT, 'lambdas'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts') && file !== join('shared', 'metrics.ts'))
+      .map((file) => readFileSync(join(REPO_ROOT, 'lambdas', file), 'utf8'))
+      .join('\n');
+    const written = new Set<string>(
+      [...sources.matchAll(/CRAWLER_METRICS\.(\w+)/g)].map(
+        (match) => CRAWLER_METRICS[match[1] as keyof typeof CRAWLER_METRICS],
+      ),
+    );
+    const graphed = expressions(json).map((e) => /MetricName="([^"]+)"/.exec(e)?.[1]);
+    assert.ok(graphed.length > 0);
+    for (const name of graphed)
+      assert.ok(name && written.has(name), `the dashboard graphs ${name}, which nothing emits`);
   });
 
   it('searches exactly the namespace, names and dimension sets the EMF writer emits', () => {
@@ -462,7 +478,6 @@ describe('dashboard', () => {
     metrics.count(CRAWLER_METRICS.pages, 1, { [METRIC_DIMENSIONS.outcome]: 'fetched' });
     metrics.count(CRAWLER_METRICS.bytes, 10, undefined, 'Bytes');
     metrics.timing(CRAWLER_METRICS.fetchLatency, 5);
-    metrics.count(CRAWLER_METRICS.politenessDeferrals, 1);
     metrics.count(CRAWLER_METRICS.retries, 1);
     metrics.flush();
     const emitted = lines.flatMap((text) => {

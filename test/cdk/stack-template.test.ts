@@ -1,6 +1,8 @@
 // Template assertions for the resources' settings. Emulators are not AWS: each queue/bucket/table
 // setting the local runtime cannot enforce is pinned here against the template that deploys.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
 import {
@@ -12,6 +14,7 @@ import {
   QUEUE,
 } from '../../cdk/limits.ts';
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
+import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
 import { HANDLER_METADATA_KEY, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import {
@@ -337,5 +340,36 @@ describe('logical ids', () => {
     for (const id of [...Object.values(IDS), ...Object.values(MONITORING_IDS)]) {
       assert.ok(resources[id], `${id} is a logical id`);
     }
+  });
+});
+
+describe('what a teardown leaves', () => {
+  /** How docs/deploy.md names a kind of resource. */
+  const NAMED_AS: Record<string, RegExp> = {
+    'AWS::S3::Bucket': /bucket/i,
+    'AWS::DynamoDB::Table': /table/i,
+    'AWS::Logs::LogGroup': /log groups?/i,
+  };
+
+  it('docs/deploy.md\'s "Tear down" names every kind of resource the stack retains, and says how to delete it', () => {
+    const deploy = readFileSync(join(REPO_ROOT, 'docs', 'deploy.md'), 'utf8');
+    const start = deploy.indexOf('### 8. Tear down');
+    assert.ok(start >= 0, 'docs/deploy.md has its Tear down step');
+    const teardown = deploy.slice(start, deploy.indexOf('\n## ', start));
+    const retained = new Set(
+      Object.values(json.Resources as Record<string, CfnResource>)
+        .filter((r) => (r as { DeletionPolicy?: string }).DeletionPolicy === 'Retain')
+        .map((r) => r.Type),
+    );
+    assert.ok(retained.size > 0);
+    for (const type of retained) {
+      const named = NAMED_AS[type];
+      assert.ok(named, `the stack retains ${type}: say in docs/deploy.md what a teardown leaves of it`);
+      const said = teardown
+        .split(/\n\n/)
+        .find((paragraph) => named.test(paragraph) && /retained/i.test(paragraph));
+      assert.ok(said, `"Tear down" says that ${type} resources are retained`);
+    }
+    assert.match(teardown, /aws logs delete-log-group/);
   });
 });

@@ -253,6 +253,102 @@ describe('crawler local', () => {
     assert.equal(dlq.Attributes.ApproximateNumberOfMessages, '0');
   });
 
+  it('crawler redrive and the AWS CLI against it: what is not moved stays visible in the DLQ at once', {
+    skip: NO_CLI,
+  }, async () => {
+    assert.ok(AWS_CLI, 'CI=true and no AWS CLI: .ci/run must install it (apt-get install -y awscli)');
+    const dlq = ready.outputs.TaskDlqUrl!;
+    /** The DLQ's messages as a reader sees them now: received without hiding them. */
+    const inDlq = async () => {
+      const out = await aws(
+        'sqs',
+        'receive-message',
+        '--queue-url',
+        dlq,
+        '--max-number-of-messages',
+        '10',
+        '--visibility-timeout',
+        '0',
+        '--wait-time-seconds',
+        '0',
+        '--message-attribute-names',
+        'All',
+      );
+      return out.trim() === ''
+        ? []
+        : ((JSON.parse(out) as { Messages?: Array<{ Body: string }> }).Messages ?? []);
+    };
+    const bodies = async () => (await inDlq()).map((message) => message.Body);
+    // Malformed: the fetch function dead-letters it at once, with its reason.
+    const malformed = `not a task ${Date.now()}`;
+    await aws('sqs', 'send-message', '--queue-url', ready.outputs.TaskQueueUrl!, '--message-body', malformed);
+    await until('the malformed task in the DLQ', async () =>
+      (await bodies()).includes(malformed) ? true : undefined,
+    );
+    // Retryable: a task that ran out of receives (no reason attribute), put in the DLQ as SQS would.
+    const retryable = JSON.stringify({ v: 1, crawlId: 'redrive-e2e', url: `${site.origin}/a`, depth: 0 });
+    await aws('sqs', 'send-message', '--queue-url', dlq, '--message-body', retryable);
+
+    // Another crawl's redrive moves neither: both are visible again the moment it ends.
+    const none = await crawler('redrive', 'no-such-crawl', '--queue', 'tasks');
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /tasks: moved 0 message\(s\) back/);
+    const kept = await bodies();
+    assert.ok(kept.includes(malformed) && kept.includes(retryable), JSON.stringify(kept));
+
+    // All crawls': the retryable one goes back, the malformed one stays, visible.
+    const all = await crawler('redrive', '--queue', 'tasks');
+    assert.equal(all.code, 0, all.stderr);
+    assert.match(all.stdout, /tasks: moved 1 message\(s\) back, .*left 1 dead-lettered as malformed/);
+    assert.ok((await bodies()).includes(malformed), 'the malformed task is still visible in the DLQ');
+
+    // The AWS CLI: receive it (hidden for 10 minutes), then make it visible again.
+    const received = JSON.parse(
+      await aws(
+        'sqs',
+        'receive-message',
+        '--queue-url',
+        dlq,
+        '--max-number-of-messages',
+        '10',
+        '--visibility-timeout',
+        '600',
+      ),
+    ) as { Messages: Array<{ Body: string; ReceiptHandle: string }> };
+    const hidden = received.Messages.find((message) => message.Body === malformed);
+    assert.ok(hidden, 'received the malformed task');
+    assert.ok(!(await bodies()).includes(malformed), 'hidden while received');
+    await aws(
+      'sqs',
+      'change-message-visibility',
+      '--queue-url',
+      dlq,
+      '--receipt-handle',
+      hidden.ReceiptHandle,
+      '--visibility-timeout',
+      '0',
+    );
+    assert.ok((await bodies()).includes(malformed), 'visible again at once');
+    const others = received.Messages.filter((message) => message !== hidden);
+    if (others.length > 0) {
+      await aws(
+        'sqs',
+        'change-message-visibility-batch',
+        '--queue-url',
+        dlq,
+        '--entries',
+        JSON.stringify(
+          others.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 })),
+        ),
+      );
+    }
+
+    // --include-malformed moves it too.
+    const forced = await crawler('redrive', '--queue', 'tasks', '--include-malformed');
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(forced.stdout, /tasks: moved [1-9]\d* message\(s\) back/);
+  });
+
   it('crawler submit / status / results / get --endpoint run a crawl end to end', async () => {
     const submitted = await crawler('submit', `${site.origin}/`, '--allow-private', '--delay', '0');
     assert.equal(submitted.code, 0, submitted.stderr);

@@ -2,7 +2,8 @@
  * IAM, checked instead of assumed (the emulators enforce none). A real crawl runs through the local
  * runtime on the synthesized stack, and the operator drives it with the CLI's own code the way it
  * drives a deployed stack (`--stack NAME`: outputs from CloudFormation DescribeStacks, here a stand-in
- * in front of the emulators): submit, status, results, get, cancel, redrive. Malformed messages take
+ * in front of the emulators): every command that reaches a stack (submit, status, results, get, cancel,
+ * redrive, list, export, llms-txt; STACK_COMMANDS, checked against cli/). Malformed messages take
  * the failure paths that need their own permissions (a task parked in its DLQ; a result hastened back
  * to its queue). Every AWS call is in the ledger (lambdas/shared/aws-call-ledger.ts) with its
  * principal, IAM action and resource ARN; then, against the template's policies resolved to the local
@@ -14,12 +15,20 @@
  * - every environment variable the stack gives a function is one its handler reads.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
 import type { CliIo } from '../../cli/cli-io.ts';
+import { exportCommand } from '../../cli/export-command.ts';
 import { getCommand } from '../../cli/get-command.ts';
+import { listCommand } from '../../cli/list-command.ts';
+import { llmsTxtCommand } from '../../cli/llms-txt-command.ts';
 import { redriveCommand } from '../../cli/redrive-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
@@ -91,11 +100,27 @@ let site: TestSite;
 let cfn: CloudFormationStandIn;
 let entries: LedgerEntry[];
 let policies: Map<string, ResolvedStatement[]>;
+let out: string | undefined;
+
+/** The CLI's commands that reach a stack (they use cli/stack-access.ts), by their file: each runs below. */
+const STACK_COMMANDS = new Map<string, (args: string[], io?: Partial<CliIo>) => Promise<number>>([
+  ['submit-command.ts', submitCommand],
+  ['status-command.ts', statusCommand],
+  ['results-command.ts', resultsCommand],
+  ['get-command.ts', getCommand],
+  ['cancel-command.ts', cancelCommand],
+  ['redrive-command.ts', redriveCommand],
+  ['list-command.ts', listCommand],
+  ['export-command.ts', exportCommand],
+  ['llms-txt-command.ts', llmsTxtCommand],
+]);
+const ran = new Set<(args: string[], io?: Partial<CliIo>) => Promise<number>>();
 
 async function cli(
   command: (args: string[], io?: Partial<CliIo>) => Promise<number>,
   ...args: string[]
 ): Promise<string> {
+  ran.add(command);
   const stdout = new Capture();
   const stderr = new Capture();
   const code = await command([...args, '--stack', STACK_NAME, '--endpoint', cfn.endpoint], {
@@ -140,12 +165,29 @@ before(async () => {
   assert.equal(status.state, 'complete');
   assert.equal((await cli(resultsCommand, crawlId)).trim().split('\n').length, 3);
   assert.match(await cli(getCommand, `${site.origin}/a`, '--crawl', crawlId, '--body'), /page a/);
+  out = await mkdtemp(join(tmpdir(), 'iam-calls-'));
+  await cli(exportCommand, crawlId, '--out', join(out, 'export'), '--markdown-dir', join(out, 'md'));
+  assert.equal((await readFile(join(out, 'export', 'results.jsonl'), 'utf8')).trim().split('\n').length, 3);
+  await cli(llmsTxtCommand, crawlId, '--out', join(out, 'llms'));
+  assert.match(await readFile(join(out, 'llms', 'llms.txt'), 'utf8'), /\/a/);
 
   // A crawl cancelled while it runs.
   const cancelled = (
     await cli(submitCommand, `${site.origin}/many/`, '--allow-private', '--delay', '200')
   ).trim();
   await cli(cancelCommand, cancelled);
+  // Both crawls, by a Query of the crawl registry: the operator has no Scan of the table.
+  const listed = (await cli(listCommand, '--json'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { crawlId: string; state: string });
+  assert.deepEqual(
+    listed.filter((c) => c.crawlId === crawlId || c.crawlId === cancelled).map((c) => [c.crawlId, c.state]),
+    [
+      [crawlId, 'complete'],
+      [cancelled, 'cancelled'],
+    ],
+  );
 
   // Failure paths: a malformed task is parked in TaskDLQ by the fetch function; a malformed result is
   // hastened back to its queue by the aggregate function until SQS moves it to ResultsDLQ.
@@ -179,6 +221,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (out) await rm(out, { recursive: true, force: true });
   await cfn?.close();
   await aws?.stop();
   await site?.close();
@@ -188,6 +231,16 @@ const show = (list: ReadonlyArray<{ action: string; resource: string }>) =>
   list.map((p) => `${p.action} on ${p.resource}`).join('\n  ');
 
 describe('every recorded call is allowed by its principal’s policies', () => {
+  it('every CLI command that reaches a stack ran here as the operator', () => {
+    const reaching = readdirSync(join(REPO_ROOT, 'cli'))
+      .filter((file) => file.endsWith('-command.ts'))
+      .filter((file) =>
+        readFileSync(join(REPO_ROOT, 'cli', file), 'utf8').includes("from './stack-access.ts'"),
+      );
+    assert.deepEqual(reaching.sort(), [...STACK_COMMANDS.keys()].sort(), 'STACK_COMMANDS names them all');
+    for (const [file, command] of STACK_COMMANDS) assert.ok(ran.has(command), `${file} did not run`);
+  });
+
   it('the ledger saw each principal: both functions and the operator', () => {
     const principals = new Set(entries.map((e) => e.principal));
     for (const fn of Object.values(aws.stack.functions))

@@ -2,6 +2,7 @@
 // ApproximateAgeOfOldestMessage stops counting such a message, and the stack alarms on this metric
 // instead (cdk/monitoring.ts). The real handlers, on the emulators, with their EMF lines captured.
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
@@ -64,6 +65,11 @@ async function agesWritten(fn: string, run: () => Promise<unknown>): Promise<num
   } finally {
     process.stdout.write = write;
   }
+  return agesIn(lines, fn);
+}
+
+/** The redelivered-message ages (ms) in EMF lines of function `fn` among `lines`. */
+function agesIn(lines: readonly string[], fn: string): number[] {
   return lines
     .flatMap((text) => text.split('\n'))
     .filter((line) => line.startsWith('{"_aws"'))
@@ -75,7 +81,70 @@ async function agesWritten(fn: string, run: () => Promise<unknown>): Promise<num
     });
 }
 
+/** A TCP server that accepts connections and never answers: the AWS calls made to it hang. */
+async function blackhole(): Promise<{ url: string; reached: Promise<void>; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let reach: () => void = () => {};
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    reach();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    reached,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 describe('the redelivered-message age metric', () => {
+  it('the fetch function reports it before any work: an invocation killed at its deadline has reported it', async () => {
+    // Its DynamoDB and S3 never answer: the visit is stuck on its first call until Lambda kills it.
+    const stuck = await blackhole();
+    const handler = createFetchHandler({
+      ...aws.functionEnv.FetchFunction,
+      LOG_LEVEL: 'info',
+      AWS_ENDPOINT_URL_DYNAMODB: stuck.url,
+      AWS_ENDPOINT_URL_S3: stuck.url,
+    });
+    const arn = 'arn:aws:sqs:us-east-1:000000000000:TaskQueue';
+    const visit = JSON.stringify({ v: 1, kind: 'visit', crawlId: 'stuck', host: 'http://stuck.test' });
+    const lines: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      lines.push(String(chunk));
+      return write(chunk, ...rest);
+    }) as typeof process.stdout.write;
+    let invocation: Promise<unknown> | undefined;
+    let seen: number[];
+    try {
+      invocation = handler(
+        { Records: [record('e', visit, 5, HOUR, arn)] },
+        {
+          awsRequestId: 'killed',
+          getRemainingTimeInMillis: () => 1_000,
+        },
+      ).catch(() => undefined);
+      await stuck.reached;
+      // Lambda kills it here: what it wrote so far is all CloudWatch gets.
+      seen = agesIn(lines, 'fetch');
+    } finally {
+      process.stdout.write = write;
+      await stuck.close();
+    }
+    assert.equal(seen.length, 1, 'the age was written before the invocation started its work');
+    assert.ok(seen[0]! >= HOUR && seen[0]! < HOUR + 60_000, `its age, ${seen[0]} ms`);
+    await invocation;
+  });
+
   it('the fetch function reports each task received three times or more, with its age', async () => {
     const handler = createFetchHandler({ ...aws.functionEnv.FetchFunction, LOG_LEVEL: 'info' });
     const arn = 'arn:aws:sqs:us-east-1:000000000000:TaskQueue';

@@ -2,7 +2,7 @@
 // `putIfAbsent` (the crawl summary is written once) and `exists`.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { clientSettings, s3Config } from '../../local/aws-clients.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
@@ -155,16 +155,40 @@ describe('S3Blobs.putIfAbsent', () => {
     assert.equal((await read(key)).text, 'after two failures');
   });
 
-  it('412 (another writer won) and 409 (a concurrent conditional write) mean it exists', async () => {
-    for (const [name, status] of [
-      ['PreconditionFailed', 412],
-      ['ConditionalRequestConflict', 409],
-    ] as const) {
-      const single = singleAttemptClient();
-      failCalls(single, 1, () => httpError(name, status));
-      const blobs = new S3Blobs(s3, BUCKET, { singleAttempt: single });
-      assert.equal(await blobs.putIfAbsent(newKey(), bytes('x'), 'application/json'), false, name);
-    }
+  it('412 (another writer won) means it exists: no retry', async () => {
+    const single = singleAttemptClient();
+    const failures = failCalls(single, 5, () => httpError('PreconditionFailed', 412));
+    const blobs = new S3Blobs(s3, BUCKET, { singleAttempt: single });
+    assert.equal(await blobs.putIfAbsent(newKey(), bytes('x'), 'application/json'), false);
+    assert.equal(failures.failed, 1);
+  });
+
+  // S3 answers 409 ConditionalRequestConflict while another conditional write of the key is in
+  // progress, and says to retry: that write may yet fail, and then nothing would be written.
+  it('409 (a concurrent conditional write) is retried: written when that write did not happen', async () => {
+    const single = singleAttemptClient();
+    const failures = failCalls(single, 2, () => httpError('ConditionalRequestConflict', 409));
+    const blobs = new S3Blobs(s3, BUCKET, { singleAttempt: single });
+    const key = newKey();
+    assert.equal(await blobs.putIfAbsent(key, bytes('after two conflicts'), 'application/json'), true);
+    assert.equal(failures.failed, 2);
+    assert.equal((await read(key)).text, 'after two conflicts');
+  });
+
+  it('409 is retried: the retry finds what the concurrent write stored and keeps it', async () => {
+    const single = singleAttemptClient();
+    const key = newKey();
+    single.middlewareStack.add(
+      () => async () => {
+        // The other writer's PUT lands while ours is refused.
+        await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: 'the other writer' }));
+        throw httpError('ConditionalRequestConflict', 409);
+      },
+      { step: 'build', name: 'conflict' },
+    );
+    const blobs = new S3Blobs(s3, BUCKET, { singleAttempt: single });
+    assert.equal(await blobs.putIfAbsent(key, bytes('ours'), 'application/json'), false);
+    assert.equal((await read(key)).text, 'the other writer');
   });
 
   it('gives up after 5 attempts with the last error', async () => {

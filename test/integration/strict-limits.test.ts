@@ -1,6 +1,9 @@
 // The strict layer (local/strict-*.ts) over the wire: SDK v3 clients against the embedded emulators
 // get AWS's answers (status, error name, message shape) where the emulators alone are lenient.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   CreateTableCommand,
@@ -19,7 +22,11 @@ import {
 } from '@aws-sdk/client-s3';
 import {
   BatchRequestTooLong,
+  ChangeMessageVisibilityBatchCommand,
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -27,10 +34,16 @@ import {
   TooManyEntriesInBatchRequest,
 } from '@aws-sdk/client-sqs';
 import { QUEUE } from '../../cdk/limits.ts';
-import { clientSettings, dynamodbConfig, s3Config, sqsConfig } from '../../local/aws-clients.ts';
+import {
+  clientSettings,
+  dynamodbConfig,
+  endpointsFromUrl,
+  s3Config,
+  sqsConfig,
+} from '../../local/aws-clients.ts';
 import { startDynaliteServer } from '../../local/dynalite-server.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
-import type { RunningServer } from '../../local/fauxqs-server.ts';
+import { type FauxqsServer, type RunningServer, startFauxqsServer } from '../../local/fauxqs-server.ts';
 import { DYNAMODB_THROTTLE_ENV } from '../../local/strict-dynamodb.ts';
 
 let emulators: Emulators;
@@ -368,5 +381,78 @@ describe('DynamoDB: throttling a hot partition', () => {
       envClient.destroy();
       await fromEnv.stop();
     }
+  });
+});
+
+describe('SQS on disk (fauxqs SQLite store): a message made visible again', () => {
+  let server: FauxqsServer;
+  let dir: string;
+  let disk: SQSClient;
+  let url: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'strict-sqs-disk-'));
+    server = await startFauxqsServer({ sqsDir: dir });
+    disk = new SQSClient(sqsConfig(endpointsFromUrl(server.url), clientSettings({ maxAttempts: 1 })));
+    url = (await disk.send(new CreateQueueCommand({ QueueName: 'disk' }))).QueueUrl!;
+  });
+  after(async () => {
+    disk?.destroy();
+    await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const visible = async () =>
+    Number(
+      (
+        await disk.send(
+          new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }),
+        )
+      ).Attributes?.ApproximateNumberOfMessages,
+    );
+
+  // fauxqs 2.4 wrote NULL into a NOT NULL column here: the call failed and the message vanished
+  // from the queue until a restart (issue 22, `crawler redrive` against `crawler local`).
+  it('ChangeMessageVisibility to 0 makes it visible at once, its receive count kept', async () => {
+    await disk.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'one' }));
+    const first = await disk.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 600 }));
+    const handle = first.Messages?.[0]?.ReceiptHandle;
+    assert.ok(handle, 'received');
+    await disk.send(
+      new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: handle, VisibilityTimeout: 0 }),
+    );
+    assert.equal(await visible(), 1);
+    const again = await disk.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }),
+    );
+    assert.equal(again.Messages?.[0]?.Body, 'one');
+    assert.equal(again.Messages?.[0]?.Attributes?.ApproximateReceiveCount, '2');
+    await disk.send(
+      new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: again.Messages![0]!.ReceiptHandle! }),
+    );
+  });
+
+  it('ChangeMessageVisibilityBatch to 0 makes every entry visible at once', async () => {
+    await disk.send(
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: ['a', 'b', 'c'].map((body) => ({ Id: body, MessageBody: body })),
+      }),
+    );
+    const got = await disk.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }),
+    );
+    assert.equal(got.Messages?.length, 3);
+    const out = await disk.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: url,
+        Entries: got.Messages!.map((m, i) => ({
+          Id: String(i),
+          ReceiptHandle: m.ReceiptHandle!,
+          VisibilityTimeout: 0,
+        })),
+      }),
+    );
+    assert.equal(out.Failed?.length ?? 0, 0);
+    assert.equal(await visible(), 3);
   });
 });

@@ -79,7 +79,7 @@ describe('createMetrics', () => {
     const out = capture();
     const before = Date.now();
     const metrics = createMetrics(CRAWLER_NAMESPACE, { [METRIC_DIMENSIONS.function]: 'fetch' }, out.write);
-    metrics.count(CRAWLER_METRICS.politenessDeferrals, 2);
+    metrics.count(CRAWLER_METRICS.retries, 2);
     metrics.count(CRAWLER_METRICS.bytes, 1000, undefined, 'Bytes');
     metrics.count(CRAWLER_METRICS.bytes, 24, undefined, 'Bytes');
     metrics.timing(CRAWLER_METRICS.fetchLatency, 120);
@@ -95,14 +95,14 @@ describe('createMetrics', () => {
         Namespace: 'ServerlessCrawler',
         Dimensions: [['Function']],
         Metrics: [
-          { Name: 'PolitenessDeferrals', Unit: 'Count' },
+          { Name: 'Retries', Unit: 'Count' },
           { Name: 'Bytes', Unit: 'Bytes' },
           { Name: 'FetchLatency', Unit: 'Milliseconds' },
         ],
       },
     ]);
     assert.equal(line.Function, 'fetch');
-    assert.equal(line.PolitenessDeferrals, 2);
+    assert.equal(line.Retries, 2);
     assert.equal(line.Bytes, 1024, 'counts of one name are summed');
     assert.deepEqual(line.FetchLatency, [120, 80.5], 'every timing is kept for percentiles');
   });

@@ -108,59 +108,67 @@ export async function redrive(
   options: { includeMalformed?: boolean; owner?: (body: string) => string | undefined } = {},
 ): Promise<{ moved: number; kept: number; malformed: number }> {
   let moved = 0;
-  const kept = new Set<string>();
+  // Messages not moved stay hidden until the scan ends (a message made visible at once could be
+  // received again in place of one not yet seen, and end the scan early), then are all made visible
+  // again at once. Each keeps its latest receipt handle: one that came back after the look is seen again.
+  const held = new Map<string, Message>();
   const malformed = new Set<string>();
-  for (;;) {
-    const received = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: dlqUrl,
-        MaxNumberOfMessages: 10,
-        VisibilityTimeout: LOOK_SECONDS,
-        WaitTimeSeconds: 1,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    const messages = received.Messages ?? [];
-    const fresh = messages.filter((message) => !kept.has(message.MessageId ?? ''));
-    if (fresh.length === 0) {
-      await release(sqs, dlqUrl, messages);
-      break;
-    }
-    const owner = options.owner ?? crawlOf;
-    const ours = fresh.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
-    const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
-    const others = messages.filter((message) => !mine.includes(message));
-    for (const message of others) {
-      kept.add(message.MessageId ?? '');
-      if (ours.includes(message)) malformed.add(message.MessageId ?? '');
-    }
-    await release(sqs, dlqUrl, others);
-    if (mine.length === 0) continue;
-    try {
-      await sendMessagesInBatches(
-        sqs,
-        sourceUrl,
-        mine.map((message) => ({ body: message.Body ?? '' })),
+  try {
+    for (;;) {
+      const received = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: dlqUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: LOOK_SECONDS,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+        }),
       );
-    } catch (error) {
-      // Not moved: visible in the DLQ again at once, not after the look.
-      await release(sqs, dlqUrl, mine).catch(() => {});
-      throw error;
+      const messages = received.Messages ?? [];
+      const fresh = messages.filter((message) => !held.has(message.MessageId ?? ''));
+      for (const message of messages)
+        if (held.has(message.MessageId ?? '')) held.set(message.MessageId!, message);
+      if (fresh.length === 0) break;
+      const owner = options.owner ?? crawlOf;
+      const ours = fresh.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
+      const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
+      for (const message of fresh) {
+        if (mine.includes(message)) continue;
+        held.set(message.MessageId ?? '', message);
+        if (ours.includes(message)) malformed.add(message.MessageId ?? '');
+      }
+      if (mine.length === 0) continue;
+      try {
+        await sendMessagesInBatches(
+          sqs,
+          sourceUrl,
+          mine.map((message) => ({ body: message.Body ?? '' })),
+        );
+      } catch (error) {
+        // Not moved: visible in the DLQ again at once, not after the look.
+        for (const message of mine) held.set(message.MessageId ?? '', message);
+        throw error;
+      }
+      const deleted = await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: dlqUrl,
+          Entries: mine.map((message, index) => ({
+            Id: String(index),
+            ReceiptHandle: message.ReceiptHandle!,
+          })),
+        }),
+      );
+      entriesFailed(
+        'delete from the DLQ',
+        deleted.Failed,
+        'they are back in their queue and stay in the DLQ too',
+      );
+      moved += mine.length;
     }
-    const deleted = await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: dlqUrl,
-        Entries: mine.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle! })),
-      }),
-    );
-    entriesFailed(
-      'delete from the DLQ',
-      deleted.Failed,
-      'they are back in their queue and stay in the DLQ too',
-    );
-    moved += mine.length;
+  } finally {
+    await release(sqs, dlqUrl, [...held.values()]);
   }
-  return { moved, kept: kept.size - malformed.size, malformed: malformed.size };
+  return { moved, kept: held.size - malformed.size, malformed: malformed.size };
 }
 
 /** Dead-lettered by the crawler itself, with why: not something a retry fixes. */
@@ -168,20 +176,21 @@ function deadLetteredAsMalformed(message: Message): boolean {
   return message.MessageAttributes?.[DEAD_LETTER_CODE_ATTRIBUTE] !== undefined;
 }
 
-/** Makes messages this redrive does not move visible again at once. */
+/** Makes messages this redrive does not move visible again at once (ten a call, SQS's batch limit). */
 async function release(sqs: SQSClient, queueUrl: string, messages: readonly Message[]): Promise<void> {
-  if (messages.length === 0) return;
-  const out = await sqs.send(
-    new ChangeMessageVisibilityBatchCommand({
-      QueueUrl: queueUrl,
-      Entries: messages.map((message, index) => ({
-        Id: String(index),
-        ReceiptHandle: message.ReceiptHandle!,
-        VisibilityTimeout: 0,
-      })),
-    }),
-  );
-  entriesFailed('make visible again', out.Failed, `they are visible again within ${LOOK_SECONDS} s`);
+  for (let start = 0; start < messages.length; start += 10) {
+    const out = await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.slice(start, start + 10).map((message, index) => ({
+          Id: String(index),
+          ReceiptHandle: message.ReceiptHandle!,
+          VisibilityTimeout: 0,
+        })),
+      }),
+    );
+    entriesFailed('make visible again', out.Failed, `they are visible again within ${LOOK_SECONDS} s`);
+  }
 }
 
 /** A batch call answers 200 with a per-entry Failed list: one clear line, not silence. */

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
+import { yamlValue } from './front-matter.ts';
 
 const DROPPED_EXTENSION = /\.(html?|php|aspx?|md)$/i;
 /** Characters some file system refuses in a name (Windows' set, and the path separators). */
@@ -42,7 +43,7 @@ export function markdownDocument(record: ContentRecord): string {
   const lines = ['---'];
   const { v: _v, crawlId: _crawlId, key: _key, kind: _kind, ...metadata } = contentMetadata(record);
   for (const [name, value] of Object.entries(metadata)) {
-    if (value !== undefined) lines.push(`${name}: ${JSON.stringify(value)}`);
+    if (value !== undefined) lines.push(`${name}: ${yamlValue(value)}`);
   }
   lines.push('---', '', record.markdown ?? record.text ?? '');
   return `${lines.join('\n').trimEnd()}\n`;

@@ -3,11 +3,16 @@
  * (markdown-it, raw HTML enabled and every link scheme let through, so that whatever the Markdown
  * says shows), page text comes out as text: no link, image or HTML that the page wrote as text, no
  * `javascript:`, `vbscript:` or `data:` link from an href, and ordinary text full of Markdown
- * characters reads back the same.
+ * characters reads back the same. The same for llms.txt and the `.md` files' front matter (which a
+ * YAML parser reads back exactly).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import MarkdownIt from 'markdown-it';
+import { parse as parseYaml } from 'yaml';
+import { llmsEntry, llmsFullSection, llmsTxt } from '../../cli/llms-txt.ts';
+import { markdownDocument } from '../../cli/markdown-files.ts';
+import type { ContentRecord } from '../../lambdas/core/content-record.ts';
 import { extractMainContent } from '../../lambdas/core/main-content.ts';
 import { escapeMarkdownText } from '../../lambdas/core/markdown-escape.ts';
 
@@ -198,5 +203,82 @@ describe('page text is text in the Markdown', () => {
     const escaped = escapeMarkdownText(text, true);
     assert.ok(escaped.length <= 2 * text.length);
     assert.equal(visibleText(render(escaped)), text);
+  });
+});
+
+function record(url: string, extra: Partial<ContentRecord> = {}): ContentRecord {
+  return {
+    v: 1,
+    crawlId: 'c1',
+    key: url,
+    url,
+    fetchedAt: '2026-12-02T00:00:00.000Z',
+    mime: 'text/html',
+    kind: 'html',
+    wordCount: 1,
+    ...extra,
+  };
+}
+
+const HOSTILE = {
+  title: '<img src=x onerror=alert(1)> [x](javascript:alert(1))',
+  description: '](javascript:alert(1)) <script>alert(2)</script> ![t](http://evil/t.png)',
+  siteName: '<b>Site</b> [home](javascript:alert(3))',
+};
+
+describe('llms.txt', () => {
+  test('titles, descriptions and the site name are text', () => {
+    const records = [
+      record('https://site.example/', HOSTILE),
+      record('https://site.example/a', { title: HOSTILE.description, description: HOSTILE.title }),
+    ];
+    const html = render(llmsTxt(records.map(llmsEntry), records[0], ['https://site.example/']));
+    assert.deepEqual(foreignTags(html, ['h1', 'h2', 'blockquote', 'p', 'ul', 'li', 'a']), [], html);
+    const links = [...html.matchAll(/<a href="([^"]*)">/g)].map((m) => m[1]);
+    assert.deepEqual(links, ['https://site.example/', 'https://site.example/a'], html);
+  });
+
+  test('llms-full.txt titles are text, and a text record is text', () => {
+    const html = render(
+      llmsFullSection(record('https://site.example/t', { title: HOSTILE.title, text: HOSTILE.description })),
+    );
+    assert.deepEqual(foreignTags(html, ['h1', 'p']), [], html);
+    assert.ok(!html.includes('<a'), html);
+  });
+});
+
+describe('front matter of the .md files', () => {
+  const nasty =
+    'a\n---\n<script>alert(1)</script>\u2028b\u0085c\u007f\ud800 "q" \\ [x](javascript:alert(1)) # not: a: key';
+  const doc = markdownDocument(
+    record('https://site.example/f', {
+      title: nasty,
+      description: '',
+      og: { [`k${nasty}`]: nasty, type: 'article' },
+      jsonLdTypes: [nasty, 'Thing'],
+      markdown: 'Body text.',
+    }),
+  );
+
+  test('a YAML parser reads every value back exactly (1.1 and 1.2)', () => {
+    const front = doc.slice(4, doc.indexOf('\n---\n', 4));
+    assert.ok(!front.includes('\n---'), 'the front matter ends where it should');
+    const well = nasty.toWellFormed();
+    for (const version of ['1.1', '1.2'] as const) {
+      const data = parseYaml(front, { version });
+      assert.equal(data.title, well, version);
+      assert.equal(data.description, '');
+      assert.deepEqual(data.og, { [`k${well}`]: well, type: 'article' });
+      assert.deepEqual(data.jsonLdTypes, [well, 'Thing']);
+      assert.equal(data.url, 'https://site.example/f');
+      assert.equal(data.wordCount, 1);
+    }
+    assert.ok(doc.endsWith('---\n\nBody text.\n'));
+  });
+
+  test('rendered as Markdown by a renderer that knows no front matter, it holds no HTML and no link', () => {
+    const html = render(doc);
+    assert.deepEqual(foreignTags(html, ['hr', 'h2', 'p']), [], html);
+    assert.ok(!html.includes('<a'), html);
   });
 });

@@ -207,6 +207,12 @@ describe('extraction is linear: attributes and metadata', () => {
       400_000,
     );
     assertLinear((n) => `<article><p><a href="/${'x('.repeat(n)}">t</a></p></article>`, 5_000, 400_000);
+    // a host of many dots ending in one (its trailing dots are trimmed when the link is normalized)
+    assertLinear(
+      (n) => `<article><p><a href="http://a${'.'.repeat(n)}b./">t</a></p></article>`,
+      2_000,
+      200_000,
+    );
   });
   test('an element with many attributes, and many elements with classes', () => {
     assertLinear(

@@ -1423,18 +1423,19 @@ class Renderer {
 
 /** A backslash before each `|` that is not escaped yet (an odd run of backslashes escapes it). */
 function escapeCellPipes(md: string): string {
-  let out = '';
+  const parts: string[] = [];
   let last = 0;
   let backslashes = 0;
   for (let i = 0; i < md.length; i++) {
     const c = md.charCodeAt(i);
     if (c === 124 && backslashes % 2 === 0) {
-      out += `${md.slice(last, i)}\\`;
+      parts.push(md.slice(last, i), '\\');
       last = i;
     }
     backslashes = c === 92 ? backslashes + 1 : 0;
   }
-  return out + md.slice(last);
+  parts.push(md.slice(last));
+  return parts.join('');
 }
 
 function rawText(el: El): string {

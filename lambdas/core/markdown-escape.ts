@@ -53,7 +53,8 @@ function isTrimmed(c: number): boolean {
  * output (a paragraph, a list item, a cell, a heading's content, or the text after a hard break).
  */
 export function escapeMarkdownText(text: string, lineStart: boolean): string {
-  let out = '';
+  // pieces joined once: `out +=` per escape made a rope as deep as the escapes, slow to flatten
+  const parts: string[] = [];
   let last = 0;
   let atLineStart = lineStart;
   const length = text.length;
@@ -70,7 +71,7 @@ export function escapeMarkdownText(text: string, lineStart: boolean): string {
         while (j < length && j - i < 10 && isDigit(text.charCodeAt(j))) j++;
         const next = text.charCodeAt(j);
         if (j - i <= 9 && (next === 46 || next === 41)) {
-          out += `${text.slice(last, j)}\\`;
+          parts.push(text.slice(last, j), '\\');
           last = j;
         }
         i = j - 1;
@@ -101,11 +102,13 @@ export function escapeMarkdownText(text: string, lineStart: boolean): string {
       needed = before === 32 || before === 9;
     }
     if (needed) {
-      out += `${text.slice(last, i)}\\`;
+      parts.push(text.slice(last, i), '\\');
       last = i;
     }
   }
-  return out === '' ? text : out + text.slice(last);
+  if (parts.length === 0) return text;
+  parts.push(text.slice(last));
+  return parts.join('');
 }
 
 /** The longest run of backticks in `text`: a code fence or span must be longer. */

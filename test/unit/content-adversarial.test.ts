@@ -2,16 +2,20 @@
  * Adversarial pages against content extraction and link extraction (issue 22): each construct is
  * timed at n and 4n in the same run, and the cost must grow linearly (a ratio well below the 16 of a
  * quadratic step), so the check holds on a loaded machine: the fastest of a few repeats, n doubled
- * until one run is long enough to time. Then the CPU
- * budget: a page past it keeps a content record marked `truncated: "time"`, and its stored body and
- * links are the same as with no budget.
+ * until one run is long enough to time. Then the CPU budget: a page past it keeps a content record
+ * marked `truncated: "time"`, and its stored body and links are the same as with no budget. Last, the
+ * other writers of page text: the Markdown escaping, llms.txt and the front matter.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { betterHome, llmsTxt } from '../../cli/llms-txt.ts';
+import { markdownDocument } from '../../cli/markdown-files.ts';
+import type { ContentRecord } from '../../lambdas/core/content-record.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
 import { extractLinks } from '../../lambdas/core/links.ts';
 import { extractMainContent } from '../../lambdas/core/main-content.ts';
+import { escapeMarkdownText } from '../../lambdas/core/markdown-escape.ts';
 import type { PageFetcher, PageResponse, UrlClaims } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
@@ -110,6 +114,8 @@ const CONTEXTS: Record<string, (run: string) => string> = {
   code: (run) => `<article><p>see <code>${run}</code></p></article>`,
   table: (run) =>
     `<article><table><tr><th>a</th><th>b</th></tr><tr><td>${run}</td><td>x</td></tr></table></article>`,
+  'code in table': (run) =>
+    `<article><table><tr><th>a</th><th>b</th></tr><tr><td><code>${run}</code></td><td>x</td></tr></table></article>`,
   heading: (run) => `<article><h2>${run}</h2><p>text</p></article>`,
   list: (run) => `<article><ul><li>${run}</li></ul></article>`,
   link: (run) => `<article><p><a href="/x">${run}</a></p></article>`,
@@ -348,3 +354,95 @@ describe('the CPU budget of an extraction', () => {
     assert.equal(cut.page.result.truncated, undefined);
   });
 });
+
+describe('the other Markdown writers are linear', () => {
+  /** Like assertLinear, for any function of n. */
+  function assertLinearWork(work: (n: number) => () => void, start: number, max: number): void {
+    let n = start;
+    const fastest = (size: number) => {
+      const run = work(size);
+      return Math.min(elapsed(run), elapsed(run), elapsed(run));
+    };
+    let once = fastest(n);
+    while (n < max && once < MIN_RUN_MS) {
+      n *= 2;
+      once = fastest(n);
+    }
+    const measure = (size: number) => {
+      const small = work(size);
+      const large = work(4 * size);
+      const times = Math.max(1, Math.ceil(BATCH_MS / 4 / once));
+      let tSmall = Number.POSITIVE_INFINITY;
+      let tLarge = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < REPEATS; i++) {
+        tSmall = Math.min(tSmall, elapsed(small, 4 * times) / 4);
+        tLarge = Math.min(tLarge, elapsed(large, times));
+      }
+      return tLarge / tSmall;
+    };
+    let ratio = measure(n);
+    if (ratio >= MAX_RATIO) ratio = Math.min(ratio, measure(n));
+    assert.ok(ratio < MAX_RATIO, `n=${n}: ratio ${ratio.toFixed(1)}`);
+  }
+
+  test('escaping runs of every significant character', () => {
+    for (const char of ['\\', '`', '*', '_', '#', '|', '[', '>', '-', '&', '1.', ' #']) {
+      assertLinearWork(
+        (n) => {
+          const text = char.repeat(n);
+          return () => escapeMarkdownText(text, true);
+        },
+        10_000,
+        1_000_000,
+      );
+    }
+  });
+
+  test('llms.txt of n pages, all of them seeds, with hostile titles', () => {
+    assertLinearWork(
+      (n) => {
+        const urls = Array.from({ length: n }, (_, i) => `https://s${i % 7}.example/p${(i * 7919) % n}`);
+        const entries = urls.map((url, i) => ({
+          url,
+          title: `[t${i}](javascript:x) *${i}*`,
+          description: '<b>d</b>',
+        }));
+        const seeds = [...urls].reverse();
+        return () => {
+          let home: ContentRecord | undefined;
+          for (const url of urls) home = betterHome(home, record(url), seeds);
+          llmsTxt(entries, home, seeds);
+        };
+      },
+      4_000,
+      16_000,
+    );
+  });
+
+  test('front matter with long and many values', () => {
+    assertLinearWork(
+      (n) => {
+        const og: Record<string, string> = {};
+        for (let i = 0; i < n; i++) og[`k${i}<`] = `v\u2028${i}&`;
+        const doc = record('https://a.example/', { title: '<[&]>\u0085'.repeat(n), og, markdown: 'x' });
+        return () => markdownDocument(doc);
+      },
+      500,
+      100_000,
+    );
+  });
+});
+
+function record(url: string, extra: Partial<ContentRecord> = {}): ContentRecord {
+  return {
+    v: 1,
+    crawlId: 'c',
+    key: url,
+    url,
+    fetchedAt: '2026-12-03T00:00:00.000Z',
+    mime: 'text/html',
+    kind: 'html',
+    wordCount: 1,
+    ...extra,
+  };
+}

@@ -5,8 +5,12 @@
  * first seed's record (its og:site_name or title, and its description), else from the shallowest page.
  * Pages are listed by URL, the seed first. llms-full.txt is every page's Markdown (or text) under an
  * H1 of its title, with its URL.
+ *
+ * Titles, descriptions, names and hosts are page text: they are escaped (core/markdown-escape.ts), so
+ * a page cannot put links or HTML into llms.txt; a URL that is not http(s) is never a link.
  */
 import type { ContentRecord } from '../lambdas/core/content-record.ts';
+import { escapeMarkdownText, markdownDestination } from '../lambdas/core/markdown-escape.ts';
 
 export interface LlmsEntry {
   url: string;
@@ -30,8 +34,8 @@ export function llmsTxt(
 ): string {
   const firstUrl = seeds[0] ?? entries[0]?.url;
   const siteName = oneLine(home?.siteName ?? home?.title ?? '') || hostOf(firstUrl) || 'Crawl';
-  const lines = [`# ${siteName}`, ''];
-  if (home?.description) lines.push(`> ${oneLine(home.description)}`, '');
+  const lines = [`# ${escapeMarkdownText(siteName, true)}`, ''];
+  if (home?.description) lines.push(`> ${escapeMarkdownText(oneLine(home.description), true)}`, '');
   const byHost = Map.groupBy(
     [...entries].sort(
       (a, b) => rank(a.url, seeds) - rank(b.url, seeds) || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0),
@@ -39,10 +43,11 @@ export function llmsTxt(
     (entry) => hostOf(entry.url) ?? '',
   );
   for (const [host, pages] of byHost) {
-    lines.push(`## ${byHost.size === 1 ? 'Pages' : host}`, '');
+    lines.push(`## ${byHost.size === 1 ? 'Pages' : escapeMarkdownText(host, true)}`, '');
     for (const page of pages) {
-      const link = `- [${escapeLinkText(page.title)}](${encodeUrl(page.url)})`;
-      lines.push(page.description ? `${link}: ${page.description}` : link);
+      const title = escapeMarkdownText(page.title, true);
+      const link = isHttp(page.url) ? `- [${title}](${markdownDestination(page.url)})` : `- ${title}`;
+      lines.push(page.description ? `${link}: ${escapeMarkdownText(page.description, false)}` : link);
     }
     lines.push('');
   }
@@ -51,9 +56,13 @@ export function llmsTxt(
 
 /** One page's part of llms-full.txt. */
 export function llmsFullSection(record: ContentRecord): string {
-  const title = oneLine(record.title ?? '') || record.url;
-  const body = (record.markdown ?? record.text ?? '').trim();
-  return `# ${title}\n\nSource: ${record.url}\n\n${body}\n\n`;
+  const title = escapeMarkdownText(oneLine(record.title ?? '') || record.url, true);
+  // a record's Markdown is escaped already; its text is plain and goes in as text
+  const body =
+    record.markdown !== undefined
+      ? record.markdown.trim()
+      : escapeMarkdownText((record.text ?? '').trim(), true);
+  return `# ${title}\n\nSource: ${escapeMarkdownText(record.url, false)}\n\n${body}\n\n`;
 }
 
 /** Of two records, the one that names the site better: a seed, else the shallower URL path. */
@@ -68,9 +77,17 @@ export function betterHome(
   return pathDepth(b.url) < pathDepth(a.url) ? b : a;
 }
 
+/** Each seed's first position, once per seed list: an indexOf per comparison cost seeds × n log n. */
+const seedRanks = new WeakMap<readonly string[], Map<string, number>>();
+
 function rank(url: string, seeds: readonly string[]): number {
-  const index = seeds.indexOf(url);
-  return index === -1 ? seeds.length : index;
+  let ranks = seedRanks.get(seeds);
+  if (ranks === undefined) {
+    ranks = new Map();
+    for (let i = seeds.length - 1; i >= 0; i--) ranks.set(seeds[i]!, i);
+    seedRanks.set(seeds, ranks);
+  }
+  return ranks.get(url) ?? seeds.length;
 }
 
 function pathDepth(url: string): number {
@@ -85,11 +102,6 @@ function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
-function escapeLinkText(text: string): string {
-  return text.replace(/[[\]\\]/g, '\\$&');
-}
-
-/** Parentheses and spaces in a Markdown link destination would end it early. */
-function encodeUrl(url: string): string {
-  return url.replace(/[()\s]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+function isHttp(url: string): boolean {
+  return /^https?:\/\//i.test(url);
 }

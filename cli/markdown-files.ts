@@ -6,17 +6,18 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
+import { yamlValue } from './front-matter.ts';
 import { MarkdownNames } from './markdown-names.ts';
 
 /**
- * A page's Markdown file: front matter (the page's metadata fields, as JSON values, which YAML
- * reads; not the record's bookkeeping: v, crawlId, key, kind), then the Markdown.
+ * A page's Markdown file: front matter (the page's metadata fields, as YAML values safe to render as
+ * Markdown (front-matter.ts); not the record's bookkeeping: v, crawlId, key, kind), then the Markdown.
  */
 export function markdownDocument(record: ContentRecord): string {
   const lines = ['---'];
   const { v: _v, crawlId: _crawlId, key: _key, kind: _kind, ...metadata } = contentMetadata(record);
   for (const [name, value] of Object.entries(metadata)) {
-    if (value !== undefined) lines.push(`${name}: ${JSON.stringify(value)}`);
+    if (value !== undefined) lines.push(`${name}: ${yamlValue(value)}`);
   }
   lines.push('---', '', record.markdown ?? record.text ?? '');
   return `${lines.join('\n').trimEnd()}\n`;

@@ -3,7 +3,7 @@
  */
 import { type ContentRecord, MAX_TEXT_RECORD_CHARS } from './content-record.ts';
 import type { ContentMode } from './crawl-config.ts';
-import { extractMainContent, type PageMetadata } from './main-content.ts';
+import { extractMainContent, type MainContentOptions, type PageMetadata } from './main-content.ts';
 
 export interface ContentSource {
   crawlId: string;
@@ -14,14 +14,18 @@ export interface ContentSource {
   mime: string;
 }
 
-/** The record of an HTML page, from its decoded text; `baseUrl` resolves its links. */
+/**
+ * The record of an HTML page, from its decoded text; `baseUrl` resolves its links. `options` (the
+ * CPU budget) default to the limits of core/limits.ts.
+ */
 export function htmlContentRecord(
   source: ContentSource,
   html: string,
   baseUrl: string,
   mode: Exclude<ContentMode, 'none'>,
+  options?: Pick<MainContentOptions, 'cpuBudgetMs'>,
 ): ContentRecord {
-  const extracted = extractMainContent(html, baseUrl);
+  const extracted = extractMainContent(html, baseUrl, options);
   return {
     ...head(source, 'html'),
     ...metadataFields(extracted.metadata),

@@ -11,7 +11,8 @@
  *   at most MAX_TEXT_RECORD_CHARS characters. Never through the HTML path.
  * - Anything else (images, PDF...): no record.
  *
- * `truncated` says why a record holds less than the page (a bound of main-content.ts, or the text cap).
+ * `truncated` says why a record holds less than the page (a bound of main-content.ts, `time` when its
+ * CPU budget ran out, or the text cap).
  * The records are built by content-extract.ts; this module is only their shape, for the readers too.
  */
 import { z } from 'zod';

@@ -61,6 +61,8 @@ export interface FetchTaskDeps {
    * are dropped (its summary is written: nothing may add to it).
    */
   crawlStates?: CrawlStateCheck;
+  /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs; tests make it small). */
+  extractionCpuMs?: number;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }
@@ -392,7 +394,7 @@ async function decide(
     const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
-  const page = readPage(response, base, config);
+  const page = readPage(response, base, config, deps.extractionCpuMs);
   return captured(
     { ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) },
     page.links,
@@ -415,6 +417,7 @@ function readPage(
   response: Awaited<ReturnType<PageFetcher['fetch']>>,
   result: CrawlResult,
   config: CrawlConfig,
+  extractionCpuMs: number | undefined,
 ): PageReading {
   const mime = mediaType(result.contentType);
   const kind = contentKind(mime);
@@ -446,7 +449,11 @@ function readPage(
     ...(extracted.canonical ? { canonical: extracted.canonical } : {}),
     ...(config.content === 'none'
       ? {}
-      : { content: htmlContentRecord(source, text, response.url, config.content) }),
+      : {
+          content: htmlContentRecord(source, text, response.url, config.content, {
+            ...(extractionCpuMs === undefined ? {} : { cpuBudgetMs: extractionCpuMs }),
+          }),
+        }),
   };
 }
 

@@ -86,3 +86,14 @@ export const STORAGE_LIMITS = {
   /** A WARC (or content) file is closed here: under the local S3's ~11 MiB request limit with a 5 MiB body. */
   warcFileBytes: 8 * MiB,
 } as const;
+
+export const CONTENT_LIMITS = {
+  /**
+   * CPU time of one page's content extraction (main-content.ts): reading stops here, what was read
+   * gets as much again to be rendered, and the content record says `truncated: "time"`; the page's
+   * WARC record and links do not depend on it. Extraction is linear in the page, so this is a
+   * backstop far above real pages: the slowest bench page (test/data/article-extraction, 180 KB)
+   * takes 4 ms, a 5 MiB page of tiny linked paragraphs ~1 s (measured on a loaded 2-core machine).
+   */
+  extractionCpuMs: 500,
+} as const;

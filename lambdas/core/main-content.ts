@@ -26,9 +26,19 @@
  * Bounds for hostile HTML: elements nested deeper than `maxDepth` are flattened into their
  * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth open elements
  * (at least 2,000; all open elements are tracked, kept or not), at `maxTableCells` table cells, or at
- * `maxTextChars` characters of text; `truncated` then says why. The function does not throw.
+ * `maxTextChars` characters of text; `truncated` then says why. Every step is linear in the page
+ * (test/unit/content-adversarial.test.ts times each hostile construct at n and 4n), and the whole
+ * extraction has a CPU budget (`cpuBudgetMs`, CONTENT_LIMITS.extractionCpuMs) as a backstop: past it
+ * reading stops, what was read gets as much time again to be rendered (else the output is empty), and
+ * `truncated` is `'time'`. The function does not throw.
+ *
+ * Page text is escaped as it goes into the Markdown (markdown-escape.ts): only the constructs made
+ * here are Markdown, links are http(s) or mailto, and code fences outgrow their content.
  */
+import { CpuBudget } from './cpu-budget.ts';
+import { CONTENT_LIMITS } from './limits.ts';
 import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
+import { escapeMarkdownText, longestBacktickRun, markdownDestination } from './markdown-escape.ts';
 
 export interface PageMetadata {
   title?: string;
@@ -64,6 +74,10 @@ export interface MainContentOptions {
   maxTableCells?: number;
   /** Characters of text read before reading stops (default 2,000,000). */
   maxTextChars?: number;
+  /** CPU time for the whole extraction (default CONTENT_LIMITS.extractionCpuMs); see `truncated: 'time'`. */
+  cpuBudgetMs?: number;
+  /** The CPU clock in ms (default: this thread's CPU time); tests drive it. */
+  cpuClock?: () => number;
 }
 
 export const DEFAULT_MAX_DEPTH = 500;
@@ -179,6 +193,8 @@ const F_LAYOUT = 4; // table: layout table (nested table, one column, role=prese
 const F_HAS_BLOCK = 8;
 const F_SCORED = 16;
 const F_TH = 32;
+/** An ancestor is unlikely: set when the element is made, so no walk up the tree asks it again. */
+const F_UNDER_UNLIKELY = 64;
 
 const POSITIVE_HINT = /article|body|content|entry|main|page|post|text|blog|story/;
 const NEGATIVE_HINT =
@@ -219,6 +235,8 @@ class El {
   extra: string | undefined = undefined;
   /** Heading level, cell colspan, list start. */
   n = 0;
+  /** The nearest table ancestor (a nested table makes it a layout table without a walk up). */
+  table: El | null = null;
   textLen = 0;
   linkLen = 0;
   commas = 0;
@@ -305,8 +323,7 @@ function finalScore(el: El): number {
 }
 
 function insideUnlikely(el: El): boolean {
-  for (let p: El | null = el; p !== null; p = p.parent) if (p.flags & F_UNLIKELY) return true;
-  return false;
+  return (el.flags & (F_UNLIKELY | F_UNDER_UNLIKELY)) !== 0;
 }
 
 // --- metadata -------------------------------------------------------------------------------------
@@ -391,10 +408,12 @@ function readMeta(meta: RawMeta, attribs: Attributes): void {
   }
 }
 
-function ldName(value: unknown): string | undefined {
+/** A name, an object's `name`, or a list of those (one level: nested lists are not names). */
+function ldName(value: unknown, nested = false): string | undefined {
   if (typeof value === 'string') return value;
   if (Array.isArray(value)) {
-    const names = value.map(ldName).filter((n): n is string => n !== undefined);
+    if (nested) return undefined;
+    const names = value.map((item) => ldName(item, true)).filter((n): n is string => n !== undefined);
     return names.length > 0 ? names.join(', ') : undefined;
   }
   if (value !== null && typeof value === 'object') {
@@ -520,6 +539,7 @@ class TreeBuilder implements HtmlHandler {
   private readonly maxText: number;
   private readonly images: boolean;
   private readonly stripUnlikely: boolean;
+  private readonly budget: CpuBudget;
   private stopped = false;
   private cur: El;
   private depth = 0;
@@ -535,7 +555,8 @@ class TreeBuilder implements HtmlHandler {
   /** The kind of the element whose start tag is being read. */
   private kind = K_NONE;
 
-  constructor(options: MainContentOptions | undefined, stripUnlikely: boolean) {
+  constructor(options: MainContentOptions | undefined, stripUnlikely: boolean, budget: CpuBudget) {
+    this.budget = budget;
     this.maxDepth = Math.max(1, bound(options?.maxDepth, DEFAULT_MAX_DEPTH));
     this.stopDepth = Math.max(this.maxDepth * 4, 2000);
     this.maxCells = bound(options?.maxTableCells, DEFAULT_MAX_TABLE_CELLS);
@@ -615,6 +636,10 @@ class TreeBuilder implements HtmlHandler {
 
   onopentag(name: string, attribs: Attributes): void {
     if (this.stopped) return;
+    if (this.budget.spent()) {
+      this.stop('time');
+      return;
+    }
     if (this.skipDepth > 0) {
       if (++this.skipDepth + this.depth > this.stopDepth) {
         this.stop(`elements nested deeper than ${this.stopDepth} levels: the rest of the page was not read`);
@@ -688,8 +713,11 @@ class TreeBuilder implements HtmlHandler {
     }
     const cls = attribs.get(A_CLASS);
     const id = attribs.get(A_ID);
-    const el = new El(kind, name, this.cur, this.depth, cls ?? '');
-    this.cur.add(el);
+    const parent = this.cur;
+    const el = new El(kind, name, parent, this.depth, cls ?? '');
+    if (parent.flags & (F_UNLIKELY | F_UNDER_UNLIKELY)) el.flags |= F_UNDER_UNLIKELY;
+    el.table = parent.kind === K_TABLE ? parent : parent.table;
+    parent.add(el);
     this.cur = el;
     const stripUnlikely = this.stripUnlikely;
     if (cls !== undefined || id !== undefined) {
@@ -769,12 +797,7 @@ class TreeBuilder implements HtmlHandler {
       }
       case K_TABLE: {
         if (attribs.get(A_ROLE) === 'presentation') el.flags |= F_LAYOUT;
-        for (let p = el.parent; p !== null; p = p.parent) {
-          if (p.kind === K_TABLE) {
-            p.flags |= F_LAYOUT;
-            break;
-          }
-        }
+        if (el.table !== null) el.table.flags |= F_LAYOUT;
         break;
       }
       case K_PRE:
@@ -817,6 +840,10 @@ class TreeBuilder implements HtmlHandler {
 
   ontext(source: string, start: number, end: number): void {
     if (this.stopped || start >= end) return;
+    if (this.budget.spent()) {
+      this.stop('time');
+      return;
+    }
     if (this.skipDepth > 0) {
       if (this.capture !== 0 && this.captured.length < 1_000_000) this.captured += source.slice(start, end);
       return;
@@ -841,7 +868,9 @@ class TreeBuilder implements HtmlHandler {
           return;
         }
         const last = kids[kids.length - 1]!;
-        if (typeof last === 'string' ? last !== ' ' : last.kind >= K_A) cur.add(' ');
+        if (typeof last !== 'string') {
+          if (last.kind >= K_A) cur.add(' ');
+        } else if (last.charCodeAt(last.length - 1) !== 32) kids[kids.length - 1] = `${last} `;
         return;
       }
       value = source.slice(start, end);
@@ -854,7 +883,12 @@ class TreeBuilder implements HtmlHandler {
       this.stop(`more than ${this.maxText} characters of text: the rest of the page was not read`);
     }
     this.textChars += value.length;
-    cur.add(value);
+    // One string per run of text: the tokenizer splits text at entities (`&amp;lt;` is `&` then
+    // `lt;`), and the Markdown escaping must see the run whole.
+    const kids = cur.kids;
+    const last = kids === null ? undefined : kids[kids.length - 1];
+    if (typeof last === 'string') kids![kids!.length - 1] = last + value;
+    else cur.add(value);
     cur.textLen += len;
     cur.inlineLen += len;
     cur.commas += commas;
@@ -869,8 +903,13 @@ function hiddenByStyle(style: string | undefined): boolean {
   return style !== undefined && HIDDEN_STYLE.test(style);
 }
 
-function parse(html: string, options: MainContentOptions | undefined, stripUnlikely: boolean): Parsed {
-  const builder = new TreeBuilder(options, stripUnlikely);
+function parse(
+  html: string,
+  options: MainContentOptions | undefined,
+  stripUnlikely: boolean,
+  budget: CpuBudget,
+): Parsed {
+  const builder = new TreeBuilder(options, stripUnlikely, budget);
   const reader = new HtmlReader(html, builder, WANTED_ATTRIBUTES);
   builder.reader = reader;
   reader.run();
@@ -998,7 +1037,12 @@ class Inline {
   tx = '';
   /** The output is empty or ends with whitespace: a leading space of the next text is dropped. */
   ws = true;
+  /** Nothing but white space since the start or the last hard break: text there is escaped as a line start. */
+  lineStart = true;
 }
+
+/** Thrown by the renderer when the CPU budget is spent (extractMainContent catches it). */
+class OutOfTime extends Error {}
 
 class Renderer {
   readonly base: string;
@@ -1010,11 +1054,17 @@ class Renderer {
   private em = 0;
   private code = 0;
   private link = 0;
+  private readonly budget: CpuBudget;
 
-  constructor(base: string, images: boolean, clean: boolean) {
+  constructor(base: string, images: boolean, clean: boolean, budget: CpuBudget) {
     this.base = base;
     this.images = images;
     this.clean = clean;
+    this.budget = budget;
+  }
+
+  private tick(): void {
+    if (this.budget.spent()) throw new OutOfTime();
   }
 
   resolve(href: string | undefined, image: boolean): string | undefined {
@@ -1025,10 +1075,7 @@ class Renderer {
     if (url === null) return undefined;
     const protocol = url.protocol;
     if (protocol !== 'http:' && protocol !== 'https:' && (image || protocol !== 'mailto:')) return undefined;
-    const out = url.href;
-    return out.includes('(') || out.includes(')') || out.includes(' ')
-      ? out.replaceAll('(', '%28').replaceAll(')', '%29').replaceAll(' ', '%20')
-      : out;
+    return markdownDestination(url.href);
   }
 
   /** Whether a kept element inside the content is dropped. */
@@ -1078,6 +1125,7 @@ class Renderer {
   }
 
   block(el: El, md: string[], tx: string[]): void {
+    this.tick();
     switch (el.kind) {
       case K_HEADING: {
         const inline = this.inlineOf(el);
@@ -1097,11 +1145,11 @@ class Renderer {
         return;
       case K_PRE: {
         const raw = rawText(el);
-        let body = raw.startsWith('\n') ? raw.slice(1) : raw;
-        body = body.replace(/\s+$/, '');
+        // trimEnd, not /\s+$/: that regex is quadratic in a long run of spaces followed by text
+        const body = (raw.startsWith('\n') ? raw.slice(1) : raw).trimEnd();
         if (body.trim() === '') return;
-        let fence = '```';
-        while (body.includes(fence)) fence += '`';
+        // a fence longer than any run of backticks in the body (found in one pass)
+        const fence = '`'.repeat(Math.max(3, longestBacktickRun(body) + 1));
         const lang = el.extra ?? firstCodeLanguage(el) ?? '';
         md.push(`${fence}${lang}\n${body}\n${fence}`);
         tx.push(body);
@@ -1234,7 +1282,8 @@ class Renderer {
         this.flow(cell, subMd, subTx);
         let m = subMd.join(' ');
         if (m.includes('\n')) m = collapse(m);
-        if (m.includes('|')) m = m.replaceAll('|', '\\|');
+        // text has its `|` escaped already; those of link URLs and code spans would end the cell
+        if (m.includes('|')) m = escapeCellPipes(m);
         cells.push(m);
         cellTexts.push(collapse(subTx.join(' ')));
         for (let i = 1; i < cell.n; i++) {
@@ -1243,7 +1292,9 @@ class Renderer {
         }
       }
       if (cells.length === 0) continue;
-      while (cells.length < columns) cells.push('');
+      // only the header row needs every column (GFM pads shorter rows): padding each row would cost
+      // rows × columns, quadratic in the cells of a table with one wide row
+      if (lines.length === 0) while (cells.length < columns) cells.push('');
       lines.push(`| ${cells.join(' | ')} |`);
       textRows.push(cellTexts.join('\t').trimEnd());
       if (lines.length === 1) lines.push(`|${' --- |'.repeat(columns)}`);
@@ -1266,24 +1317,29 @@ class Renderer {
     let v = value;
     if (inline.ws && v.charCodeAt(0) === 32) v = v.slice(1);
     if (v === '') return;
-    inline.md.push(v);
+    this.tick();
+    // code span content is literal; other text is escaped so that only our constructs are Markdown
+    inline.md.push(this.code > 0 ? v : escapeMarkdownText(v, inline.lineStart));
     inline.tx += v;
     inline.ws = v.charCodeAt(v.length - 1) === 32;
+    if (inline.lineStart && v.trim() !== '') inline.lineStart = false;
   }
 
   /** Renders `el` and its subtree into the current paragraph. */
   inline(el: El, inline: Inline): void {
+    this.tick();
     switch (el.kind) {
       case K_BR:
         inline.md.push('  \n');
         inline.tx += '\n';
         inline.ws = true;
+        inline.lineStart = true;
         return;
       case K_IMG: {
         if (!this.images) return;
         const url = this.resolve(el.url, true);
         if (url === undefined) return;
-        const alt = el.extra === undefined ? '' : collapse(el.extra).replaceAll(']', '\\]');
+        const alt = el.extra === undefined ? '' : escapeMarkdownText(collapse(el.extra), false);
         inline.md.push(`![${alt}](${url})`);
         inline.ws = false;
         return;
@@ -1322,7 +1378,7 @@ class Renderer {
           const start = inline.md.length;
           this.children(el, inline);
           const inner = inline.md.splice(start).join('');
-          const fence = inner.includes('`') ? '``' : '`';
+          const fence = '`'.repeat(longestBacktickRun(inner) + 1);
           const pad = fence.length > 1 ? ' ' : '';
           this.put(inline, inner, `${fence}${pad}`, `${pad}${fence}`);
           this.code--;
@@ -1363,6 +1419,23 @@ class Renderer {
     const trail = inner.charCodeAt(inner.length - 1) !== trimmed.charCodeAt(trimmed.length - 1) ? ' ' : '';
     inline.md.push(`${lead}${open}${trimmed}${close}${trail}`);
   }
+}
+
+/** A backslash before each `|` that is not escaped yet (an odd run of backslashes escapes it). */
+function escapeCellPipes(md: string): string {
+  const parts: string[] = [];
+  let last = 0;
+  let backslashes = 0;
+  for (let i = 0; i < md.length; i++) {
+    const c = md.charCodeAt(i);
+    if (c === 124 && backslashes % 2 === 0) {
+      parts.push(md.slice(last, i), '\\');
+      last = i;
+    }
+    backslashes = c === 92 ? backslashes + 1 : 0;
+  }
+  parts.push(md.slice(last));
+  return parts.join('');
 }
 
 function rawText(el: El): string {
@@ -1431,9 +1504,13 @@ function metadataOf(meta: RawMeta, base: string, wordCount: number): PageMetadat
 export function extractMainContent(html: string, baseUrl: string, options?: MainContentOptions): MainContent {
   const images = options?.images === true;
   const source = typeof html === 'string' ? html : String(html);
+  const budget = new CpuBudget(
+    bound(options?.cpuBudgetMs, CONTENT_LIMITS.extractionCpuMs),
+    options?.cpuClock,
+  );
   let parsed: Parsed;
   try {
-    parsed = parse(source, options, true);
+    parsed = parse(source, options, true, budget);
   } catch (error) {
     return {
       markdown: '',
@@ -1450,13 +1527,16 @@ export function extractMainContent(html: string, baseUrl: string, options?: Main
     }
   }
   let content: { markdown: string; text: string };
+  // Reading cut by the budget: what was read gets as much time again to be rendered.
+  if (parsed.truncated === 'time') budget.renew();
   try {
-    const renderer = new Renderer(base, images, true);
+    const renderer = new Renderer(base, images, true, budget);
     content = renderAll(chooseContent(parsed), renderer);
-    if (content.text.trim() === '') {
+    if (content.text.trim() === '' && parsed.truncated !== 'time') {
       // Everything was unlikely (an ad-wrapper around the page): read it again without that rule,
       // and if even that leaves nothing, take the whole page uncleaned.
-      parsed = parse(source, options, false);
+      parsed = parse(source, options, false, budget);
+      if (parsed.truncated === 'time') budget.renew();
       content = renderAll(chooseContent(parsed), renderer);
       if (content.text.trim() === '') {
         renderer.clean = false;
@@ -1464,9 +1544,10 @@ export function extractMainContent(html: string, baseUrl: string, options?: Main
       }
     }
   } catch (error) {
-    // not expected; the output stays well-formed rather than throwing at the caller
     content = { markdown: '', text: '' };
-    parsed.truncated ??= `rendering failed: ${error instanceof Error ? error.message : String(error)}`;
+    if (error instanceof OutOfTime) parsed.truncated = 'time';
+    // not expected; the output stays well-formed rather than throwing at the caller
+    else parsed.truncated ??= `rendering failed: ${error instanceof Error ? error.message : String(error)}`;
   }
   const result: MainContent = {
     markdown: content.markdown,

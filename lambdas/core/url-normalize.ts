@@ -214,7 +214,10 @@ export function normalizeHref(input: string | URL, options?: Partial<NormalizeOp
 
   // Rule 6. WHATWG keeps a trailing dot; `example.com.` and `example.com` are one host.
   if (url.hostname.endsWith('.')) {
-    const host = url.hostname.replace(/\.+$/, '');
+    // a loop, not /\.+$/: that regex is quadratic in a host of many dots (`a.....b.` froze a page's links)
+    let end = url.hostname.length;
+    while (end > 0 && url.hostname.charCodeAt(end - 1) === 46) end--;
+    const host = url.hostname.slice(0, end);
     if (host === '') {
       return {
         ok: false,

@@ -286,9 +286,10 @@ describe('content records of a crawl', () => {
     const llms = await readFile(join(dir, 'llms.txt'), 'utf8');
     assert.match(llms, /^# Field Notes\n\n> Notes from the field\.\n\n## Pages\n/);
     assert.ok(llms.includes(`- [Field Notes](${site.origin}/): Notes from the field.`), llms);
-    assert.ok(llms.includes(`- [Tides | Field Notes](${site.origin}/posts/tides)`), llms);
+    // page text is escaped in llms.txt as in the Markdown: `|` would start a table cell
+    assert.ok(llms.includes(`- [Tides \\| Field Notes](${site.origin}/posts/tides)`), llms);
     const full = await readFile(join(dir, 'llms-full.txt'), 'utf8');
-    assert.match(full, /^# Tides \| Field Notes\n\nSource: http:\/\/127\.0\.0\.1:\d+\/posts\/tides\n/m);
+    assert.match(full, /^# Tides \\\| Field Notes\n\nSource: http:\/\/127\.0\.0\.1:\d+\/posts\/tides\n/m);
     assertTidesMarkdown(full);
   });
 });

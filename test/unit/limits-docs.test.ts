@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { FETCH_EVENT_SOURCE, QUEUE } from '../../cdk/limits.ts';
-import { CRAWL_LIMITS, FETCH_LIMITS, STORAGE_LIMITS } from '../../lambdas/core/limits.ts';
+import { CONTENT_LIMITS, CRAWL_LIMITS, FETCH_LIMITS, STORAGE_LIMITS } from '../../lambdas/core/limits.ts';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
@@ -43,6 +43,7 @@ test('the README limits table states the limits the code and the stack use', () 
     ['WARC file size before the next file starts', `${STORAGE_LIMITS.warcFileBytes / MiB} MiB`],
     ['`Retry-After` honoured', `${CRAWL_LIMITS.maxRetryAfterMs / 60_000} min`],
     ['messages per fetch invocation (batch size)', String(FETCH_EVENT_SOURCE.batchSize)],
+    ["CPU time of a page's content extraction", `${CONTENT_LIMITS.extractionCpuMs} ms`],
   ];
   const rows = [...limitsTable()];
   const actual = expected.map(([label]) => {

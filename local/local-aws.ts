@@ -33,6 +33,7 @@ import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
 import { readStateMarker, type StateMarker, stateInstanceId, stateLayout } from './state-dir.ts';
 import { acquireStateLock, type StateLock } from './state-lock.ts';
+import { sweepStrandedHosts } from './takeover.ts';
 
 /** Slots per event source when neither the template (ScalingConfig) nor an override says. */
 export const DEFAULT_CONCURRENCY = 2;
@@ -164,6 +165,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       await writeStateMarker(layout.dir, stack);
       // Other processes (read-only CLI commands) can now read through our emulators.
       await lock.publish({ endpoints, stackName: stack.stackName, instanceId: stack.instanceId });
+      // This process owns the state now: hosts the last one left claimed with no visit sent get one.
+      await sweepStrandedHosts(clients, stack.outputs);
     }
     const functionEnv: Record<string, Record<string, string>> = {};
     for (const fn of Object.values(stack.functions)) {

@@ -328,7 +328,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
 
   /**
    * The hosts of a crawl that have work and nobody coming: no live lease, and no visit message due
-   * after `dueBefore` (`visitAt` absent, or at most `dueBefore`). Each is claimed again with a new
+   * at or after `dueBefore` (`visitAt` absent, or before it). Each is claimed again with a new
    * ticket (under the same condition, so a visit or wake that got there first wins), and the tickets
    * are returned: the caller sends their visits, and any older message of the host is stale.
    *
@@ -352,7 +352,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     for await (const item of items) {
       const lease = num(item, ATTR.lease);
       const visitAt = num(item, ATTR.visitAt);
-      if ((lease !== undefined && lease >= now) || (visitAt !== undefined && visitAt > dueBefore)) continue;
+      if ((lease !== undefined && lease >= now) || (visitAt !== undefined && visitAt >= dueBefore)) continue;
       const host = (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length);
       const ticket = randomUUID();
       try {
@@ -361,7 +361,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
             TableName: this.table,
             Key: hostKey(crawlId, host),
             UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :ticket, #${ATTR.expiresAt} = :expiresAt`,
-            ConditionExpression: `attribute_exists(#${ATTR.pk}) AND ${NO_LIVE_LEASE} AND (attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} <= :due)`,
+            ConditionExpression: `attribute_exists(#${ATTR.pk}) AND ${NO_LIVE_LEASE} AND (attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :due)`,
             ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
             ExpressionAttributeValues: {
               ':now': N(now),

@@ -12,8 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
+import { FrontierHosts } from '../../lambdas/adapters/frontier-hosts.ts';
+import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../../lambdas/core/link-admission.ts';
@@ -21,6 +24,63 @@ import { LruSet } from '../../lambdas/core/lru.ts';
 import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { FRONTIER_TABLE, startFrontierTable } from '../fixtures/frontier-table.ts';
+
+describe('FrontierHosts.sweep', () => {
+  it('claims again only the hosts with no live lease and no visit due later; the old ticket is stale', async () => {
+    const table = await startFrontierTable();
+    try {
+      const hosts = new FrontierHosts(table.dynamodb, FRONTIER_TABLE, resolveOptions());
+      const crawlId = 'sweep';
+      const now = Date.now();
+      // Claimed by a wake, its message never sent: stranded.
+      const lost = await hosts.wake(crawlId, 'stranded.test', now - 1000);
+      assert.ok(lost);
+      // A visit holds it: left alone.
+      const live = await hosts.wake(crawlId, 'leased.test', now - 1000);
+      await hosts.acquire(crawlId, 'leased.test', 'visit-1', now + 60_000, now - 500, live);
+      // Handed back, its message due in 10 minutes: left alone.
+      const back = await hosts.wake(crawlId, 'later.test', now - 1000);
+      await hosts.acquire(crawlId, 'later.test', 'visit-2', now + 60_000, now - 500, back);
+      await hosts.release(crawlId, 'later.test', 'visit-2', {
+        nextAt: now,
+        inflight: [],
+        visitAt: now + 600_000,
+        ticket: 'hand-back',
+      });
+      // Active with no claim at all (killed between the ADD and the claim): stranded too.
+      await table.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: FRONTIER_TABLE,
+          Key: { pk: { S: `CRAWL#${crawlId}` }, sk: { S: 'HOST#unclaimed.test' } },
+          UpdateExpression: 'ADD wake :one',
+          ExpressionAttributeValues: { ':one': { N: '1' } },
+        }),
+      );
+
+      const swept = await hosts.sweep(crawlId, now, now);
+      assert.deepEqual(swept.map((entry) => entry.host).sort(), ['stranded.test', 'unclaimed.test']);
+      const stranded = swept.find((entry) => entry.host === 'stranded.test')!;
+      assert.notEqual(stranded.ticket, lost);
+      assert.deepEqual(await hosts.acquire(crawlId, 'stranded.test', 'late', now + 60_000, now, lost), {
+        busy: 'stale',
+      });
+      assert.ok(
+        !(
+          'busy' in (await hosts.acquire(crawlId, 'stranded.test', 'new', now + 60_000, now, stranded.ticket))
+        ),
+        'the new ticket takes the host',
+      );
+      // Swept again at once: every host is now leased or due, nothing is sent twice.
+      assert.deepEqual(
+        (await hosts.sweep(crawlId, now, now)).map((entry) => entry.host),
+        [],
+      );
+    } finally {
+      await table.stop();
+    }
+  });
+});
 
 describe('taking over the state of a process killed between a wake claim and its send', () => {
   let stateDir: string;

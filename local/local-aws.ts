@@ -115,6 +115,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   let emulators: Emulators | undefined;
   let endpoints: Endpoints;
   let lock: StateLock | undefined;
+  /** When this process took the state dir over: claims made before then have no sender left. */
+  let takenOverAt: number | undefined;
   const layout = options.stateDir ? stateLayout(options.stateDir) : undefined;
   // With a state dir: its own random id (state-dir.ts), read once the lock is held.
   let instanceId = options.instanceId;
@@ -127,6 +129,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       layout.dir,
       options.onStaleLock ? { onStaleLock: options.onStaleLock } : {},
     );
+    takenOverAt = Date.now();
     try {
       await ignoreInGit(layout.dir);
       instanceId ??= await stateInstanceId(layout.dir);
@@ -165,8 +168,6 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       await writeStateMarker(layout.dir, stack);
       // Other processes (read-only CLI commands) can now read through our emulators.
       await lock.publish({ endpoints, stackName: stack.stackName, instanceId: stack.instanceId });
-      // This process owns the state now: hosts the last one left claimed with no visit sent get one.
-      await sweepStrandedHosts(clients, stack.outputs);
     }
     const functionEnv: Record<string, Record<string, string>> = {};
     for (const fn of Object.values(stack.functions)) {
@@ -243,6 +244,12 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
           ).catch(() => {
             // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
           });
+        }
+        if (takenOverAt !== undefined) {
+          // The first time this process serves the state: hosts that a process before it claimed and
+          // never sent a visit get one (read-only commands open the state too, and send nothing).
+          await sweepStrandedHosts(clients, stack.outputs, takenOverAt);
+          takenOverAt = undefined;
         }
         await Promise.all(pollers.map((p) => p.start()));
       },

@@ -115,7 +115,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   let emulators: Emulators | undefined;
   let endpoints: Endpoints;
   let lock: StateLock | undefined;
-  /** When this process took the state dir over: claims made before then have no sender left. */
+  /** When this process took the state dir over from a killed one: older claims have no sender left. */
   let takenOverAt: number | undefined;
   const layout = options.stateDir ? stateLayout(options.stateDir) : undefined;
   // With a state dir: its own random id (state-dir.ts), read once the lock is held.
@@ -125,11 +125,15 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
   if (layout) {
-    lock = await acquireStateLock(
-      layout.dir,
-      options.onStaleLock ? { onStaleLock: options.onStaleLock } : {},
-    );
-    takenOverAt = Date.now();
+    let stale = false;
+    lock = await acquireStateLock(layout.dir, {
+      onStaleLock: (line) => {
+        stale = true;
+        options.onStaleLock?.(line);
+      },
+    });
+    // Its holder was killed (a clean stop releases the lock): it may have left claims with no sender.
+    if (stale) takenOverAt = Date.now();
     try {
       await ignoreInGit(layout.dir);
       instanceId ??= await stateInstanceId(layout.dir);

@@ -1,6 +1,6 @@
 /**
- * Taking over a state dir: the process that held it is gone (its lock was stale, or it exited), so
- * nothing of its own is on its way any more except what it left in the queues. A wake's claim it made
+ * Taking over a state dir from a killed process (its lock was stale): nothing of its own is on its
+ * way any more except what it left in the queues. A wake's claim it made
  * just before it died, its visit message never sent, would hold that host until a later wake, and a
  * crawl whose last URLs are on that host gets none: it stays running with URLs pending and no visit
  * coming (docs/frontier.md, "Taking over a crawl"). So every crawl not complete is swept once here,

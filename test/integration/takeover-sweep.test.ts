@@ -1,12 +1,14 @@
 /**
  * A crawl whose process died between a wake's claim and its visit message (a kill while the seeds
  * were being submitted: the URL item is written, its host claimed, the message never sent), then
- * served by a new process on the same state dir, as `crawler local` or `crawler crawl --resume` do.
+ * served by a new process on the same state dir, as `crawler local` or `crawler crawl --resume` do
+ * (it finds the dead process's lock and takes it over).
  * Nothing else would ever wake the host (its only URL is the seed), so the crawl would stay running
  * with one URL pending for ever: the process taking the state over must send the host its visit.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -106,11 +108,13 @@ describe('taking over the state of a process killed between a wake claim and its
     await rm(stateDir, { recursive: true, force: true });
   });
 
+  const staleLines: string[] = [];
   const start = () =>
     startLocalAws({
       template: parseTemplate(synthesizeTemplate()),
       stackName: STACK_NAME,
       stateDir,
+      onStaleLock: (line) => staleLines.push(line),
       handlerEnvOverrides: { LOG_LEVEL: 'silent' },
       log: () => {},
     });
@@ -132,11 +136,15 @@ describe('taking over the state of a process killed between a wake claim and its
       { frontier, hosts: frontier, seen: new LruSet(1), now: new Date() },
     );
     assert.equal(admitted.visits.length, 1, 'the wake claimed the send of one visit');
+    // Killed: what it wrote stays, and so does its lock, naming a process that is gone.
     await local.stop();
     local = undefined;
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    await writeFile(join(stateDir, 'lock'), String(gone));
 
     // The next process on the same state: nothing else will ever wake the seed's host.
     local = await start();
+    assert.match(staleLines.join('\n'), /which is gone: taking the lock over/);
     await local.start();
     await local.waitForIdle({ timeoutMs: 200_000 });
     const counters = await createFrontierStore(

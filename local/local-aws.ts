@@ -33,6 +33,7 @@ import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
 import { readStateMarker, type StateMarker, stateInstanceId, stateLayout } from './state-dir.ts';
 import { acquireStateLock, type StateLock } from './state-lock.ts';
+import { sweepStrandedHosts } from './takeover.ts';
 
 /** Slots per event source when neither the template (ScalingConfig) nor an override says. */
 export const DEFAULT_CONCURRENCY = 2;
@@ -114,6 +115,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   let emulators: Emulators | undefined;
   let endpoints: Endpoints;
   let lock: StateLock | undefined;
+  /** When this process took the state dir over from a killed one: older claims have no sender left. */
+  let takenOverAt: number | undefined;
   const layout = options.stateDir ? stateLayout(options.stateDir) : undefined;
   // With a state dir: its own random id (state-dir.ts), read once the lock is held.
   let instanceId = options.instanceId;
@@ -122,10 +125,15 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
   if (layout) {
-    lock = await acquireStateLock(
-      layout.dir,
-      options.onStaleLock ? { onStaleLock: options.onStaleLock } : {},
-    );
+    let stale = false;
+    lock = await acquireStateLock(layout.dir, {
+      onStaleLock: (line) => {
+        stale = true;
+        options.onStaleLock?.(line);
+      },
+    });
+    // Its holder was killed (a clean stop releases the lock): it may have left claims with no sender.
+    if (stale) takenOverAt = Date.now();
     try {
       await ignoreInGit(layout.dir);
       instanceId ??= await stateInstanceId(layout.dir);
@@ -240,6 +248,12 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
           ).catch(() => {
             // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
           });
+        }
+        if (takenOverAt !== undefined) {
+          // The first time this process serves the state: hosts that a process before it claimed and
+          // never sent a visit get one (read-only commands open the state too, and send nothing).
+          await sweepStrandedHosts(clients, stack.outputs, takenOverAt);
+          takenOverAt = undefined;
         }
         await Promise.all(pollers.map((p) => p.start()));
       },

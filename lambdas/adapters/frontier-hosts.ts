@@ -326,6 +326,59 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     }
   }
 
+  /**
+   * The hosts of a crawl that have work and nobody coming: no live lease, and no visit message due
+   * at or after `dueBefore` (`visitAt` absent, or before it). Each is claimed again with a new
+   * ticket (under the same condition, so a visit or wake that got there first wins), and the tickets
+   * are returned: the caller sends their visits, and any older message of the host is stale.
+   *
+   * For whoever takes over a crawl whose last process died (docs/frontier.md, "Taking over a crawl"):
+   * a wake's claim made just before a kill, its message never sent, would otherwise hold the host
+   * until a later wake, which a crawl whose last URLs are all on that host never gets. One paged
+   * Query of the crawl's `HOST#` items (O(active hosts)) and one write per host claimed.
+   */
+  async sweep(
+    crawlId: string,
+    now: number,
+    dueBefore: number,
+  ): Promise<Array<{ host: string; ticket: string }>> {
+    const items = this.queryAll({
+      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+      ProjectionExpression: `#${ATTR.sk}, #${ATTR.lease}, #${ATTR.visitAt}`,
+      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ATTR.lease, ATTR.visitAt),
+      ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(HOST_SK_PREFIX) },
+    });
+    const claimed: Array<{ host: string; ticket: string }> = [];
+    for await (const item of items) {
+      const lease = num(item, ATTR.lease);
+      const visitAt = num(item, ATTR.visitAt);
+      if ((lease !== undefined && lease >= now) || (visitAt !== undefined && visitAt >= dueBefore)) continue;
+      const host = (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length);
+      const ticket = randomUUID();
+      try {
+        await this.dynamodb.send(
+          new UpdateItemCommand({
+            TableName: this.table,
+            Key: hostKey(crawlId, host),
+            UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :ticket, #${ATTR.expiresAt} = :expiresAt`,
+            ConditionExpression: `attribute_exists(#${ATTR.pk}) AND ${NO_LIVE_LEASE} AND (attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :due)`,
+            ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
+            ExpressionAttributeValues: {
+              ':now': N(now),
+              ':due': N(dueBefore),
+              ':ticket': S(ticket),
+              ':expiresAt': expiresAt(this.options),
+            },
+          }),
+        );
+        claimed.push({ host, ticket });
+      } catch (err) {
+        if (!isConditionFailed(err)) throw err;
+      }
+    }
+    return claimed;
+  }
+
   async anyActive(crawlId: string): Promise<boolean> {
     const out = await this.dynamodb.send(
       new QueryCommand({

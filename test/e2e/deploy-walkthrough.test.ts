@@ -25,7 +25,14 @@ import { CRAWLER_BIN, NODE_BIN, REPO_ROOT, tempDir } from '../fixtures/run-cli.t
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
 
 const DOC = join(REPO_ROOT, 'docs/deploy.md');
-const SCRIPT_TIMEOUT_MS = 300_000;
+/**
+ * The walk-through is dozens of commands, each a process start (AWS CLI v1 takes seconds of CPU on a
+ * loaded machine): its time grows with them, so the limit is per command. `bash -x` traces each
+ * command as it starts; a script that traces nothing for this long is stuck in one command.
+ */
+const COMMAND_TIMEOUT_MS = 120_000;
+/** The watch loop's polls: a crawl of a few pages that is not complete after this many is stuck. */
+const MAX_WATCH_POLLS = 300;
 const SECTION = '## Deploy to AWS';
 
 /** The `sh` blocks of the walk-through section, in order. */
@@ -144,7 +151,12 @@ aws() {
   # AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS (it does honour it for other services).
   "$CRAWLER_AWS_CLI" --endpoint-url "$AWS_ENDPOINT_URL" "$@"
 }
-sleep() { command sleep 1; }       # a watch loop's poll: the local crawl is small
+polls=0
+sleep() {                          # a watch loop's poll: the local crawl is small
+  polls=$((polls + 1))
+  if [ "$polls" -gt ${MAX_WATCH_POLLS} ]; then echo "a watch loop polled ${MAX_WATCH_POLLS} times" >&2; return 96; fi
+  command sleep 1
+}
 `;
 }
 
@@ -199,8 +211,12 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
     run = await new Promise((resolve) => {
       // -x: the failure message shows the commands that ran last.
       const child = spawn('bash', ['-x', join(work.path, 'walkthrough.sh')], { cwd, env });
-      // Four small crawls at 1-2 s per page and a watch loop: minutes at most, even on a loaded machine.
-      const timer = setTimeout(() => child.kill('SIGKILL'), SCRIPT_TIMEOUT_MS);
+      let stalled = false;
+      const stuck = () => {
+        stalled = true;
+        child.kill('SIGKILL');
+      };
+      let timer = setTimeout(stuck, COMMAND_TIMEOUT_MS);
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => {
@@ -208,9 +224,15 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
       });
       child.stderr.on('data', (c: Buffer) => {
         stderr += c.toString('utf8');
+        // A command started (its `+ ...` trace): the next one has its own time.
+        if (/^\++ /m.test(c.toString('utf8'))) {
+          clearTimeout(timer);
+          timer = setTimeout(stuck, COMMAND_TIMEOUT_MS);
+        }
       });
       child.on('exit', (code) => {
         clearTimeout(timer);
+        if (stalled) stderr += `\nno command started for ${COMMAND_TIMEOUT_MS / 1000} s: killed\n`;
         resolve({ code, stdout, stderr });
       });
     });

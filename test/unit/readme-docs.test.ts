@@ -26,7 +26,10 @@ test('every CLI command has a README row that describes it in a sentence', () =>
     const description = rows.get(name);
     assert.ok(description !== undefined, `no README row for crawler ${name}`);
     const words = description.split(/\s+/).filter((word) => /[a-z]{2}/i.test(word));
-    assert.ok(words.length >= 8, `the README row of crawler ${name} says only ${JSON.stringify(description)}`);
+    assert.ok(
+      words.length >= 8,
+      `the README row of crawler ${name} says only ${JSON.stringify(description)}`,
+    );
     assert.doesNotMatch(description, /\\$/, `the README row of crawler ${name} ends in a stray backslash`);
   }
 });

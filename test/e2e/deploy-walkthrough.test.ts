@@ -7,7 +7,9 @@
  * What cannot run here is checked against the code instead:
  * - `npx cdk bootstrap|deploy|diff|destroy`: the stack name is the app's, and every `-c key=value` is
  *   a context key the app reads, with a value its synth accepts;
- * - `aws iam attach-*-policy`: the policy ARN is the stack's operator policy output.
+ * - `aws iam attach-*-policy`: the policy ARN is the stack's operator policy output;
+ * - `aws logs`: the log groups it finds and deletes are the stack's (CloudFormation's generated
+ *   names begin with the stack name), after the stack is destroyed.
  *
  * What the script gets instead of a real account: the AWS endpoint (AWS_ENDPOINT_URL, which the AWS
  * CLI and SDKs honour), the profile the walk-through names (dummy keys), and loopback sites for its
@@ -20,6 +22,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createCrawlerApp } from '../../cdk/crawler-app.ts';
 import { CONTEXT_KEYS } from '../../cdk/limits.ts';
+import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { CRAWLER_BIN, NODE_BIN, REPO_ROOT, tempDir } from '../fixtures/run-cli.ts';
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
@@ -34,6 +37,11 @@ const COMMAND_TIMEOUT_MS = 120_000;
 /** The watch loop's polls: a crawl of a few pages that is not complete after this many is stuck. */
 const MAX_WATCH_POLLS = 300;
 const SECTION = '## Deploy to AWS';
+
+interface TemplateResource {
+  Type: string;
+  Properties?: { LogGroupName?: unknown };
+}
 
 /** The `sh` blocks of the walk-through section, in order. */
 function walkthroughScript(markdown: string): string {
@@ -147,7 +155,7 @@ npx() {
   esac
 }
 aws() {
-  if [ "\${1:-}" = iam ]; then ${record}; return 0; fi
+  if [ "\${1:-}" = iam ] || [ "\${1:-}" = logs ]; then ${record}; return 0; fi
   # AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS (it does honour it for other services).
   "$CRAWLER_AWS_CLI" --endpoint-url "$AWS_ENDPOINT_URL" "$@"
 }
@@ -304,6 +312,25 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
       'the walk-through attaches the policy',
     );
     assert.deepEqual([...attached.keys()], [], 'every attachment is detached before cdk destroy');
+  });
+
+  it("finds the stack's retained log groups after it is destroyed, by the prefix CloudFormation names them with", async () => {
+    const commands = await recorded(log);
+    const destroyAt = commands.findIndex((c) => c[0] === 'cdk' && c[1] === 'destroy');
+    const lookup = commands.findIndex((c) => c[0] === 'logs' && c[1] === 'describe-log-groups');
+    assert.ok(lookup > destroyAt && destroyAt >= 0, 'the log groups are looked up after cdk destroy');
+    const args = commands[lookup]!;
+    assert.equal(args[args.indexOf('--log-group-name-prefix') + 1], `${STACK_NAME}-`);
+    const resources = Object.values(synthesizeTemplate().Resources as Record<string, TemplateResource>);
+    const logGroups = resources
+      .filter((resource) => resource.Type === 'AWS::Logs::LogGroup')
+      .map((resource) => resource.Properties?.LogGroupName);
+    assert.ok(logGroups.length >= 2, "the stack has its functions' log groups");
+    assert.deepEqual(
+      logGroups.filter((name) => name !== undefined),
+      [],
+      'no log group is given a name of its own: CloudFormation generates it from the stack name',
+    );
   });
 
   it('tears down without the data, when asked: the bucket and the table are gone', () => {

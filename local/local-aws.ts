@@ -104,6 +104,14 @@ export interface LocalAws {
   start(options?: { first?: readonly string[]; firstTimeoutMs?: number }): Promise<void>;
   /** Stops taking messages; in-flight invocations finish (and are settled) first. The AWS stays up. */
   stopPolling(): Promise<void>;
+  /**
+   * Stops early (Ctrl-C) without losing what was done: the pollers of every function but `drain`
+   * stop taking messages, and their invocations in flight see their deadline arrive now, so a fetch
+   * batch starts no request and hands its hosts back; once those have settled, the `drain`
+   * functions keep going until their queues are empty (or `drainTimeoutMs`, default 60 s, passed),
+   * so what the others sent is finalized; then they stop too. The AWS stays up.
+   */
+  windDown(options?: { drain?: readonly string[]; drainTimeoutMs?: number }): Promise<void>;
   waitForIdle(options?: WaitForIdleOptions): Promise<IdleSnapshot>;
   stats(): RuntimeStats;
   stop(): Promise<void>;
@@ -205,6 +213,22 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     );
     const gating = pollers.filter((p) => p.eventSource.enabled).map((p) => p.eventSource.queueLogicalId);
     let stopped = false;
+    /** Resolves once these pollers' queues are empty and they hold nothing, or `timeoutMs` passed. */
+    const drained = async (subset: EventSourcePoller[], timeoutMs: number): Promise<void> => {
+      if (subset.length === 0) return;
+      await waitForIdle(
+        {
+          sqs: clients.sqs,
+          queues: Object.fromEntries(
+            subset.map((p) => [p.eventSource.queueLogicalId, queues[p.eventSource.queueLogicalId] ?? '']),
+          ),
+          gating: subset.map((p) => p.eventSource.queueLogicalId),
+          busySlots: () => sum(subset.map((p) => p.busySlots())),
+          activity: () => sum(subset.map((p) => p.activity())),
+        },
+        { intervalMs: 100, timeoutMs },
+      ).catch(() => {});
+    };
     return {
       endpoints,
       ...(layout ? { stateDir: layout.dir } : {}),
@@ -223,28 +247,20 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         const leading = pollers.filter((p) => first.has(p.eventSource.functionLogicalId));
         if (leading.length > 0) {
           await Promise.all(leading.map((p) => p.start()));
-          await waitForIdle(
-            {
-              sqs: clients.sqs,
-              queues: Object.fromEntries(
-                leading.map((p) => [
-                  p.eventSource.queueLogicalId,
-                  queues[p.eventSource.queueLogicalId] ?? '',
-                ]),
-              ),
-              gating: leading.map((p) => p.eventSource.queueLogicalId),
-              busySlots: () => sum(leading.map((p) => p.busySlots())),
-              activity: () => sum(leading.map((p) => p.activity())),
-            },
-            { intervalMs: 100, timeoutMs: startOptions.firstTimeoutMs ?? 60_000 },
-          ).catch(() => {
-            // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
-          });
+          // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
+          await drained(leading, startOptions.firstTimeoutMs ?? 60_000);
         }
         await Promise.all(pollers.map((p) => p.start()));
       },
       async stopPolling() {
         await Promise.all(pollers.map((p) => p.stop()));
+      },
+      async windDown(windOptions = {}) {
+        const keep = new Set(windOptions.drain ?? []);
+        const kept = pollers.filter((p) => keep.has(p.eventSource.functionLogicalId));
+        await Promise.all(pollers.filter((p) => !kept.includes(p)).map((p) => p.windDown()));
+        await drained(kept, windOptions.drainTimeoutMs ?? 60_000);
+        await Promise.all(kept.map((p) => p.stop()));
       },
       waitForIdle: (waitOptions) =>
         waitForIdle(

@@ -5,9 +5,11 @@
  * processed as they come, but neither hold nor time this one), then writes results.jsonl, warc/ and
  * summary.json.
  *
- * Ctrl-C once: no new messages are taken, the invocations in flight finish (a visit hands its host
- * back), what exists is written to --out as `interrupted`, and the command that resumes is printed.
- * Ctrl-C twice: exit at once. `--resume ID` goes on with the crawl's stored config and frontier, so a
+ * Ctrl-C once: no new messages are taken and no new request starts (the fetch invocations in flight
+ * see their deadline arrive: every visit stops at its next page and hands its host back), the results
+ * sent are finalized, what exists is written to --out as `interrupted`, and the command that resumes
+ * is printed. Ctrl-C twice: exit at once (bin/crawler.js ends this process even while a handler
+ * holds its event loop). `--resume ID` goes on with the crawl's stored config and frontier, so a
  * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
 import { join, resolve } from 'node:path';
@@ -69,7 +71,7 @@ export const crawlCommand = defineCommand({
         process.exit(130);
       }
       progress(
-        `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
+        `crawl ${crawlId}: ${signal}: stopping; no new request starts, the requests in flight finish and what exists is written (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
       );
       interrupt.abort();
     };
@@ -125,33 +127,50 @@ export const crawlCommand = defineCommand({
           progress(`crawl ${crawlId}: resuming`);
         }
         let end: CrawlEnd = 'interrupted';
-        if (!interrupt.signal.aborted) {
-          // Results the last run sent and did not finalize (it was killed) first: their pages are then
-          // done, and no visit fetches them again.
-          await local.start({ first: [IDS.aggregateFunction] });
-          const ticker = followProgress(localProgressSource(local, crawlId), display, {
-            delayMs: config.delayMs,
-          });
-          try {
-            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
-          } finally {
-            await ticker.stop();
-          }
-        }
-        if (end === 'interrupted') await local.stopPolling();
-        const endedAt = new Date();
-        const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
-
-        const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
-        const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-          seeds: config.seeds, // without any user:pass@ the command line had
-          startedAt,
-          endedAt,
-          state: end,
-          costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
-          onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
-          ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+        // Results the last run sent and did not finalize (it was killed) first: their pages are then
+        // done, and no visit fetches them again.
+        const started = !interrupt.signal.aborted;
+        if (started) await local.start({ first: [IDS.aggregateFunction] });
+        // Wound down in the signal's own turn: the fetch invocations in flight see their deadline now,
+        // so no request starts and every visit hands its host back at its next page; then the results
+        // they sent are finalized, so the index written below holds every page whose content record
+        // is written (one source for both).
+        let windingDown: Promise<void> | undefined;
+        const windDown = () => {
+          windingDown ??= local.windDown({ drain: [IDS.aggregateFunction] });
+        };
+        if (started) interrupt.signal.addEventListener('abort', windDown, { once: true });
+        // Shown until the output is written: after a Ctrl-C, as winding down.
+        const ticker = followProgress(localProgressSource(local, crawlId), display, {
+          delayMs: config.delayMs,
         });
+        let written: Awaited<ReturnType<typeof writeCrawlOutput>>;
+        let endedAt: Date;
+        let counted: ReturnType<typeof diffSnapshots>;
+        try {
+          if (!interrupt.signal.aborted)
+            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
+          if (end === 'interrupted' && started) {
+            ticker.windingDown();
+            windDown();
+            await windingDown;
+          }
+          endedAt = new Date();
+          counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
+          const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
+          written = await writeCrawlOutput(blobs, crawlId, outDir, {
+            seeds: config.seeds, // without any user:pass@ the command line had
+            startedAt,
+            endedAt,
+            state: end,
+            costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
+            onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+            ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+          });
+        } finally {
+          await ticker.stop();
+        }
+        const { summary, damages } = written;
         await write(io.stdout, `${describeSummary(summary, outDir, { verbose: options.verbose })}\n`);
         if (end === 'interrupted') {
           io.stderr.write(

@@ -1,6 +1,6 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
@@ -130,6 +130,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
   if (layout) {
+    await makeStateDir(layout.dir);
     lock = await acquireStateLock(
       layout.dir,
       options.onStaleLock ? { onStaleLock: options.onStaleLock } : {},
@@ -293,6 +294,41 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     await emulators?.stop().catch(() => {});
     await lock?.release();
     throw err;
+  }
+}
+
+/** A state directory that cannot be made (a path under /proc, a file in the way, no permission). */
+export class StateDirError extends Error {
+  constructor(dir: string, why: string) {
+    super(
+      `${dir} cannot be made the state directory (${why}); give a directory that can be created and written`,
+    );
+    this.name = 'StateDirError';
+  }
+}
+
+/**
+ * `mkdir -p` one level at a time: Node's recursive mkdir never settles on a path it cannot create
+ * under /proc (it retries the parent, which exists, forever), so it would hang the start.
+ */
+async function makeStateDir(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    const info = await stat(at).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw new StateDirError(dir, `${at}: ${error.code ?? error.message}`);
+    });
+    if (info) {
+      if (!info.isDirectory()) throw new StateDirError(dir, `${at} is not a directory`);
+      break;
+    }
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const at of missing) {
+    await mkdir(at).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw new StateDirError(dir, `${at}: ${error.code ?? error.message}`);
+    });
   }
 }
 

@@ -29,7 +29,10 @@ export interface HostWait {
   host: string;
   /** Earliest time the host's next request may leave (saved when a visit ends). */
   nextAt?: number;
-  /** End of a Retry-After pause the host asked for. */
+  /**
+   * End of a pause the host asked for: a Retry-After, or a robots.txt Crawl-delay longer than the
+   * crawl's delay (the host item does not say which).
+   */
   pausedUntil?: number;
   /** When its next visit message is due (no visit running). */
   visitAt?: number;
@@ -136,7 +139,7 @@ const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
 /**
  * What a crawl that has done nothing for `stalledMs` waits for, from its host and robots items: a
- * robots.txt retry, a Retry-After pause, the politeness delay, or a host slow to answer. Undefined
+ * robots.txt retry, a pause the host asked for (Retry-After, Crawl-delay), the politeness delay, or a host slow to answer. Undefined
  * when the items say nothing (results still being aggregated, the crawl ending).
  */
 export function waitingReason(
@@ -164,7 +167,7 @@ export function waitingReason(
     (h) => h.pausedUntil ?? 0,
   );
   if (paused)
-    return `${paused.host} asked to wait (Retry-After), ${seconds((paused.pausedUntil ?? 0) - now)} s left`;
+    return `${paused.host} asked to wait (Retry-After or robots.txt Crawl-delay), ${seconds((paused.pausedUntil ?? 0) - now)} s left`;
 
   const visiting = waits.hosts.find((h) => (h.lease ?? 0) > now);
   if (visiting) {

@@ -131,7 +131,7 @@ test('waiting: a robots.txt retry comes first, with its seconds left', () => {
   );
 });
 
-test('waiting: a Retry-After pause, then the politeness delay of the soonest host', () => {
+test('waiting: a pause the host asked for (Retry-After or Crawl-delay: never named Retry-After alone), then the politeness delay of the soonest host', () => {
   assert.equal(
     waitingReason(
       { hosts: [{ host: 'a.test', pausedUntil: 30_000, nextAt: 30_000 }], robots: [] },
@@ -139,7 +139,7 @@ test('waiting: a Retry-After pause, then the politeness delay of the soonest hos
       5000,
       1000,
     ),
-    'a.test asked to wait (Retry-After), 20 s left',
+    'a.test asked to wait (Retry-After or robots.txt Crawl-delay), 20 s left',
   );
   assert.equal(
     waitingReason(

@@ -35,25 +35,46 @@ if (major >= 24 && !SUPERVISED.has(args.find((arg) => arg !== '--debug') ?? ''))
   const child = spawn(node, [entry, ...args], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
   const running = () => child.exitCode === null && child.signalCode === null;
   let received = 0;
-  const relay = (signal) => {
+  /** A signal for the child that it did not get itself. */
+  const relayAlways = (signal) => {
     received++;
     if (received >= 2) {
       // The second one: at once, even if the child's event loop is held by a handler on the CPU.
       if (running()) child.kill('SIGKILL');
       process.exit(INTERRUPTED_EXIT);
     }
-    if (signal !== 'SIGTERM' && fromTerminal()) return; // the child got it too: a second one would be a second Ctrl-C
     if (running()) child.kill(signal);
   };
+  const relay = (signal) => {
+    // From the terminal, the child got it too: counted, not sent again (that would be a second Ctrl-C).
+    if (signal !== 'SIGTERM' && received === 0 && fromTerminal()) received++;
+    else relayAlways(signal);
+  };
   for (const signal of RELAYED) process.on(signal, relay);
+  let lastReceivedAt = 0;
+  for (const signal of RELAYED) process.on(signal, () => (lastReceivedAt = Date.now()));
   // A parent that dies without passing its signal on (npx's shell) leaves this process to init:
   // then the crawl stops as on SIGTERM, rather than run on unseen.
   const parent = process.ppid;
+  const shell = shellWakeups(parent);
+  let woken = shell?.();
   const watch = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(watch);
-    relay('SIGTERM');
-  }, PARENT_CHECK_MS);
+    if (process.ppid !== parent) {
+      clearInterval(watch);
+      relay('SIGTERM');
+      return;
+    }
+    // npx passes a SIGINT on to the `sh -c` it runs this in, and the shell keeps it until this
+    // process ends. The shell sleeps until a signal it catches comes: it woke, and this process got
+    // no signal of its own about then (a Ctrl-C reaches both), so the signal was meant for the crawl.
+    const now = shell?.();
+    if (now === undefined || woken === undefined || now === woken) return;
+    woken = now;
+    const seenAt = Date.now();
+    setTimeout(() => {
+      if (Math.abs(lastReceivedAt - seenAt) > PARENT_CHECK_MS) relayAlways('SIGINT');
+    }, PARENT_CHECK_MS / 2).unref();
+  }, PARENT_CHECK_MS / 4);
   watch.unref();
   child.on('error', (error) => {
     console.error(`crawler: cannot run ${node}: ${error.message}`);
@@ -80,6 +101,28 @@ function fromTerminal() {
     return Number(tpgid) > 0 && tpgid === pgrp;
   } catch {
     return false;
+  }
+}
+
+/**
+ * When the parent is `sh -c` (as npx runs a bin), a reader of how often it has woken up (Linux:
+ * voluntary context switches in /proc); undefined otherwise.
+ */
+function shellWakeups(pid) {
+  const read = () => {
+    try {
+      return /^voluntary_ctxt_switches:\s*(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    } catch {
+      return undefined;
+    }
+  };
+  try {
+    // Only `sh -c`: an interactive shell also wakes for other signals (a window resized).
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const shell = /(^|\/)(sh|dash|bash)$/.test(argv[0] ?? '') && argv[1] === '-c';
+    return shell && read() !== undefined ? read : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -39,6 +39,15 @@ async function childOf(pid: number): Promise<number> {
   return child;
 }
 
+function descendants(pid: number): number[] {
+  let text = '';
+  try {
+    text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  } catch {}
+  const children = text.trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.flatMap((child) => [...descendants(child), child]);
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -95,6 +104,7 @@ describe('crawler crawl: Ctrl-C', () => {
 
   async function startCrawl(
     name: string,
+    via: 'shim' | 'sh' = 'shim',
   ): Promise<{ cli: CliProcess; out: string; done: () => Promise<void> }> {
     const state = await tempDir(`crawler-${name}-state-`);
     const out = await tempDir(`crawler-${name}-out-`);
@@ -102,17 +112,14 @@ describe('crawler crawl: Ctrl-C', () => {
     const cli = startCli(
       ['crawl', ...seeds, '--allow-private', '--delay', '0', '--state-dir', state.path, '--out', out.path],
       state.path,
-      { via: 'shim' },
+      { via },
     );
     return {
       cli,
       out: out.path,
       done: async () => {
-        // A failed check leaves nothing running: the shim's child first, then the shim.
-        const pid = cli.child.pid ?? 0;
-        const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
-        for (const child of children.trim().split(/\s+/).filter(Boolean))
-          process.kill(Number(child), 'SIGKILL');
+        // A failed check leaves nothing running: every descendant, then the process started.
+        for (const pid of descendants(cli.child.pid ?? 0)) process.kill(pid, 'SIGKILL');
         if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
         await cli.exited;
         await state.remove();
@@ -175,15 +182,33 @@ describe('crawler crawl: Ctrl-C', () => {
     }
   });
 
+  it('a SIGINT to the `sh -c` npx runs the shim in (npx passes it on there, the shell keeps it) stops the crawl', async () => {
+    const { cli, out, done } = await startCrawl('npx', 'sh');
+    try {
+      const before = arrivals.length;
+      await until(() => arrivals.length >= before + 20, '20 pages were requested', cli);
+      cli.child.kill('SIGINT');
+      await cli.waitForStderr(/: SIGINT: stopping/);
+      const end = await cli.exited;
+      assert.ok(end.code === 130 || end.signal === 'SIGINT', `${JSON.stringify(end)}\n${cli.stderr()}`);
+      const output = await readCrawlOutput(out);
+      assert.equal(output.summary.state, 'interrupted');
+      assert.ok(arrivals.length - before < HOSTS * PAGES_PER_HOST, 'the crawl stopped before it was done');
+    } finally {
+      await done();
+    }
+  });
+
   it('the second signal ends the shim and its child at once, even a child that cannot handle signals', async () => {
     const { cli, done } = await startCrawl('second');
     try {
       const before = arrivals.length;
       await until(() => arrivals.length >= before + 10, '10 pages were requested', cli);
       const child = await childOf(cli.child.pid ?? 0);
+      cli.child.kill('SIGINT');
+      await cli.waitForStderr(/: SIGINT: stopping/);
       // Stopped, the child runs no signal handler: as a handler busy on the CPU holds its event loop.
       process.kill(child, 'SIGSTOP');
-      cli.child.kill('SIGINT');
       cli.child.kill('SIGINT');
       const end = await cli.exited;
       assert.equal(end.code, 130, cli.stderr());

@@ -5,12 +5,14 @@
  * processed as they come, but neither hold nor time this one), then writes results.jsonl, warc/ and
  * summary.json.
  *
- * Ctrl-C once: no new messages are taken, the invocations in flight finish (a visit hands its host
- * back), what exists is written to --out as `interrupted`, and the command that resumes is printed.
- * Ctrl-C twice: exit at once. `--resume ID` goes on with the crawl's stored config and frontier, so a
+ * Ctrl-C once: no new messages are taken and no new request starts (the fetch invocations in flight
+ * see their deadline arrive: every visit stops at its next page and hands its host back), the results
+ * sent are finalized, what exists is written to --out as `interrupted`, and the command that resumes
+ * is printed. Ctrl-C twice: exit at once (bin/crawler.js ends this process even while a handler
+ * holds its event loop). `--resume ID` goes on with the crawl's stored config and frontier, so a
  * resumed crawl fetches nothing twice that was handed back, and loses nothing.
  */
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
@@ -19,7 +21,7 @@ import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counte
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
-import { startLocalAws } from '../local/local-aws.ts';
+import { StateDirError, startLocalAws } from '../local/local-aws.ts';
 import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { write } from './cli-io.ts';
@@ -34,6 +36,7 @@ import { damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { submitCrawl } from './submit-crawl.ts';
+import { UsageError } from './usage-error.ts';
 
 export const crawlCommand = defineCommand({
   usage: CRAWL_USAGE,
@@ -49,6 +52,12 @@ export const crawlCommand = defineCommand({
           createdAt: new Date().toISOString(),
         });
     const outDir = resolve(options.out ?? join('crawl-out', crawlId));
+    if (options.endpoint === undefined) {
+      const stateDir = resolve(resolveStateDir(options.stateDir));
+      refuseOverlap('--out', outDir, stateDir);
+      if (options.markdownDir !== undefined)
+        refuseOverlap('--markdown-dir', resolve(options.markdownDir), stateDir);
+    }
     await prepareOutDir(outDir, { force: options.force, resume: options.resume !== undefined });
     if (options.markdownDir !== undefined)
       await prepareOutDir(resolve(options.markdownDir), {
@@ -63,13 +72,19 @@ export const crawlCommand = defineCommand({
 
     // Ctrl-C once: stop taking work and write what exists; twice: exit at once.
     const interrupt = new AbortController();
+    /** Set once the local AWS is up: before, there is nothing to wind down or write. */
+    let up = false;
     const onSignal = (signal: NodeJS.Signals) => {
+      if (!up) {
+        progress(`crawl ${crawlId}: ${signal}: stopped before the crawl started`);
+        process.exit(130);
+      }
       if (interrupt.signal.aborted) {
         progress(`crawl ${crawlId}: ${signal} again: exiting at once`);
         process.exit(130);
       }
       progress(
-        `crawl ${crawlId}: ${signal}: stopping; letting the invocations in flight finish and writing what exists (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
+        `crawl ${crawlId}: ${signal}: stopping; no new request starts, the requests in flight finish and what exists is written (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to exit at once)`,
       );
       interrupt.abort();
     };
@@ -103,7 +118,10 @@ export const crawlCommand = defineCommand({
           usage.durationMs += report.durationMs;
           lambdaUsage[id] = usage;
         },
+      }).catch((error: unknown) => {
+        throw error instanceof StateDirError ? new UsageError(`--state-dir ${error.message}`) : error;
       });
+      up = true;
       try {
         const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
         const frontier = createFrontierStore(local.clients.dynamodb, table);
@@ -125,39 +143,61 @@ export const crawlCommand = defineCommand({
           progress(`crawl ${crawlId}: resuming`);
         }
         let end: CrawlEnd = 'interrupted';
-        if (!interrupt.signal.aborted) {
-          // Results the last run sent and did not finalize (it was killed) first: their pages are then
-          // done, and no visit fetches them again.
-          await local.start({ first: [IDS.aggregateFunction] });
-          const ticker = followProgress(localProgressSource(local, crawlId), display, {
-            delayMs: config.delayMs,
-          });
-          try {
-            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
-          } finally {
-            await ticker.stop();
-          }
-        }
-        if (end === 'interrupted') await local.stopPolling();
-        const endedAt = new Date();
-        const counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
-
-        const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
-        const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
-          seeds: config.seeds, // without any user:pass@ the command line had
-          startedAt,
-          endedAt,
-          state: end,
-          costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
-          onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
-          ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+        // Results the last run sent and did not finalize (it was killed) first: their pages are then
+        // done, and no visit fetches them again.
+        const started = !interrupt.signal.aborted;
+        if (started) await local.start({ first: [IDS.aggregateFunction] });
+        // Wound down in the signal's own turn: the fetch invocations in flight see their deadline now,
+        // so no request starts and every visit hands its host back at its next page; then the results
+        // they sent are finalized, so the index written below holds every page whose content record
+        // is written (one source for both).
+        let windingDown: Promise<void> | undefined;
+        const windDown = () => {
+          windingDown ??= local.windDown({ drain: [IDS.aggregateFunction] });
+        };
+        if (started) interrupt.signal.addEventListener('abort', windDown, { once: true });
+        // Shown until the output is written: after a Ctrl-C, as winding down.
+        const ticker = followProgress(localProgressSource(local, crawlId), display, {
+          delayMs: config.delayMs,
         });
+        let written: Awaited<ReturnType<typeof writeCrawlOutput>>;
+        let endedAt: Date;
+        let counted: ReturnType<typeof diffSnapshots>;
+        try {
+          if (!interrupt.signal.aborted)
+            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
+          if (end === 'interrupted' && started) {
+            ticker.windingDown();
+            windDown();
+            await windingDown;
+          }
+          endedAt = new Date();
+          counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
+          const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
+          written = await writeCrawlOutput(blobs, crawlId, outDir, {
+            seeds: config.seeds, // without any user:pass@ the command line had
+            startedAt,
+            endedAt,
+            state: end,
+            costReport: (fetched) => crawlCostReport(counted, lambdaUsage, fetched),
+            onDamage: (damage) => io.stderr.write(`${damageWarning(damage)}\n`),
+            ...(options.markdownDir === undefined ? {} : { markdownDir: resolve(options.markdownDir) }),
+          });
+        } finally {
+          await ticker.stop();
+        }
+        const { summary, damages } = written;
         await write(io.stdout, `${describeSummary(summary, outDir, { verbose: options.verbose })}\n`);
         if (end === 'interrupted') {
           io.stderr.write(
             `crawl ${crawlId} interrupted; resume it with:\n  ${resumeCommand(crawlId, options)}\n`,
           );
           return 130;
+        }
+        const refused = nothingCrawled(summary.byOutcome);
+        if (refused !== undefined) {
+          io.stderr.write(`crawler crawl: no seed could be crawled: ${refused}\n`);
+          return 1;
         }
         // Everything else was written; a skipped index part or line still makes the run incomplete.
         return damages.length > 0 ? 1 : 0;
@@ -170,6 +210,41 @@ export const crawlCommand = defineCommand({
     }
   },
 });
+
+/**
+ * Why nothing was crawled, when every URL ended refused before any request (blocked by the address
+ * guard, or not a URL): only seeds can end so, since links come from fetched pages.
+ */
+function nothingCrawled(byOutcome: Record<string, number>): string | undefined {
+  const blocked = byOutcome.blocked ?? 0;
+  const invalid = byOutcome.invalid ?? 0;
+  const total = Object.values(byOutcome).reduce((a, b) => a + b, 0);
+  if (total === 0 || blocked + invalid < total) return undefined;
+  return [
+    ...(blocked > 0
+      ? [
+          `${blocked} blocked: a private, loopback, link-local or metadata address, which a crawl reaches only with --allow-private`,
+        ]
+      : []),
+    ...(invalid > 0 ? [`${invalid} invalid (results.jsonl says why)`] : []),
+  ].join('; ');
+}
+
+/**
+ * An output directory and the state directory must be apart: --force clears the output directory,
+ * and with it the state of every crawl kept there.
+ */
+function refuseOverlap(flag: '--out' | '--markdown-dir', dir: string, stateDir: string): void {
+  const inside = (a: string, b: string) => {
+    const path = relative(b, a);
+    return path === '' || (path !== '..' && !path.startsWith(`..${sep}`) && !isAbsolute(path));
+  };
+  if (inside(dir, stateDir) || inside(stateDir, dir)) {
+    throw new UsageError(
+      `${flag} ${dir} ${dir === stateDir ? 'is' : inside(dir, stateDir) ? 'is inside' : 'holds'} the state directory ${stateDir} (--state-dir, $CRAWLER_STATE_DIR); give ${flag} a directory apart from it`,
+    );
+  }
+}
 
 /** The command line that goes on with the crawl: same AWS, same --out. */
 function resumeCommand(crawlId: string, options: CrawlCommandOptions): string {

@@ -8,6 +8,7 @@ import {
   type CrawlConfigInput,
   DEFAULT_USER_AGENT,
 } from '../lambdas/core/crawl-config.ts';
+import { CRAWL_LIMITS } from '../lambdas/core/limits.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
@@ -41,7 +42,7 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --scope S            host (default) | domain (registrable domain) | prefix (seed URL up to its last /)
   --include RE         only URLs matching RE (repeatable; any may match)
   --exclude RE         never URLs matching RE (repeatable; wins over --include)
-  --delay MS           at least MS between two requests to one host (default 1000; robots Crawl-delay wins if larger)
+  --delay MS           at least MS between two requests to one host (default 1000, at most 900000; robots Crawl-delay wins if larger)
   --concurrency N      concurrent fetch workers (local run: event-source slots; default from the stack)
   --user-agent S       User-Agent header and robots.txt product token (default: ${DEFAULT_USER_AGENT})
   --allow-private      allow private, loopback and link-local addresses (tests, local demos)
@@ -160,6 +161,11 @@ export function parseCrawlOptions(
   const maxPages = integer(values['max-pages'], '--max-pages', 1);
   const maxDepth = integer(values['max-depth'], '--max-depth', 0);
   const delayMs = integer(values.delay, '--delay', 0);
+  if (delayMs !== undefined && delayMs > CRAWL_LIMITS.maxDelayMs) {
+    throw new UsageError(
+      `--delay expects milliseconds from 0 to ${CRAWL_LIMITS.maxDelayMs} (${CRAWL_LIMITS.maxDelayMs / 60_000} min, the longest pace a host is kept to), got ${JSON.stringify(values.delay)}`,
+    );
+  }
   const concurrency = integer(values.concurrency, '--concurrency', 1, 1000);
   const maxCostUsd = values['max-cost-usd'] === undefined ? undefined : Number(values['max-cost-usd']);
   if (maxCostUsd !== undefined && !(Number.isFinite(maxCostUsd) && maxCostUsd > 0)) {

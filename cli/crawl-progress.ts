@@ -29,7 +29,10 @@ export interface HostWait {
   host: string;
   /** Earliest time the host's next request may leave (saved when a visit ends). */
   nextAt?: number;
-  /** End of a Retry-After pause the host asked for. */
+  /**
+   * End of a pause the host asked for: a Retry-After, or a robots.txt Crawl-delay longer than the
+   * crawl's delay (the host item does not say which).
+   */
   pausedUntil?: number;
   /** When its next visit message is due (no visit running). */
   visitAt?: number;
@@ -76,7 +79,7 @@ export interface ProgressSnapshot {
   fetched: number;
   /** URLs queued so far (grows as links are found). */
   known: number;
-  /** Over the last RATE_WINDOW_MS (since the first reading while shorter). */
+  /** Pages fetched (outcome `fetched`, as summary.json counts them) over the last RATE_WINDOW_MS (since the first reading while shorter). */
   pagesPerSecond: number;
   /** Seconds left at the recent rate for the URLs known now; absent without a rate. */
   etaSeconds?: number;
@@ -86,11 +89,13 @@ export interface ProgressSnapshot {
   state: ProgressReading['state'];
   /** What the crawl is waiting for, when nothing has been done for STALL_MS. */
   waiting?: string;
+  /** After Ctrl-C: no request starts, what is in flight finishes and the output is written. */
+  windingDown?: true;
 }
 
 /** Turns readings into snapshots: the recent rate, the ETA and how long nothing has moved. */
 export class ProgressModel {
-  private samples: Array<{ at: number; done: number }> = [];
+  private samples: Array<{ at: number; done: number; fetched: number }> = [];
   private lastChangeAt: number | undefined;
   private lastDone = -1;
 
@@ -99,11 +104,16 @@ export class ProgressModel {
       this.lastDone = reading.done;
       this.lastChangeAt = at;
     }
-    this.samples.push({ at, done: reading.done });
+    const fetched = reading.byOutcome.fetched ?? 0;
+    this.samples.push({ at, done: reading.done, fetched });
     while (this.samples.length > 2 && this.samples[1]!.at <= at - RATE_WINDOW_MS) this.samples.shift();
     const first = this.samples[0]!;
     const span = at - first.at;
-    const pagesPerSecond = span > 0 ? Math.max(0, (reading.done - first.done) / (span / 1000)) : 0;
+    // Pages are what was fetched (skipped and blocked URLs end in no time and are no pages); the ETA
+    // goes by every URL done, as every URL left must end.
+    const rate = (count: number) => (span > 0 ? Math.max(0, count / (span / 1000)) : 0);
+    const pagesPerSecond = rate(fetched - first.fetched);
+    const urlsPerSecond = rate(reading.done - first.done);
     const left = Math.max(0, reading.queued - reading.done);
     const snapshot: ProgressSnapshot = {
       at,
@@ -114,7 +124,7 @@ export class ProgressModel {
       retries: reading.retries,
       state: reading.state,
     };
-    if (pagesPerSecond > 0 && left > 0) snapshot.etaSeconds = Math.ceil(left / pagesPerSecond);
+    if (urlsPerSecond > 0 && left > 0) snapshot.etaSeconds = Math.ceil(left / urlsPerSecond);
     if (waiting !== undefined) snapshot.waiting = waiting;
     return snapshot;
   }
@@ -129,7 +139,7 @@ const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
 /**
  * What a crawl that has done nothing for `stalledMs` waits for, from its host and robots items: a
- * robots.txt retry, a Retry-After pause, the politeness delay, or a host slow to answer. Undefined
+ * robots.txt retry, a pause the host asked for (Retry-After, Crawl-delay), the politeness delay, or a host slow to answer. Undefined
  * when the items say nothing (results still being aggregated, the crawl ending).
  */
 export function waitingReason(
@@ -157,7 +167,7 @@ export function waitingReason(
     (h) => h.pausedUntil ?? 0,
   );
   if (paused)
-    return `${paused.host} asked to wait (Retry-After), ${seconds((paused.pausedUntil ?? 0) - now)} s left`;
+    return `${paused.host} asked to wait (Retry-After or robots.txt Crawl-delay), ${seconds((paused.pausedUntil ?? 0) - now)} s left`;
 
   const visiting = waits.hosts.find((h) => (h.lease ?? 0) > now);
   if (visiting) {
@@ -207,12 +217,15 @@ export function formatDelay(ms: number): string {
 /** The human line: `12/40 URLs · 3.1 pages/s · ETA 0:09 · 1 error · 2 retries · waiting: ...`. */
 export function describeSnapshot(s: ProgressSnapshot): string {
   const parts = [
+    ...(s.windingDown
+      ? ['winding down: no new requests, finishing those in flight and writing the output']
+      : []),
     `${s.fetched}/${s.known} URLs`,
     `${s.pagesPerSecond} pages/s`,
-    ...(s.etaSeconds === undefined ? [] : [`ETA ${formatDuration(s.etaSeconds)}`]),
+    ...(s.etaSeconds === undefined || s.windingDown ? [] : [`ETA ${formatDuration(s.etaSeconds)}`]),
     s.errors === 1 ? '1 error' : `${s.errors} errors`,
     s.retries === 1 ? '1 retry' : `${s.retries} retries`,
-    ...(s.waiting === undefined ? [] : [`waiting: ${s.waiting}`]),
+    ...(s.waiting === undefined || s.windingDown ? [] : [`waiting: ${s.waiting}`]),
   ];
   return parts.join(' · ');
 }
@@ -270,7 +283,7 @@ export class LineRenderer implements ProgressRenderer {
 
 /** What a plain line or JSON event changes with: not the clock, the rate or the ETA alone. */
 function changeKey(s: ProgressSnapshot): string {
-  return JSON.stringify([s.fetched, s.known, s.errors, s.retries, s.state, s.waiting]);
+  return JSON.stringify([s.fetched, s.known, s.errors, s.retries, s.state, s.waiting, s.windingDown]);
 }
 
 /** A log or a pipe: a plain line at most every PLAIN_INTERVAL_MS, and only when something changed. */
@@ -278,6 +291,7 @@ export class PlainRenderer implements ProgressRenderer {
   readonly showsProgress = true;
   private lastAt = Number.NEGATIVE_INFINITY;
   private lastKey: string | undefined;
+  private lastWindingDown: true | undefined;
   private readonly out: ProgressOutput;
   private readonly intervalMs: number;
   constructor(out: ProgressOutput, intervalMs = PLAIN_INTERVAL_MS) {
@@ -291,7 +305,9 @@ export class PlainRenderer implements ProgressRenderer {
 
   update(snapshot: ProgressSnapshot): void {
     const key = changeKey(snapshot);
-    if (key === this.lastKey || snapshot.at - this.lastAt < this.intervalMs) return;
+    if (key === this.lastKey) return;
+    // Winding down is said at once; the rest at most every intervalMs.
+    if (snapshot.at - this.lastAt < this.intervalMs && snapshot.windingDown === this.lastWindingDown) return;
     this.write(snapshot, key);
   }
 
@@ -302,6 +318,7 @@ export class PlainRenderer implements ProgressRenderer {
   private write(snapshot: ProgressSnapshot, key: string): void {
     this.lastAt = snapshot.at;
     this.lastKey = key;
+    this.lastWindingDown = snapshot.windingDown;
     this.out.write(`progress: ${describeSnapshot(snapshot)}\n`);
   }
 }
@@ -377,6 +394,12 @@ export interface FollowOptions {
   stallMs?: number;
 }
 
+export interface ProgressTicker {
+  /** Ctrl-C: from now on every line says the crawl is winding down (shown at once, then at each reading). */
+  windingDown(): void;
+  stop(): Promise<void>;
+}
+
 /**
  * Reads the crawl every `intervalMs` and renders it until `stop()`. A failed read is skipped: the
  * progress display never ends the crawl. `stop()` renders a last reading and ends the line. Nothing
@@ -386,10 +409,10 @@ export function followProgress(
   source: ProgressSource,
   renderer: ProgressRenderer,
   options: FollowOptions,
-): { stop(): Promise<void> } {
+): ProgressTicker {
   if (!renderer.showsProgress) {
     source.close?.();
-    return { stop: async () => {} };
+    return { windingDown: () => {}, stop: async () => {} };
   }
   const now = options.now ?? Date.now;
   const intervalMs = options.intervalMs ?? READ_INTERVAL_MS;
@@ -397,6 +420,7 @@ export function followProgress(
   const model = new ProgressModel();
   let last: ProgressSnapshot | undefined;
   let stopped = false;
+  let windingDown = false;
   let timer: NodeJS.Timeout | undefined;
 
   const tick = async (final: boolean): Promise<void> => {
@@ -409,6 +433,7 @@ export function followProgress(
         waiting = waitingReason(await source.waits(), at, stalled, options.delayMs);
       }
       last = model.update(reading, at, waiting);
+      if (windingDown) last.windingDown = true;
       if (!final) renderer.update(last);
     } catch {
       // Skipped: the next tick reads again.
@@ -425,6 +450,13 @@ export function followProgress(
   };
   schedule();
   return {
+    windingDown() {
+      windingDown = true;
+      if (last && !stopped) {
+        last = { ...last, at: now(), windingDown: true };
+        renderer.update(last);
+      }
+    },
     async stop() {
       stopped = true;
       clearTimeout(timer);

@@ -26,7 +26,7 @@ import { FUNCTION_ENV, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.t
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../local/aws-clients.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import type { LocalStackDescription } from '../local/cloudformation-describe.ts';
-import { type LocalAws, type RuntimeStats, startLocalAws } from '../local/local-aws.ts';
+import { type LocalAws, type RuntimeStats, StateDirError, startLocalAws } from '../local/local-aws.ts';
 import { type SqsQueryGateway, startSqsQueryGateway } from '../local/sqs-query-gateway.ts';
 import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
@@ -134,6 +134,8 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
       [FUNCTION_ENV.defaultCrawlConfig]: JSON.stringify(options.defaults),
     },
     ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
+  }).catch((error: unknown) => {
+    throw error instanceof StateDirError ? new UsageError(`--state-dir ${error.message}`) : error;
   });
   let gateway: SqsQueryGateway;
   let stack: LocalStackDescription | undefined;

@@ -84,6 +84,13 @@ export interface EventSourcePoller {
   start(): Promise<void>;
   /** Stops polling; in-flight batches finish (and are settled) first. */
   stop(): Promise<void>;
+  /**
+   * Stops polling, and the invocations in flight see their deadline arrive now
+   * (`getRemainingTimeInMillis()` answers 0), so they wind down as at a timeout: a fetch batch starts
+   * no request and hands its hosts back. Resolves once they have settled. Reaches in-process
+   * containers only: a worker's context is its own copy.
+   */
+  windDown(): Promise<void>;
   stats(): PollerStats;
   /** Slots holding received messages (gathering, invoking or settling). */
   busySlots(): number;
@@ -119,6 +126,8 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   const stats = emptyPollerStats();
   let handlerModule: HandlerModule | undefined;
   let stopping = false;
+  /** windDown() was called: every invocation's remaining time is 0 from then on. */
+  let windingDown = false;
   let slots: Promise<void>[] = [];
   let busy = 0;
   let running = 0;
@@ -232,6 +241,8 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     const started = Date.now();
     const deadline = started + fn.timeoutSeconds * 1000;
     const context = createLambdaContext(fn, deadline, stream);
+    const remaining = context.getRemainingTimeInMillis;
+    context.getRemainingTimeInMillis = () => (windingDown ? 0 : remaining());
     const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source.queueArn, options.region)) };
     const ids = event.Records.map((r) => r.messageId);
     const { raw, coldStart } =
@@ -335,9 +346,16 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       if (slots.length > 0 || !source.enabled) return;
       handlerModule = await loadHandlerModule(fn);
       stopping = false;
+      windingDown = false;
       slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
     },
     async stop() {
+      stopping = true;
+      await Promise.all(slots);
+      slots = [];
+    },
+    async windDown() {
+      windingDown = true;
       stopping = true;
       await Promise.all(slots);
       slots = [];

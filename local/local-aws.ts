@@ -1,6 +1,6 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
@@ -105,6 +105,14 @@ export interface LocalAws {
   start(options?: { first?: readonly string[]; firstTimeoutMs?: number }): Promise<void>;
   /** Stops taking messages; in-flight invocations finish (and are settled) first. The AWS stays up. */
   stopPolling(): Promise<void>;
+  /**
+   * Stops early (Ctrl-C) without losing what was done: the pollers of every function but `drain`
+   * stop taking messages, and their invocations in flight see their deadline arrive now, so a fetch
+   * batch starts no request and hands its hosts back; once those have settled, the `drain`
+   * functions keep going until their queues are empty (or `drainTimeoutMs`, default 60 s, passed),
+   * so what the others sent is finalized; then they stop too. The AWS stays up.
+   */
+  windDown(options?: { drain?: readonly string[]; drainTimeoutMs?: number }): Promise<void>;
   waitForIdle(options?: WaitForIdleOptions): Promise<IdleSnapshot>;
   stats(): RuntimeStats;
   stop(): Promise<void>;
@@ -125,6 +133,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
   if (layout) {
+    await makeStateDir(layout.dir);
     let stale = false;
     lock = await acquireStateLock(layout.dir, {
       onStaleLock: (line) => {
@@ -213,6 +222,22 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     );
     const gating = pollers.filter((p) => p.eventSource.enabled).map((p) => p.eventSource.queueLogicalId);
     let stopped = false;
+    /** Resolves once these pollers' queues are empty and they hold nothing, or `timeoutMs` passed. */
+    const drained = async (subset: EventSourcePoller[], timeoutMs: number): Promise<void> => {
+      if (subset.length === 0) return;
+      await waitForIdle(
+        {
+          sqs: clients.sqs,
+          queues: Object.fromEntries(
+            subset.map((p) => [p.eventSource.queueLogicalId, queues[p.eventSource.queueLogicalId] ?? '']),
+          ),
+          gating: subset.map((p) => p.eventSource.queueLogicalId),
+          busySlots: () => sum(subset.map((p) => p.busySlots())),
+          activity: () => sum(subset.map((p) => p.activity())),
+        },
+        { intervalMs: 100, timeoutMs },
+      ).catch(() => {});
+    };
     return {
       endpoints,
       ...(layout ? { stateDir: layout.dir } : {}),
@@ -231,23 +256,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         const leading = pollers.filter((p) => first.has(p.eventSource.functionLogicalId));
         if (leading.length > 0) {
           await Promise.all(leading.map((p) => p.start()));
-          await waitForIdle(
-            {
-              sqs: clients.sqs,
-              queues: Object.fromEntries(
-                leading.map((p) => [
-                  p.eventSource.queueLogicalId,
-                  queues[p.eventSource.queueLogicalId] ?? '',
-                ]),
-              ),
-              gating: leading.map((p) => p.eventSource.queueLogicalId),
-              busySlots: () => sum(leading.map((p) => p.busySlots())),
-              activity: () => sum(leading.map((p) => p.activity())),
-            },
-            { intervalMs: 100, timeoutMs: startOptions.firstTimeoutMs ?? 60_000 },
-          ).catch(() => {
-            // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
-          });
+          // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
+          await drained(leading, startOptions.firstTimeoutMs ?? 60_000);
         }
         if (takenOverAt !== undefined) {
           // The first time this process serves the state: hosts that a process before it claimed and
@@ -259,6 +269,13 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       },
       async stopPolling() {
         await Promise.all(pollers.map((p) => p.stop()));
+      },
+      async windDown(windOptions = {}) {
+        const keep = new Set(windOptions.drain ?? []);
+        const kept = pollers.filter((p) => keep.has(p.eventSource.functionLogicalId));
+        await Promise.all(pollers.filter((p) => !kept.includes(p)).map((p) => p.windDown()));
+        await drained(kept, windOptions.drainTimeoutMs ?? 60_000);
+        await Promise.all(kept.map((p) => p.stop()));
       },
       waitForIdle: (waitOptions) =>
         waitForIdle(
@@ -291,6 +308,41 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     await emulators?.stop().catch(() => {});
     await lock?.release();
     throw err;
+  }
+}
+
+/** A state directory that cannot be made (a path under /proc, a file in the way, no permission). */
+export class StateDirError extends Error {
+  constructor(dir: string, why: string) {
+    super(
+      `${dir} cannot be made the state directory (${why}); give a directory that can be created and written`,
+    );
+    this.name = 'StateDirError';
+  }
+}
+
+/**
+ * `mkdir -p` one level at a time: Node's recursive mkdir never settles on a path it cannot create
+ * under /proc (it retries the parent, which exists, forever), so it would hang the start.
+ */
+async function makeStateDir(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    const info = await stat(at).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw new StateDirError(dir, `${at}: ${error.code ?? error.message}`);
+    });
+    if (info) {
+      if (!info.isDirectory()) throw new StateDirError(dir, `${at} is not a directory`);
+      break;
+    }
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const at of missing) {
+    await mkdir(at).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw new StateDirError(dir, `${at}: ${error.code ?? error.message}`);
+    });
   }
 }
 

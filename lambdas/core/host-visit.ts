@@ -78,6 +78,11 @@ export const INFLIGHT_RECHECK_MS = 2_000;
 export const PART_RECHECK_MS = 5_000;
 /** Time kept free after the last request's deadline, for the batch's sends. */
 const DEADLINE_MARGIN_MS = 1_000;
+/**
+ * A wait for the host's pace looks at the deadline at least this often: a deadline that moves
+ * earlier (a local runtime winding down on Ctrl-C) ends the wait, not only the next request.
+ */
+const DEADLINE_RECHECK_MS = 1_000;
 
 export async function visitHost(
   start: VisitStart,
@@ -162,7 +167,8 @@ export async function visitHost(
         const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
         if (startAt + requestBudget > deps.deadline)
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-        if (startAt > deps.now()) await deps.sleep(startAt - deps.now());
+        if (!(await waitUntil(startAt, requestBudget, deps)))
+          return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         attemptsOf = url.attempts ?? 0;
         let decision: TaskDecision;
         try {
@@ -226,6 +232,15 @@ function taskOf(crawlId: string, url: HostUrl): Task {
     ...(url.redirects ? { redirects: url.redirects } : {}),
     ...(url.attempts ? { attempt: url.attempts } : {}),
   };
+}
+
+/** Sleeps until `at`; false (and no longer) once a request starting then could not end before the deadline. */
+async function waitUntil(at: number, requestBudget: number, deps: VisitDeps): Promise<boolean> {
+  for (let now = deps.now(); now < at; now = deps.now()) {
+    if (at + requestBudget > deps.deadline) return false;
+    await deps.sleep(Math.min(at - now, DEADLINE_RECHECK_MS));
+  }
+  return at + requestBudget <= deps.deadline;
 }
 
 async function allPartsWritten(

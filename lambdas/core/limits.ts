@@ -37,6 +37,12 @@ export const CRAWL_LIMITS = {
    * wait; a longer one ends the URL `failed`, `retry-after-too-long`.
    */
   maxRetryAfterMs: AWS_LIMITS.sqsMaxDelaySeconds * 1000,
+  /**
+   * `--delay` (a crawl's pace per host): at most the longest SQS delay, so a host handed back waits
+   * for its next request in one message; a longer pace is a mistake (a crawl of one page a day),
+   * not politeness.
+   */
+  maxDelayMs: AWS_LIMITS.sqsMaxDelaySeconds * 1000,
 } as const;
 
 /**

@@ -28,11 +28,21 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     const messages = receivedMessages(event, metrics);
     // Visits stop starting requests this long before the function's timeout: the sends follow.
     const { invocationId, remainingMs } = invocationOf(context, DEFAULT_BUDGET_MS);
+    const reserve = Math.min(SEND_RESERVE_MS, remainingMs * SEND_RESERVE_SHARE);
+    const fixedEnd = Date.now() + remainingMs;
+    // Read at each check, from the context: on Lambda it never moves; a local runtime winding down
+    // (Ctrl-C) answers 0 remaining, and the visits stop at their next page as at a timeout.
+    const end = () =>
+      context?.getRemainingTimeInMillis ? Date.now() + context.getRemainingTimeInMillis() : fixedEnd;
     const report = await processFetchBatch(messages, {
       ...deps,
       invocationId,
-      deadline: Date.now() + remainingMs - Math.min(SEND_RESERVE_MS, remainingMs * SEND_RESERVE_SHARE),
-      end: Date.now() + remainingMs,
+      get deadline() {
+        return end() - reserve;
+      },
+      get end() {
+        return end();
+      },
     });
     for (const { crawlId, url, outcome, code, status, bytes, ms } of report.results) {
       log.info('result', { crawlId, url, outcome, code, status });

@@ -54,20 +54,47 @@ const snapshot = (over: Partial<ProgressSnapshot> = {}): ProgressSnapshot => ({
   ...over,
 });
 
-test('the rate is URLs done over the recent window, and the ETA the URLs left at that rate', () => {
+/** A reading whose URLs done were all fetched. */
+const fetchedReading = (done: number, queued: number) =>
+  reading(done, queued, { byOutcome: { fetched: done } });
+
+test('the rate is pages fetched over the recent window, and the ETA the URLs left at that rate', () => {
   const model = new ProgressModel();
-  model.update(reading(0, 10), 0);
-  model.update(reading(10, 50), 5_000);
-  const s = model.update(reading(20, 100), 10_000);
+  model.update(fetchedReading(0, 10), 0);
+  model.update(fetchedReading(10, 50), 5_000);
+  const s = model.update(fetchedReading(20, 100), 10_000);
   assert.equal(s.fetched, 20);
   assert.equal(s.known, 100);
   assert.equal(s.pagesPerSecond, 2);
   assert.equal(s.etaSeconds, 40); // 80 left at 2 pages/s
   // Older readings leave the window: a crawl that slowed down shows its recent rate, not its average.
-  model.update(reading(20, 100), 20_000);
-  const slow = model.update(reading(25, 100), 30_000);
+  model.update(fetchedReading(20, 100), 20_000);
+  const slow = model.update(fetchedReading(25, 100), 30_000);
   assert.equal(slow.pagesPerSecond, 0.5); // 5 in the last 10 s (the average is 25 in 30 s)
   assert.equal(slow.etaSeconds, 150);
+});
+
+test('pages/s counts fetched pages only: skipped and blocked URLs end at once and are no pages', () => {
+  // One page fetched, its 30 links skipped (out of scope): 31 URLs done in 10 s, 0.1 pages/s.
+  const model = new ProgressModel();
+  model.update(reading(0, 1), 0);
+  const s = model.update(reading(31, 31, { byOutcome: { fetched: 1, skipped: 30 } }), 10_000);
+  assert.equal(s.pagesPerSecond, 0.1);
+  assert.equal(s.fetched, 31, 'URLs done still count every URL');
+});
+
+test('winding down (after Ctrl-C): the line says so, with no ETA and no wait, and a plain log shows it at once', () => {
+  const line = describeSnapshot(
+    snapshot({ windingDown: true, waiting: 'politeness: next request to a in 5 s' }),
+  );
+  assert.match(line, /^winding down: no new requests/);
+  assert.doesNotMatch(line, /ETA|waiting/);
+  const out = capture();
+  const plain = new PlainRenderer(out, 5000);
+  plain.update(snapshot({ at: 0 }));
+  plain.update(snapshot({ at: 10, windingDown: true }));
+  assert.equal(out.text.split('\n').filter(Boolean).length, 2);
+  assert.match(out.text.split('\n')[1] ?? '', /winding down/);
 });
 
 test('no rate yet, or nothing left: no ETA; errors are failed URLs, retries pass through', () => {
@@ -104,7 +131,7 @@ test('waiting: a robots.txt retry comes first, with its seconds left', () => {
   );
 });
 
-test('waiting: a Retry-After pause, then the politeness delay of the soonest host', () => {
+test('waiting: a pause the host asked for (Retry-After or Crawl-delay: never named Retry-After alone), then the politeness delay of the soonest host', () => {
   assert.equal(
     waitingReason(
       { hosts: [{ host: 'a.test', pausedUntil: 30_000, nextAt: 30_000 }], robots: [] },
@@ -112,7 +139,7 @@ test('waiting: a Retry-After pause, then the politeness delay of the soonest hos
       5000,
       1000,
     ),
-    'a.test asked to wait (Retry-After), 20 s left',
+    'a.test asked to wait (Retry-After or robots.txt Crawl-delay), 20 s left',
   );
   assert.equal(
     waitingReason(
@@ -264,6 +291,27 @@ test('followProgress reads until stopped, looks up the waits only once the crawl
   now = 6000;
   await ticker.stop();
   assert.match(out.text, /10\/10 URLs[^\r]*\n$/);
+});
+
+test('followProgress after windingDown(): says so at once and on every line until stopped', async () => {
+  let done = 1;
+  const out = capture(true, 300);
+  const ticker = followProgress(
+    { read: async () => reading(done, 10), waits: async () => ({ hosts: [], robots: [] }) },
+    new LineRenderer(out),
+    { delayMs: 0, intervalMs: 5 },
+  );
+  const drawn = () => out.text.split('\r\x1b[2K').slice(1);
+  while (drawn().length === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+  ticker.windingDown();
+  const at = drawn().length;
+  assert.match(drawn().at(-1) ?? '', /^winding down/, 'shown at once, not at the next reading');
+  done = 4;
+  while (!drawn().some((frame, i) => i >= at && frame.includes('4/10'))) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await ticker.stop();
+  for (const frame of drawn().slice(at - 1)) assert.match(frame, /^winding down/);
 });
 
 test('nothing is read when no progress is shown (--quiet, --progress none)', async () => {

@@ -16,8 +16,9 @@ const HOST = 'slow.sim.test';
 /** A request's total deadline; the visit keeps it + 1 s free per request. */
 const TOTAL_MS = 500;
 
-function config(delayMs = 0): CrawlConfig {
+function config(delayMs = 0, respectRobots = true): CrawlConfig {
   return parseCrawlConfig({
+    respectRobots,
     crawlId: CRAWL,
     seeds: [`http://${HOST}/`],
     allowPrivate: true,
@@ -147,5 +148,48 @@ describe('visitHost near its deadline', () => {
     assert.ok(report.end.kind === 'hand-back' && report.end.why === 'deadline', JSON.stringify(report.end));
     assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= report.pace.nextAt - 1);
     assert.deepEqual(report.inflight, [], 'the page is still to be fetched by the next visit');
+  });
+
+  it('ends a wait for the host pace when its deadline moves to now (a local runtime winding down on Ctrl-C)', async () => {
+    // The second page is due 20 s after the first; the deadline moves to "now" as the visit starts
+    // waiting for it. The visit hands its host back at its next look at the deadline, not 20 s later.
+    const host = new SlowHost(10);
+    const spent = ledger();
+    const crawl = config(20_000, false);
+    let deadline = Date.now() + 600_000;
+    const base = visitDeps(host, [item('/a'), item('/b')], deadline, spent);
+    const deps = {
+      ...base,
+      configs: { get: async () => crawl },
+      get deadline() {
+        return deadline;
+      },
+      sleep: (ms: number) => {
+        deadline = Date.now();
+        return base.sleep(ms);
+      },
+    };
+    const report = await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      deps,
+      () => {},
+    );
+    const endedAt = Date.now();
+    assert.deepEqual(
+      host.requests.map((request) => request.path).length,
+      1,
+      'no request after the deadline moved',
+    );
+    assert.ok(report.end.kind === 'hand-back' && report.end.why === 'deadline', JSON.stringify(report.end));
+    const dueAt = (host.requests[0]?.at ?? 0) + 20_000;
+    assert.ok(
+      endedAt < dueAt,
+      `the visit waited out the pace: ended ${endedAt - dueAt} ms after the next page was due`,
+    );
+    assert.ok(
+      report.end.kind === 'hand-back' && report.end.visitAt >= dueAt,
+      'the next visit keeps the pace',
+    );
   });
 });

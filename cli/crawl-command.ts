@@ -104,7 +104,7 @@ export const crawlCommand = defineCommand({
           ? { endpoint: options.endpoint }
           : { stateDir: resolveStateDir(options.stateDir) }),
         ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
-        handlerEnvOverrides: { LOG_LEVEL: 'warn' },
+        handlerEnvOverrides: { LOG_LEVEL: options.quiet ? 'error' : 'warn' },
         // A local crawl's user sees its latency and its memory: a batch after a quiet spell goes as
         // soon as the queue has no more, and the handlers share this process (local/README.md).
         eagerBatches: true,

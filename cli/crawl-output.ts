@@ -113,7 +113,7 @@ export async function writeCrawlOutput(
     damages.push(damage);
     info.onDamage?.(damage);
   };
-  const accumulator = new SummaryAccumulator();
+  const accumulator = new SummaryAccumulator(info.startedAt);
   async function* chunks(): AsyncGenerator<string> {
     let chunk = '';
     for await (const { line, text } of streamIndex(blobs, crawlId, { onDamage })) {
@@ -164,7 +164,8 @@ export async function writeCrawlOutput(
   summary.contentRecords = pages;
   if (markdown) summary.markdownFiles = markdown.files;
   if (info.state) summary.state = info.state;
-  if (info.costReport) summary.aws = info.costReport(summary.byOutcome.fetched ?? 0);
+  // The counted calls are this run's: so are the pages they are divided among.
+  if (info.costReport) summary.aws = info.costReport(accumulator.fetchedThisRun);
   await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   return { summary, damages };
 }

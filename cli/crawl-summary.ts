@@ -13,6 +13,7 @@ export interface CrawlSummary {
   urls: number;
   byOutcome: Record<string, number>;
   bytes: number;
+  /** Pages this run fetched (from `startedAt`: a resumed crawl's earlier runs are not counted) per second of it. */
   pagesPerSecond: number;
   warcFiles: number;
   /** Lines of pages.jsonl: pages with a content record. */
@@ -31,18 +32,36 @@ export interface SummaryInfo {
   warcFiles: number;
 }
 
-/** Counts results one at a time, so a summary never needs the crawl's results in memory. */
+/**
+ * Counts results one at a time, so a summary never needs the crawl's results in memory. Pages per
+ * second count the pages fetched since `runStartedAt` only: after a resume, the pages of the runs
+ * before it took time that this run's seconds do not hold.
+ */
 export class SummaryAccumulator {
   #urls = 0;
   #bytes = 0;
+  #fetchedThisRun = 0;
   readonly #byOutcome: Record<string, number> = {};
+  readonly #runStartedAt: number;
 
-  add(result: Pick<CrawlResult, 'outcome' | 'bytes'>): void {
+  constructor(runStartedAt: Date) {
+    this.#runStartedAt = runStartedAt.getTime();
+  }
+
+  add(result: Pick<CrawlResult, 'outcome' | 'bytes' | 'fetchedAt'>): void {
     this.#urls++;
     this.#byOutcome[result.outcome] = (this.#byOutcome[result.outcome] ?? 0) + 1;
     this.#bytes += result.bytes;
+    if (result.outcome === 'fetched' && Date.parse(result.fetchedAt) >= this.#runStartedAt)
+      this.#fetchedThisRun++;
   }
 
+  /** Pages fetched since the run started: what its counted AWS calls paid for. */
+  get fetchedThisRun(): number {
+    return this.#fetchedThisRun;
+  }
+
+  /** `info.startedAt` is the run's start the accumulator was made with. */
   summary(info: SummaryInfo): CrawlSummary {
     const seconds = Math.max(0.001, (info.endedAt.getTime() - info.startedAt.getTime()) / 1000);
     return {
@@ -54,7 +73,7 @@ export class SummaryAccumulator {
       urls: this.#urls,
       byOutcome: { ...this.#byOutcome },
       bytes: this.#bytes,
-      pagesPerSecond: Number(((this.#byOutcome.fetched ?? 0) / seconds).toFixed(2)),
+      pagesPerSecond: Number((this.#fetchedThisRun / seconds).toFixed(2)),
       warcFiles: info.warcFiles,
     };
   }

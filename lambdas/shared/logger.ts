@@ -20,7 +20,9 @@ export function createLogger(service: string, level = 'info'): Logger {
   const threshold = LEVELS[level as keyof typeof LEVELS] ?? LEVELS.info;
   const write = (name: 'debug' | 'info' | 'warn' | 'error') => (message: string, fields?: LogFields) => {
     if (LEVELS[name] < threshold) return;
-    process.stdout.write(
+    // stderr: Lambda sends it to CloudWatch Logs as it does stdout, and `crawler crawl`, which runs
+    // the handlers in its own process, keeps stdout for its summary.
+    process.stderr.write(
       `${JSON.stringify({ level: name, time: new Date().toISOString(), service, message, ...fields })}\n`,
     );
   };

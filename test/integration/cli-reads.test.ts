@@ -112,21 +112,21 @@ before(async () => {
   await new SqsTaskSender(aws.clients.sqs, aws.outputs.TaskQueueUrl!).sendTasks([
     { v: 1, crawlId, url: `${site.origin}/`, depth: 0 },
   ]);
-  // The handlers log JSON lines to stdout; keep them to count completions.
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+  // The handlers log JSON lines to stderr; keep them to count completions.
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
     const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
     if (text.startsWith('{"level"')) {
       logs.push(...text.split('\n').filter(Boolean));
       return true;
     }
     return write(chunk, ...rest);
-  }) as typeof process.stdout.write;
+  }) as typeof process.stderr.write;
   try {
     await aws.start();
     await aws.waitForIdle({ timeoutMs: 120_000 });
   } finally {
-    process.stdout.write = write;
+    process.stderr.write = write;
   }
 });
 

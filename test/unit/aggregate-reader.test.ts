@@ -183,7 +183,7 @@ describe('results index reader', () => {
 
 describe('summary', () => {
   it('counts results one at a time', () => {
-    const accumulator = new SummaryAccumulator();
+    const accumulator = new SummaryAccumulator(new Date('2024-05-01T12:00:00Z'));
     for (const r of [
       result('/a', { bytes: 10 }),
       result('/b', { bytes: 5 }),
@@ -204,6 +204,25 @@ describe('summary', () => {
     assert.equal(summary.seconds, 2);
     assert.equal(summary.pagesPerSecond, 1);
     assert.equal(summary.warcFiles, 3);
+  });
+
+  it('counts in pages per second only the pages this run fetched (a resumed crawl fetched others before)', () => {
+    const runStartedAt = new Date('2024-05-01T12:00:00Z');
+    const accumulator = new SummaryAccumulator(runStartedAt);
+    accumulator.add(result('/earlier', { fetchedAt: '2024-05-01T11:00:00.000Z' }));
+    accumulator.add(result('/earlier-too', { fetchedAt: '2024-05-01T11:59:59.999Z' }));
+    accumulator.add(result('/now', { fetchedAt: '2024-05-01T12:00:01.000Z' }));
+    accumulator.add(result('/skipped-now', { outcome: 'skipped', fetchedAt: '2024-05-01T12:00:01.000Z' }));
+    const summary = accumulator.summary({
+      crawlId: 'c1',
+      seeds: [],
+      startedAt: runStartedAt,
+      endedAt: new Date('2024-05-01T12:00:02Z'),
+      warcFiles: 1,
+    });
+    assert.equal(summary.byOutcome.fetched, 3, 'every fetched page is counted by outcome');
+    assert.equal(accumulator.fetchedThisRun, 1);
+    assert.equal(summary.pagesPerSecond, 0.5, 'one page this run, in 2 s');
   });
 });
 

@@ -248,7 +248,11 @@ export const localCommand = defineCommand({
   },
 });
 
-function describeReady(server: LocalServer, options: LocalCommandOptions): string {
+/** What `crawler local` prints when it is ready (without `--json`): where it is, and commands to try. */
+export function describeReady(
+  server: Pick<LocalServer, 'endpoint' | 'stateDir' | 'outputs'>,
+  options: Pick<LocalCommandOptions, 'defaults'>,
+): string {
   const width = Math.max(...Object.keys(server.outputs).map((key) => key.length));
   const outputs = Object.entries(server.outputs)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -262,7 +266,9 @@ function describeReady(server: LocalServer, options: LocalCommandOptions): strin
     ...outputs,
     `defaults for plain URL messages (crawl "default"): ${defaults}`,
     'try:',
-    `  aws --endpoint-url ${e} sqs send-message --queue-url ${server.outputs[OUTPUTS.taskQueueUrl]} --message-body https://example.com/`,
+    // The JSON form: AWS CLI v1 downloads a parameter that starts with http:// or https:// and would
+    // send the page instead (unless cli_follow_urlparam = false); v2 and the SDKs take a URL as it is.
+    `  aws --endpoint-url ${e} sqs send-message --queue-url ${server.outputs[OUTPUTS.taskQueueUrl]} --message-body '${JSON.stringify({ v: 1, crawlId: 'default', url: 'https://example.com/', depth: 0 })}'`,
     `  aws --endpoint-url ${e} s3 ls s3://${server.outputs[OUTPUTS.pageBucketName]}/results/default/`,
     `  crawler submit https://example.com/ --endpoint ${e}`,
     'Ctrl-C stops it.',

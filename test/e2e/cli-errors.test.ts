@@ -148,7 +148,7 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
     assert.match(line, /context fetchConcurrency: expected an integer 2\.\.1000.*-c fetchConcurrency=50/);
   });
 
-  it('--sitemap auto with a blocked seed warns and crawls on', async () => {
+  it('--sitemap auto with a blocked seed warns, crawls on, and exits 1 as no seed could be crawled', async () => {
     const run = await runCli([
       'crawl',
       `${site.origin}/`,
@@ -157,9 +157,11 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
       '--out',
       join(work, 'out-sitemap'),
     ]);
-    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.code, 1, run.stderr);
     assert.doesNotMatch(run.stderr, STACK_FRAME);
     assert.match(run.stderr, /sitemap: .*robots\.txt: address-blocked: .*--allow-private/);
+    assert.match(run.stderr, /^crawler crawl: no seed could be crawled: 1 blocked: .*--allow-private$/m);
+    assert.ok(existsSync(join(work, 'out-sitemap', 'summary.json')), 'the output is written all the same');
   });
 });
 

@@ -28,7 +28,12 @@ after(async () => {
   await rm(workDir, { recursive: true, force: true });
 });
 
+/** `crawler crawl ARGS --out …`, which must exit with `exitCode` (0: the crawl ran and crawled). */
 async function crawl(...args: string[]) {
+  return crawlExiting(0, ...args);
+}
+
+async function crawlExiting(exitCode: number, ...args: string[]) {
   const out = join(workDir, `out-${Math.random().toString(36).slice(2)}`);
   const { stdout, stderr } = await run(
     process.execPath,
@@ -36,6 +41,15 @@ async function crawl(...args: string[]) {
     {
       cwd: workDir,
       timeout: 120_000,
+    },
+  ).then(
+    (done) => {
+      assert.equal(0, exitCode, `exited 0, not ${exitCode}: ${done.stderr}`);
+      return done;
+    },
+    (error: { code?: unknown; stdout: string; stderr: string }) => {
+      assert.equal(error.code, exitCode, error.stderr);
+      return error;
     },
   );
   const lines = (await readFile(join(out, 'results.jsonl'), 'utf8')).trim().split('\n').filter(Boolean);
@@ -69,7 +83,9 @@ test('crawl with --allow-private stores the page and writes one result with stat
 
 test('without --allow-private the loopback address is refused: a result says why and no connection is made', async () => {
   const before = site.connections;
-  const { results } = await crawl(`${site.origin}/`, '--quiet');
+  // No seed could be crawled: exit 1, with the output written all the same.
+  const { results, stderr } = await crawlExiting(1, `${site.origin}/`, '--quiet');
+  assert.match(stderr, /no seed could be crawled: 1 blocked: .*--allow-private/);
   assert.equal(results.length, 1);
   const [result] = results;
   assert.equal(result?.outcome, 'blocked');

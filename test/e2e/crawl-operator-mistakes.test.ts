@@ -75,7 +75,7 @@ describe('crawler crawl: operator mistakes', () => {
   it('a crawl whose only seed is blocked says why, names --allow-private and exits 1', async () => {
     const out = await tempDir('crawler-blocked-out-');
     try {
-      const run = await runCli(['crawl', 'http://10.0.0.1/', '--out', out.path, '--progress', 'none'], {
+      const run = await runCli(['crawl', 'http://127.0.0.1:9/', '--out', out.path, '--progress', 'none'], {
         timeoutMs: 120_000,
       });
       assert.equal(run.code, 1, run.stderr);

@@ -423,6 +423,31 @@ function ldName(value: unknown, nested = false): string | undefined {
   return undefined;
 }
 
+/**
+ * JSON-LD is read a few levels deep (applyJsonLd); a block nested deeper than this is not parsed at
+ * all: parsing builds every level (a hostile page's 500,000 nested arrays, whose garbage made the
+ * parse grow faster than its input) for nothing that is read.
+ */
+const MAX_JSON_LD_NESTING = 64;
+
+/** Whether `json`'s arrays and objects nest at most `limit` deep: one pass, strings skipped. */
+function nestedWithin(json: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return false;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return true;
+}
+
 function applyJsonLd(meta: RawMeta, types: string[], node: unknown, depth: number): void {
   if (depth > 4 || node === null || typeof node !== 'object') return;
   if (Array.isArray(node)) {
@@ -820,7 +845,7 @@ class TreeBuilder implements HtmlHandler {
           if (capture === 1) {
             const title = collapse(this.captured);
             if (title !== '') meta.title = title;
-          } else if (meta.ld.length < 20) {
+          } else if (meta.ld.length < 20 && nestedWithin(this.captured, MAX_JSON_LD_NESTING)) {
             try {
               meta.ld.push(JSON.parse(this.captured));
             } catch {

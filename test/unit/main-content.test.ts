@@ -330,6 +330,19 @@ describe('extractMainContent: hostile input', () => {
     }
     assert.equal(extractMainContent('<ul><li>a<li>b', PAGE).markdown, '- a\n- b');
   });
+
+  test('JSON-LD nested past 64 levels is not parsed; brackets inside its strings do not count', () => {
+    const deep = 65;
+    const tooDeep = `{"@type": "TooDeep", "x": ${'['.repeat(deep)}${']'.repeat(deep)}}`;
+    const bracketsInText = `{"@type": "Article", "headline": "${'[{'.repeat(100)}\\" ]", "author": "Ann"}`;
+    const html = (ld: string) => `<script type="application/ld+json">${ld}</script><p>t</p>`;
+    assert.deepEqual(extractMainContent(html(tooDeep), PAGE).metadata.jsonLdTypes, []);
+    const read = extractMainContent(html(bracketsInText), PAGE).metadata;
+    assert.deepEqual(read.jsonLdTypes, ['Article']);
+    assert.equal(read.author, 'Ann');
+    const within = `{"@type": "Shallow", "x": ${'['.repeat(60)}${']'.repeat(60)}}`;
+    assert.deepEqual(extractMainContent(html(within), PAGE).metadata.jsonLdTypes, ['Shallow']);
+  });
 });
 
 describe('HtmlReader: the element events of htmlparser2 Parser, from its Tokenizer', () => {

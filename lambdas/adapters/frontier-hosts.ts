@@ -125,6 +125,20 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       }),
     );
     if (!needsVisit(out.Attributes, now)) return undefined;
+    return this.claimSend(crawlId, host, now, now - VISIT_GRACE_MS);
+  }
+
+  /**
+   * Claims the sending of the host's visit (`visitAt = now`, `visitBy = <ticket>`) when no lease is
+   * live and no visit was claimed at or after `staleBefore`: the ticket, or undefined when another
+   * claim or a visit is there (or the host is gone: a host drained since is not re-created).
+   */
+  private async claimSend(
+    crawlId: string,
+    host: string,
+    now: number,
+    staleBefore: number,
+  ): Promise<string | undefined> {
     const ticket = randomUUID();
     try {
       await this.dynamodb.send(
@@ -132,12 +146,11 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
           TableName: this.table,
           Key: hostKey(crawlId, host),
           UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :token, #${ATTR.expiresAt} = :expiresAt`,
-          // attribute_exists: a host drained since the ADD is not re-created (its visit saw this URL).
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (#${ATTR.visitBy} = :token OR (${NO_LIVE_LEASE} AND ${NO_RECENT_VISIT}))`,
           ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
           ExpressionAttributeValues: {
             ':now': N(now),
-            ':stale': N(now - VISIT_GRACE_MS),
+            ':stale': N(staleBefore),
             ':token': S(ticket),
             ':expiresAt': expiresAt(this.options),
           },
@@ -354,27 +367,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       const visitAt = num(item, ATTR.visitAt);
       if ((lease !== undefined && lease >= now) || (visitAt !== undefined && visitAt >= dueBefore)) continue;
       const host = (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length);
-      const ticket = randomUUID();
-      try {
-        await this.dynamodb.send(
-          new UpdateItemCommand({
-            TableName: this.table,
-            Key: hostKey(crawlId, host),
-            UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :ticket, #${ATTR.expiresAt} = :expiresAt`,
-            ConditionExpression: `attribute_exists(#${ATTR.pk}) AND ${NO_LIVE_LEASE} AND (attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :due)`,
-            ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
-            ExpressionAttributeValues: {
-              ':now': N(now),
-              ':due': N(dueBefore),
-              ':ticket': S(ticket),
-              ':expiresAt': expiresAt(this.options),
-            },
-          }),
-        );
-        claimed.push({ host, ticket });
-      } catch (err) {
-        if (!isConditionFailed(err)) throw err;
-      }
+      const ticket = await this.claimSend(crawlId, host, now, dueBefore);
+      if (ticket !== undefined) claimed.push({ host, ticket });
     }
     return claimed;
   }

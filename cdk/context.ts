@@ -4,7 +4,8 @@
  * The CLI passes `-c` values as strings; cdk.json or an in-process app may pass numbers.
  */
 import type { Node } from 'constructs';
-import { CONTEXT_KEYS } from './limits.ts';
+import { CONTEXT_KEYS, DYNAMODB_PARTITION } from './limits.ts';
+import { partitionCeiling } from './partition-budget.ts';
 
 /** Lambda's bounds for an SQS event source's MaximumConcurrency. */
 export const MIN_EVENT_SOURCE_CONCURRENCY = 2;
@@ -31,20 +32,32 @@ export function readCrawlerContext(node: Node): CrawlerContext {
   };
 }
 
-/** An integer 2..1000 (a number, or its decimal digits as the CLI passes them); undefined when absent. */
+/**
+ * An integer from 2 (Lambda's minimum) to the partition ceiling (cdk/partition-budget.ts, below
+ * Lambda's 1,000), as a number or its decimal digits as the CLI passes them; undefined when absent.
+ */
 export function parseFetchConcurrency(value: unknown): number | undefined {
   if (value === undefined) return undefined;
+  const ceiling = partitionCeiling();
+  const max = Math.min(ceiling.maxFetchConcurrency, MAX_EVENT_SOURCE_CONCURRENCY);
   const n =
     typeof value === 'number'
       ? value
       : typeof value === 'string' && /^\d+$/.test(value)
         ? Number(value)
         : NaN;
-  if (!Number.isInteger(n) || n < MIN_EVENT_SOURCE_CONCURRENCY || n > MAX_EVENT_SOURCE_CONCURRENCY) {
+  if (!Number.isInteger(n) || n < MIN_EVENT_SOURCE_CONCURRENCY || n > max) {
+    const share = Math.round(DYNAMODB_PARTITION.maxShare * 100);
+    const capacity =
+      ceiling.unit === 'write'
+        ? DYNAMODB_PARTITION.writeUnitsPerSecond
+        : DYNAMODB_PARTITION.readUnitsPerSecond;
     throw new ContextError(
-      `context ${CONTEXT_KEYS.fetchConcurrency}: expected an integer ${MIN_EVENT_SOURCE_CONCURRENCY}..${MAX_EVENT_SOURCE_CONCURRENCY} ` +
-        `(the fetch event source's maximum concurrency; Lambda's bounds), got ${JSON.stringify(value)}. ` +
-        `Example: npx cdk deploy -c ${CONTEXT_KEYS.fetchConcurrency}=50`,
+      `context ${CONTEXT_KEYS.fetchConcurrency}: expected an integer ${MIN_EVENT_SOURCE_CONCURRENCY}..${max} ` +
+        `(the fetch event source's maximum concurrency; Lambda allows ${MIN_EVENT_SOURCE_CONCURRENCY}..${MAX_EVENT_SOURCE_CONCURRENCY}, ` +
+        `and above ${max} one crawl at the default delay fetches over ${Math.floor(ceiling.maxPagesPerSecond)} pages/s and its ` +
+        `${ceiling.key} partition key takes over ${share} % of DynamoDB's ${capacity.toLocaleString('en-US')} ${ceiling.unit} units/s: docs/scale.md), ` +
+        `got ${JSON.stringify(value)}. Example: npx cdk deploy -c ${CONTEXT_KEYS.fetchConcurrency}=${max}`,
     );
   }
   return n;

@@ -48,6 +48,43 @@ export const AGGREGATE_EVENT_SOURCE = {
   maxConcurrency: 2,
 } as const;
 
+/**
+ * DynamoDB serves one partition key at most 1,000 write units and 3,000 read units a second, on
+ * demand or not, whatever the table's capacity (docs/scale.md). The fetch concurrency a deploy
+ * accepts keeps every key of one crawl under `maxShare` of that (cdk/partition-budget.ts): the rest
+ * is room for bursts and for the retries of throttled writes, which add load where it hurts.
+ */
+export const DYNAMODB_PARTITION = {
+  writeUnitsPerSecond: 1_000,
+  readUnitsPerSecond: 3_000,
+  maxShare: 0.8,
+} as const;
+
+/**
+ * What one crawl at the default politeness asks of its busiest partition keys: the inputs of the
+ * fetch concurrency ceiling (cdk/partition-budget.ts) and of docs/scale.md's tables, which show the
+ * arithmetic. Counted from the code that makes the writes (frontier-hosts.ts, frontier-counters.ts,
+ * link-admission.ts, aggregate-batch.ts); change them with it.
+ */
+export const CRAWL_LOAD = {
+  /** A visit fetches one page a gap: the default --delay (1,000 ms) + the pacer's 10 % (at most 100 ms). */
+  gapSeconds: 1.1,
+  /** Units per fetched page, by partition key. */
+  perPage: {
+    /**
+     * About one `ADD wake` a page (2 units: a host item holding ~27 `inflight`
+     * keys is ~2 KB), a visit's acquire and release (2 + 2 units per ~27 pages), `ADD queued` per
+     * flush of 25 and the aggregate's counters per batch of 100 (1 unit each); the completion
+     * check's two reads per aggregate batch.
+     */
+    'CRAWL#<crawlId>': { writeUnits: 2.2, readUnits: 0.02 },
+    /**
+     * A share link carrying the page's URL, so new on every page: each link's admission put and its finalize, and its admission read (½ unit).
+     */
+    'URLS#<crawlId>#<host> of a host linked from every page': { writeUnits: 2, readUnits: 0.5 },
+  },
+} as const;
+
 /** Both queues and their dead-letter queues. */
 export const QUEUE = {
   /** Five receives ride out throttling and transient errors before a message is parked in the DLQ (AWS guidance). */

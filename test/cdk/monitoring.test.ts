@@ -12,6 +12,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { createCrawlerApp } from '../../cdk/crawler-app.ts';
 import { AGGREGATE_EVENT_SOURCE, ALARMS, CONTEXT_KEYS, FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
 import { crawlerSearchExpression, MONITORING_IDS } from '../../cdk/monitoring.ts';
+import { partitionCeiling } from '../../cdk/partition-budget.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
@@ -253,6 +254,14 @@ describe('alarm topic', () => {
   }
 });
 
+/** The highest -c fetchConcurrency a deploy accepts (cdk/partition-budget.ts). */
+const MAX_FETCH = partitionCeiling().maxFetchConcurrency;
+/** The range the message names, as a pattern. */
+const RANGE = new RegExp(
+  `context fetchConcurrency: expected an integer 2\\.\\.${MAX_FETCH} .*got .*-c fetchConcurrency=${MAX_FETCH}$`,
+  's',
+);
+
 describe('fetchConcurrency context', () => {
   it('is the limits-file default without context', () => {
     assert.deepEqual(mappingOf(json, IDS.fetchFunction).Properties.ScalingConfig, {
@@ -261,10 +270,9 @@ describe('fetchConcurrency context', () => {
   });
 
   for (const [given, expected] of [
-    ['50', 50],
+    [String(MAX_FETCH), MAX_FETCH],
     ['2', 2],
-    ['1000', 1000],
-    [75, 75],
+    [MAX_FETCH - 1, MAX_FETCH - 1],
   ] as const) {
     it(`${JSON.stringify(given)} sets the fetch event source's MaximumConcurrency to ${expected}, and only that`, () => {
       const template = templateWith({ [CONTEXT_KEYS.fetchConcurrency]: given });
@@ -279,12 +287,23 @@ describe('fetchConcurrency context', () => {
     });
   }
 
-  for (const bad of ['1', '0', '1001', '-5', '2.5', '50 ', 'fifty', '', 1, 1001, 2.5, true]) {
+  for (const bad of [
+    '1',
+    '0',
+    String(MAX_FETCH + 1),
+    '1001',
+    '-5',
+    '2.5',
+    '50 ',
+    'fifty',
+    '',
+    1,
+    1001,
+    2.5,
+    true,
+  ]) {
     it(`${JSON.stringify(bad)} fails the synth with a message naming the key and its range`, () => {
-      assert.throws(
-        () => templateWith({ [CONTEXT_KEYS.fetchConcurrency]: bad }),
-        /context fetchConcurrency: expected an integer 2\.\.1000 .*got .*-c fetchConcurrency=50/s,
-      );
+      assert.throws(() => templateWith({ [CONTEXT_KEYS.fetchConcurrency]: bad }), RANGE);
     });
   }
 });
@@ -312,15 +331,15 @@ describe('context through the CDK app entry (bin/app.ts, as the CLI runs it)', (
     return { ...result, outdir };
   }
 
-  it('-c fetchConcurrency=50 -c alarmEmail=... reach the template (nag on)', () => {
-    const run = runApp({ fetchConcurrency: '50', alarmEmail: 'ops@example.com' });
+  it(`-c fetchConcurrency=${MAX_FETCH} -c alarmEmail=... reach the template (nag on)`, () => {
+    const run = runApp({ fetchConcurrency: String(MAX_FETCH), alarmEmail: 'ops@example.com' });
     assert.equal(run.status, 0, run.stderr);
     const template: unknown = JSON.parse(
       readFileSync(join(run.outdir, `${STACK_NAME}.template.json`), 'utf8'),
     );
     assert.ok(isRecord(template));
     assert.deepEqual(mappingOf(template, IDS.fetchFunction).Properties.ScalingConfig, {
-      MaximumConcurrency: 50,
+      MaximumConcurrency: MAX_FETCH,
     });
     assert.equal(ofType(template, 'AWS::SNS::Subscription').length, 1);
   });
@@ -328,7 +347,10 @@ describe('context through the CDK app entry (bin/app.ts, as the CLI runs it)', (
   it('-c fetchConcurrency=1 exits non-zero with the message', () => {
     const run = runApp({ fetchConcurrency: '1' });
     assert.notEqual(run.status, 0);
-    assert.match(run.stderr, /context fetchConcurrency: expected an integer 2\.\.1000/);
+    assert.match(
+      run.stderr,
+      new RegExp(`context fetchConcurrency: expected an integer 2\\.\\.${MAX_FETCH} `),
+    );
   });
 });
 

@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { partitionCeiling } from '../../cdk/partition-budget.ts';
 import { type CliRun, NODE_BIN, REPO_ROOT, runCli } from '../fixtures/run-cli.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 
@@ -145,7 +146,13 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
       },
       1,
     );
-    assert.match(line, /context fetchConcurrency: expected an integer 2\.\.1000.*-c fetchConcurrency=50/);
+    const max = partitionCeiling().maxFetchConcurrency;
+    assert.match(
+      line,
+      new RegExp(
+        `context fetchConcurrency: expected an integer 2\\.\\.${max} .*-c fetchConcurrency=${max}\\b`,
+      ),
+    );
   });
 
   it('--sitemap auto with a blocked seed warns, crawls on, and exits 1 as no seed could be crawled', async () => {

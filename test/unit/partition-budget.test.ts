@@ -1,0 +1,100 @@
+/**
+ * The fetch concurrency a deploy accepts keeps every partition key of one crawl under its share of
+ * DynamoDB's per-key throughput (cdk/partition-budget.ts, the inputs in cdk/limits.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ContextError, parseFetchConcurrency } from '../../cdk/context.ts';
+import { CRAWL_LOAD, DYNAMODB_PARTITION, FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
+import {
+  type PartitionBudgetInput,
+  partitionCeiling,
+  STACK_PARTITION_BUDGET,
+} from '../../cdk/partition-budget.ts';
+
+/** Units per second each key takes when `concurrency` invocations each fetch their fastest. */
+function keyRates(input: PartitionBudgetInput, concurrency: number) {
+  const pagesPerSecond = (concurrency * input.batchSize) / input.gapSeconds;
+  return Object.entries(input.perPage).map(([key, load]) => ({
+    key,
+    writeShare: (load.writeUnits * pagesPerSecond) / input.partition.writeUnitsPerSecond,
+    readShare: (load.readUnits * pagesPerSecond) / input.partition.readUnitsPerSecond,
+  }));
+}
+
+describe('partition ceiling of the fetch concurrency', () => {
+  it('writes: at the ceiling every key stays under 80 % of 1,000 write units/s, one more and CRAWL# exceeds it', () => {
+    const ceiling = partitionCeiling();
+    assert.equal(ceiling.key, 'CRAWL#<crawlId>');
+    assert.equal(ceiling.unit, 'write');
+    // 25 visits at one page per 1.1 s each, 2.2 write units a page on CRAWL#: 800 / 2.2 / 22.7 = 16.
+    assert.equal(ceiling.maxFetchConcurrency, 16);
+    for (const rate of keyRates(STACK_PARTITION_BUDGET, ceiling.maxFetchConcurrency)) {
+      assert.ok(rate.writeShare <= DYNAMODB_PARTITION.maxShare + 1e-9, `${rate.key}: ${rate.writeShare}`);
+      assert.ok(rate.readShare <= DYNAMODB_PARTITION.maxShare, `${rate.key}: ${rate.readShare}`);
+    }
+    const over = keyRates(STACK_PARTITION_BUDGET, ceiling.maxFetchConcurrency + 1);
+    assert.ok(over.some((rate) => rate.writeShare > DYNAMODB_PARTITION.maxShare));
+  });
+
+  it('reads: a key that takes more of its 3,000 read units than any key of its write units binds on reads', () => {
+    const input: PartitionBudgetInput = {
+      ...STACK_PARTITION_BUDGET,
+      perPage: { ...CRAWL_LOAD.perPage, 'URLS#<crawlId>#<big host>': { writeUnits: 0.1, readUnits: 30 } },
+    };
+    const ceiling = partitionCeiling(input);
+    assert.equal(ceiling.key, 'URLS#<crawlId>#<big host>');
+    assert.equal(ceiling.unit, 'read');
+    // 2,400 read units / 30 a page = 80 pages/s, 3.5 invocations of 22.7 pages/s.
+    assert.equal(ceiling.maxFetchConcurrency, 3);
+    assert.ok(keyRates(input, 3).every((rate) => rate.readShare <= DYNAMODB_PARTITION.maxShare));
+    assert.ok(keyRates(input, 4).some((rate) => rate.readShare > DYNAMODB_PARTITION.maxShare));
+  });
+
+  it('follows the batch size: an invocation of twice the visits fetches twice the pages, half the ceiling', () => {
+    const doubled = partitionCeiling({
+      ...STACK_PARTITION_BUDGET,
+      batchSize: 2 * FETCH_EVENT_SOURCE.batchSize,
+    });
+    assert.equal(doubled.maxFetchConcurrency, Math.floor(partitionCeiling().maxFetchConcurrency / 2));
+  });
+
+  it("the stack's default fetch concurrency is within the ceiling", () => {
+    assert.equal(parseFetchConcurrency(FETCH_EVENT_SOURCE.maxConcurrency), FETCH_EVENT_SOURCE.maxConcurrency);
+  });
+});
+
+describe('-c fetchConcurrency above the partition ceiling', () => {
+  const max = partitionCeiling().maxFetchConcurrency;
+
+  it('is accepted up to the ceiling', () => {
+    assert.equal(parseFetchConcurrency(String(max)), max);
+    assert.equal(parseFetchConcurrency(max), max);
+  });
+
+  for (const given of [String(max + 1), '50', '1000', max + 1]) {
+    it(`${JSON.stringify(given)} is refused with one line: the range, the key that would run hot, an example`, () => {
+      assert.throws(
+        () => parseFetchConcurrency(given),
+        (error: unknown) => {
+          assert.ok(error instanceof ContextError);
+          assert.doesNotMatch(error.message, /\n/);
+          assert.match(
+            error.message,
+            new RegExp(`^context fetchConcurrency: expected an integer 2\\.\\.${max} `),
+          );
+          assert.match(
+            error.message,
+            /CRAWL#<crawlId> partition key takes over 80 % of DynamoDB's 1,000 write units\/s/,
+          );
+          assert.match(
+            error.message,
+            new RegExp(`got ${JSON.stringify(JSON.stringify(given)).slice(1, -1)}\\.`),
+          );
+          assert.match(error.message, new RegExp(`Example: npx cdk deploy -c fetchConcurrency=${max}$`));
+          return true;
+        },
+      );
+    });
+  }
+});

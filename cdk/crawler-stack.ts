@@ -3,6 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct, IConstruct } from 'constructs';
 import { FUNCTION_ENV, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { ACCOUNT_CHECK_ID, AccountConcurrencyCheck } from './account-concurrency.ts';
 import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
 import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
@@ -36,6 +37,7 @@ export class CrawlerStack extends Stack {
   readonly aggregateFunction: CrawlerFunction;
   readonly monitoring: CrawlerMonitoring;
   readonly operatorPolicy: OperatorPolicy;
+  readonly accountCheck: AccountConcurrencyCheck;
   /** The fetch event source's maximum concurrency in this stack. */
   readonly fetchConcurrency: number;
 
@@ -211,6 +213,14 @@ export class CrawlerStack extends Stack {
       'Managed policy with what the crawler CLI needs on this stack; attach it to the operators (docs/deploy.md)',
     );
 
+    // Created first: a deploy the account cannot run fails before anything else exists, so a first
+    // deploy that fails leaves no retained bucket, table or log group behind.
+    const accountCheck = new AccountConcurrencyCheck(this, ACCOUNT_CHECK_ID, {
+      needs: { fetch: fetchConcurrency, aggregate: AGGREGATE_EVENT_SOURCE.maxConcurrency },
+    });
+    for (const child of this.node.children)
+      if (child !== accountCheck) child.node.addDependency(accountCheck);
+
     this.taskQueue = taskQueue;
     this.resultsQueue = resultsQueue;
     this.pageStore = pageStore;
@@ -219,6 +229,7 @@ export class CrawlerStack extends Stack {
     this.aggregateFunction = aggregateFunction;
     this.monitoring = monitoring;
     this.operatorPolicy = operatorPolicy;
+    this.accountCheck = accountCheck;
     this.fetchConcurrency = fetchConcurrency;
   }
 }

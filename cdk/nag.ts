@@ -17,6 +17,11 @@ export function applyNag(app: App, stack: CrawlerStack): void {
     );
   }
   acknowledge(
+    defaultPolicyOfRole(stack.accountCheck.role),
+    'Resource::*',
+    'lambda:GetAccountSettings only (the account concurrency check): the action has no resource-level permissions.',
+  );
+  acknowledge(
     stack.operatorPolicy,
     objects,
     'Read-only (GetObject) on the page store objects: results and get read index parts and WARC records of any crawl.',
@@ -38,8 +43,13 @@ function acknowledge(policy: IConstruct, finding: string, reason: string): void 
 
 function defaultPolicyOf(fn: CrawlerFunction): IConstruct {
   const role = fn.role;
-  const policy = role instanceof iam.Role ? role.node.tryFindChild('DefaultPolicy') : undefined;
-  if (!policy) throw new Error(`${fn.node.id}: its role has no DefaultPolicy to acknowledge findings on`);
+  if (!(role instanceof iam.Role)) throw new Error(`${fn.node.id}: its role is not a Role of this stack`);
+  return defaultPolicyOfRole(role);
+}
+
+function defaultPolicyOfRole(role: iam.Role): IConstruct {
+  const policy = role.node.tryFindChild('DefaultPolicy');
+  if (!policy) throw new Error(`${role.node.path}: no DefaultPolicy to acknowledge findings on`);
   return policy;
 }
 

@@ -3,6 +3,8 @@
  * DynamoDB's per-key throughput (cdk/partition-budget.ts, the inputs in cdk/limits.ts).
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ContextError, parseFetchConcurrency } from '../../cdk/context.ts';
 import { CRAWL_LOAD, DYNAMODB_PARTITION, FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
@@ -11,6 +13,7 @@ import {
   partitionCeiling,
   STACK_PARTITION_BUDGET,
 } from '../../cdk/partition-budget.ts';
+import { REPO_ROOT } from '../../cdk/paths.ts';
 
 /** Units per second each key takes when `concurrency` invocations each fetch their fastest. */
 function keyRates(input: PartitionBudgetInput, concurrency: number) {
@@ -97,4 +100,21 @@ describe('-c fetchConcurrency above the partition ceiling', () => {
       );
     });
   }
+});
+
+describe('the docs state the ceiling the code computes', () => {
+  it('docs/scale.md: the ceiling, its pages/s and the CRAWL# units a page; docs/deploy.md: the range and example', () => {
+    const scale = readFileSync(join(REPO_ROOT, 'docs/scale.md'), 'utf8');
+    const deploy = readFileSync(join(REPO_ROOT, 'docs/deploy.md'), 'utf8');
+    const { maxFetchConcurrency: max, maxPagesPerSecond } = partitionCeiling();
+    assert.ok(
+      scale.includes(`**at most ${max} fetch invocations** (~${Math.round(maxPagesPerSecond)} pages/s`),
+    );
+    assert.ok(scale.includes(`${CRAWL_LOAD.perPage['CRAWL#<crawlId>'].writeUnits} write units a page`));
+    assert.ok(scale.includes(`### The deploy's ceiling: \`-c fetchConcurrency\` 2..${max}`));
+    assert.ok(deploy.includes(`npx cdk deploy ServerlessCrawler -c fetchConcurrency=${max} `));
+    assert.ok(
+      deploy.includes(`maximum concurrency, 2..${max} (default ${FETCH_EVENT_SOURCE.maxConcurrency})`),
+    );
+  });
 });

@@ -98,6 +98,7 @@ describe('the account concurrency check as Lambda runs it', () => {
   let server: Server;
   let responseUrl: string;
   const responses: CfnResponse[] = [];
+  const requests: Array<{ method: string | undefined; contentType: string | undefined }> = [];
   before(async () => {
     server = createServer((req, res) => {
       let body = '';
@@ -105,7 +106,7 @@ describe('the account concurrency check as Lambda runs it', () => {
         body += chunk;
       });
       req.on('end', () => {
-        assert.equal(req.method, 'PUT');
+        requests.push({ method: req.method, contentType: req.headers['content-type'] });
         responses.push(JSON.parse(body));
         res.end();
       });
@@ -157,6 +158,9 @@ describe('the account concurrency check as Lambda runs it', () => {
     process.env.AWS_REGION = 'eu-west-1';
     await check.handler(e);
     assert.equal(responses.length, before + 1, 'one response to CloudFormation');
+    // A PUT to the pre-signed S3 URL, which is signed without a content type (fetch's default
+    // text/plain would not match it).
+    assert.deepEqual(requests.at(-1), { method: 'PUT', contentType: '' });
     return { response: responses.at(-1)!, calls: check.calls };
   }
 

@@ -72,14 +72,15 @@ export const CRAWL_LOAD = {
   /** Units per fetched page, by partition key. */
   perPage: {
     /**
-     * About one `ADD wake` a page (2 units: a host item holding ~27 `inflight`
-     * keys is ~2 KB), a visit's acquire and release (2 + 2 units per ~27 pages), `ADD queued` per
-     * flush of 25 and the aggregate's counters per batch of 100 (1 unit each); the completion
-     * check's two reads per aggregate batch.
+     * About one `ADD wake` a page (2 units: a host item holding ~27 `inflight` keys is ~2 KB), a
+     * visit's acquire and release (2 + 2 units per ~27 pages), `ADD queued` per flush of 25 and the
+     * aggregate's counters per batch of 100 (1 unit each); the completion check's two reads per
+     * aggregate batch.
      */
     'CRAWL#<crawlId>': { writeUnits: 2.2, readUnits: 0.02 },
     /**
-     * A share link carrying the page's URL, so new on every page: each link's admission put and its finalize, and its admission read (½ unit).
+     * A share link carrying the page's URL, so new on every page: each link's admission put and its
+     * finalize, and its admission read (½ unit).
      */
     'URLS#<crawlId>#<host> of a host linked from every page': { writeUnits: 2, readUnits: 0.5 },
   },

@@ -2,7 +2,7 @@
  * Options of `crawler crawl` (and `submit`): parsed strictly, so an unknown or malformed option fails
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
-
+import { statSync } from 'node:fs';
 import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
 import {
   CONTENT_MODES,
@@ -242,6 +242,9 @@ function seedSource(text: string | undefined): SeedSource | undefined {
     throw new UsageError(
       `--seeds-file expects s3://bucket/key for an S3 object, got ${JSON.stringify(text)}`,
     );
+  // A local file is checked before anything starts (an S3 object once the stack's S3 is open).
+  if (source.kind === 'file' && !statSync(source.path, { throwIfNoEntry: false })?.isFile())
+    throw new UsageError(`--seeds-file ${source.path}: no such file`);
   return source;
 }
 

@@ -15,6 +15,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
+import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
 import { SEED_LIMITS } from '../lambdas/core/limits.ts';
 import { admitLinks } from '../lambdas/core/link-admission.ts';
@@ -123,6 +124,8 @@ export async function submitCrawl(
           options.onInvalidSeed?.(`--seeds-file ${file.name}: line ${seed.line}: ${seed.reason}`);
       },
     );
+    // A crawl of nothing would never start, so never end: refused before anything is stored.
+    if (scan.seeds === 0) throw new SeedSourceError(`--seeds-file ${file.name}: no seed URL in it`);
     total = scan.seeds + sitemapUrls.length;
     config = await configs.put(
       { ...config, seedFile: { source: file.name, count: scan.seeds, scopeParts: 0 } },

@@ -91,3 +91,20 @@ test('crawl --seeds-file crawls the seeds of a gzip file within their hosts; a b
   assert.deepEqual(summary.seeds, [], 'a seeds file is counted, not listed');
   assert.match(stdout, /fetched 4/);
 });
+
+test('crawl --seeds-file of a missing file is one line and exit 2, before anything starts', async () => {
+  const missing = join(workDir, 'no-such-seeds.txt');
+  const failed = await run(
+    process.execPath,
+    [join(repo, 'bin/crawler.ts'), 'crawl', '--seeds-file', missing],
+    {
+      cwd: workDir,
+      timeout: 60_000,
+    },
+  ).then(
+    () => assert.fail('exited 0'),
+    (error: { code?: number; stderr: string }) => error,
+  );
+  assert.equal(failed.code, 2);
+  assert.equal(failed.stderr, `crawler crawl: --seeds-file ${missing}: no such file\n`);
+});

@@ -192,6 +192,16 @@ describe('crawler submit --seeds-file', () => {
     const admitted = await admittedUrls(crawlId, new Set(seeds.map(frontierHost)));
     assert.deepEqual([...admitted.keys()].sort(), [...seeds].sort());
 
+    await aws.clients.s3.send(
+      new PutObjectCommand({ Bucket: bucket, Key: 'inputs/empty.txt', Body: '# nothing yet\n\n' }),
+    );
+    const empty = await submit('--seeds-file', `s3://${bucket}/inputs/empty.txt`, '--allow-private');
+    assert.equal(empty.code, 2);
+    assert.equal(
+      empty.stderr,
+      `crawler submit: --seeds-file s3://${bucket}/inputs/empty.txt: no seed URL in it\n`,
+    );
+
     const missing = await submit('--seeds-file', `s3://${bucket}/inputs/none.txt`, '--allow-private');
     assert.equal(missing.code, 2);
     assert.equal(

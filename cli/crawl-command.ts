@@ -16,7 +16,8 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
+import { type CrawlConfig, parseCrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
@@ -128,9 +129,29 @@ export const crawlCommand = defineCommand({
         // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
         const countedFrom = awsCallCounter.snapshot();
         let config: CrawlConfig;
+        /** Seeds the crawl was submitted with (a seeds file's included). */
+        let seeds: number;
         if (fresh) {
           config = fresh;
-          const submitted = await submitCrawl(local, config, sitemapUrls);
+          const source = options.seedsFile;
+          const submitted = await submitCrawl(local, config, sitemapUrls, {
+            ...(source === undefined
+              ? {}
+              : {
+                  seedFile: {
+                    name: describeSeedSource(source),
+                    lines: () => seedSourceLines(source, local.clients.s3),
+                  },
+                  onInvalidSeed: progress,
+                  onProgress: (p) => {
+                    if (p.total > 500) progress(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
+                  },
+                }),
+          }).catch((error: unknown) => {
+            // Before the crawl started (its scope is read first): a mistake to fix, as a missing --file is.
+            throw error instanceof SeedSourceError ? new UsageError(error.message) : error;
+          });
+          seeds = submitted.seeds;
           progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
         } else {
           if (!(await frontier.readCounters(crawlId))) {
@@ -140,6 +161,7 @@ export const crawlCommand = defineCommand({
             return 1;
           }
           config = await new CrawlConfigStore(local.clients.dynamodb, table).get(crawlId);
+          seeds = seedCount(config);
           progress(`crawl ${crawlId}: resuming`);
         }
         let end: CrawlEnd = 'interrupted';
@@ -176,6 +198,7 @@ export const crawlCommand = defineCommand({
           const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
           written = await writeCrawlOutput(blobs, crawlId, outDir, {
             seeds: config.seeds, // without any user:pass@ the command line had
+            seedCount: seeds,
             startedAt,
             endedAt,
             state: end,

@@ -2,6 +2,8 @@
  * Options of `crawler crawl` (and `submit`): parsed strictly, so an unknown or malformed option fails
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
+import { statSync } from 'node:fs';
+import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
 import {
   CONTENT_MODES,
   type ContentMode,
@@ -33,6 +35,8 @@ export interface CrawlCommandOptions {
   resume: string | undefined;
   /** `--markdown-dir DIR`: also one .md file per page. */
   markdownDir: string | undefined;
+  /** `--seeds-file F`: more seeds, streamed from a file or an S3 object (any number). */
+  seedsFile: SeedSource | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -48,6 +52,8 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --allow-private      allow private, loopback and link-local addresses (tests, local demos)
   --no-respect-robots  ignore robots.txt (on by default)
   --max-cost-usd N     stop the crawl once the counted cost of its AWS calls reaches N dollars (its queued URLs end cancelled)
+  --seeds-file F       also seed from F (a file or s3://bucket/key): one URL a line, blank lines and # comments
+                       skipped, gzip read as such; streamed, so any number of seeds (a million and more)
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines
   --content MODE       each page's main content and metadata: markdown (default) | text (plain text instead) | none
   --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records`;
@@ -91,6 +97,7 @@ const OPTIONS = {
   content: { type: 'string' },
   'warc-conversion': { type: 'boolean' },
   'markdown-dir': { type: 'string' },
+  'seeds-file': { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -128,9 +135,15 @@ export function parseCrawlOptions(
       `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
     );
   const urls = [...positionals, ...(context.moreUrls ?? [])];
-  if (values.resume !== undefined && urls.length > 0)
+  const seedsFile = seedSource(values['seeds-file']);
+  if (values.resume !== undefined && (urls.length > 0 || seedsFile !== undefined))
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no URLs with it');
-  if (urls.length === 0 && values.resume === undefined) throw new UsageError('crawl needs at least one URL');
+  if (urls.length === 0 && seedsFile === undefined && values.resume === undefined)
+    throw new UsageError('crawl needs at least one URL');
+  if (seedsFile !== undefined && values.sitemap === 'auto')
+    throw new UsageError(
+      "--sitemap auto reads each seed's robots.txt, too many with --seeds-file: give --sitemap URL instead",
+    );
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -186,6 +199,7 @@ export function parseCrawlOptions(
     sitemap: values.sitemap,
     resume: values.resume,
     markdownDir: values['markdown-dir'],
+    seedsFile,
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,
@@ -217,6 +231,21 @@ function integer(
     throw new UsageError(`${option} expects ${range}, got ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+function seedSource(text: string | undefined): SeedSource | undefined {
+  if (text === undefined) return undefined;
+  if (text.trim() === '' || text === '-')
+    throw new UsageError('--seeds-file expects a file or s3://bucket/key (for stdin: --file -)');
+  const source = parseSeedSource(text);
+  if (source === undefined)
+    throw new UsageError(
+      `--seeds-file expects s3://bucket/key for an S3 object, got ${JSON.stringify(text)}`,
+    );
+  // A local file is checked before anything starts (an S3 object once the stack's S3 is open).
+  if (source.kind === 'file' && !statSync(source.path, { throwIfNoEntry: false })?.isFile())
+    throw new UsageError(`--seeds-file ${source.path}: no such file`);
+  return source;
 }
 
 function patterns(list: string[] | undefined, option: string): string[] {

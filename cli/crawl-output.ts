@@ -38,6 +38,7 @@ export interface OutputBlobs extends BlobReader {
 
 export interface CrawlOutputInfo {
   seeds: string[];
+  seedCount?: number;
   startedAt: Date;
   endedAt: Date;
   /** The crawl's state for summary.json (`interrupted`: written after Ctrl-C, resumable). */
@@ -157,6 +158,7 @@ export async function writeCrawlOutput(
   const summary = accumulator.summary({
     crawlId,
     seeds: info.seeds,
+    ...(info.seedCount === undefined ? {} : { seedCount: info.seedCount }),
     startedAt: info.startedAt,
     endedAt: info.endedAt,
     warcFiles,

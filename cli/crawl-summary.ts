@@ -6,7 +6,10 @@ export interface CrawlSummary {
   crawlId: string;
   /** How the crawl stood when this was written: `interrupted` (Ctrl-C) can be resumed. */
   state?: 'complete' | 'cancelled' | 'interrupted' | 'running';
+  /** The seeds given as arguments (a seeds file's are counted in `seedCount`, not listed). */
   seeds: string[];
+  /** How many seeds the crawl was submitted with, a seeds file's included. */
+  seedCount: number;
   startedAt: string;
   endedAt: string;
   seconds: number;
@@ -27,6 +30,8 @@ export interface CrawlSummary {
 export interface SummaryInfo {
   crawlId: string;
   seeds: string[];
+  /** Default: the seeds listed. */
+  seedCount?: number;
   startedAt: Date;
   endedAt: Date;
   warcFiles: number;
@@ -67,6 +72,7 @@ export class SummaryAccumulator {
     return {
       crawlId: info.crawlId,
       seeds: info.seeds,
+      seedCount: info.seedCount ?? info.seeds.length,
       startedAt: info.startedAt.toISOString(),
       endedAt: info.endedAt.toISOString(),
       seconds: Number(seconds.toFixed(3)),

@@ -5,6 +5,7 @@
  * still `running` is written as `interrupted` (what exists so far).
  */
 import { resolve } from 'node:path';
+import { seedCount } from '../lambdas/core/crawl-config.ts';
 import { write } from './cli-io.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';
@@ -34,6 +35,7 @@ export const exportCommand = defineCommand({
       const now = new Date();
       const { summary, damages } = await writeCrawlOutput(blobs, crawlId, outDir, {
         seeds: config.seeds,
+        seedCount: seedCount(config),
         startedAt: counters.startedAt ? new Date(counters.startedAt) : now,
         endedAt: counters.endedAt ? new Date(counters.endedAt) : now,
         state: counters.state === 'running' ? 'interrupted' : counters.state,

@@ -47,7 +47,7 @@ until Ctrl-C, for the AWS CLI, SDKs and \`crawler submit/status/results/get/canc
   --json               print {endpoint, stateDir, outputs, pid} as one JSON line when ready
   --quiet              no progress on stderr
 defaults for crawls started by a plain URL message (\`aws sqs send-message --message-body URL\`):
-${CRAWL_OPTIONS_HELP.replace(/\n {2}--sitemap[^\n]*/, '')}
+${CRAWL_OPTIONS_HELP.replace(/\n {2}--sitemap[^\n]*/, '').replace(/\n {2}--seeds-file[^\n]*\n[^\n]*/, '')}
   (--concurrency sets the fetch function's concurrent invocations, for every crawl)`;
 
 const OWN = { port: 'string', json: 'boolean', 'log-level': 'string' } as const;
@@ -79,6 +79,7 @@ export function parseLocalOptions(args: string[]): LocalCommandOptions {
     ['--out', crawl.out],
     ['--endpoint', crawl.endpoint],
     ['--sitemap', crawl.sitemap],
+    ['--seeds-file', crawl.seedsFile],
   ] as const) {
     if (given !== undefined)
       throw new UsageError(`local has no ${flag}; \`crawler local --help\` lists its options`);

@@ -13,6 +13,7 @@
  * sent goes to stderr.
  */
 import { readFile } from 'node:fs/promises';
+import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { CRAWL_ID_RULE, isCrawlId, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { write, writingTo } from './cli-io.ts';
@@ -95,13 +96,23 @@ export const submitCommand = defineCommand({
           : [];
         let submitted: Awaited<ReturnType<typeof submitCrawl>>;
         try {
+          const source = options.crawl.seedsFile;
           submitted = await submitCrawl(stack, config, sitemapUrls, {
             onProgress: (p) => {
               if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
             },
+            ...(source === undefined
+              ? {}
+              : {
+                  seedFile: {
+                    name: describeSeedSource(source),
+                    lines: () => seedSourceLines(source, stack.clients.s3),
+                  },
+                  onInvalidSeed: say,
+                }),
           });
         } catch (error) {
-          if (error instanceof ConfigTooLargeError) {
+          if (error instanceof ConfigTooLargeError || error instanceof SeedSourceError) {
             io.stderr.write(`crawler submit: ${error.message}\n`);
             return 2;
           }
@@ -161,7 +172,7 @@ export function parseSubmitOptions(
     throw new UsageError(
       error.message.replace(
         'crawl needs at least one URL',
-        'submit needs at least one URL (as arguments or with --file)',
+        'submit needs at least one URL (as arguments, with --file or with --seeds-file)',
       ),
     );
   }

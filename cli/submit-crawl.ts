@@ -6,17 +6,21 @@
  *
  * Seeds go in chunks (default 500): each chunk is admitted (conditional puts, 16 in flight) and its
  * tasks sent (SendMessageBatch of 10, failed entries resent) before the next, so a file of a million
- * URLs needs memory for one chunk, and progress can be reported. Seeds (and sitemap URLs) that
- * normalize to the same URL are sent once.
+ * URLs (`--seeds-file`, streamed) needs memory for one chunk and the scope's keys, and progress can
+ * be reported. Seeds (and sitemap URLs) that normalize to the same URL are admitted once: the
+ * frontier's conditional puts drop the repeats.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
-import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
+import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
+import { SEED_LIMITS } from '../lambdas/core/limits.ts';
 import { admitLinks } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
+import { type SeedLine, scanSeeds, seedLines } from '../lambdas/core/seed-lines.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from './required-output.ts';
@@ -26,11 +30,8 @@ export interface StackHandles {
   outputs: Record<string, string>;
 }
 
-/**
- * The crawl config is one DynamoDB item (at most 400 KB), seeds included (they define the scope).
- * This leaves room for the keys and attribute names.
- */
-export const MAX_CONFIG_BYTES = 380_000;
+/** The crawl config is one DynamoDB item (at most 400 KB): seeds given inline must fit in it. */
+export const MAX_CONFIG_BYTES = SEED_LIMITS.inlineConfigBytes;
 
 export class ConfigTooLargeError extends Error {
   override name = 'ConfigTooLargeError';
@@ -45,14 +46,28 @@ export interface SubmitProgress {
   invalid: number;
 }
 
+/** Seeds streamed from a file (`--seeds-file`): read twice, once for the scope, once to admit them. */
+export interface SeedFile {
+  /** As the user named it (a path or s3://bucket/key), for messages and the config. */
+  name: string;
+  /** The file's lines, from the first, each time it is called. */
+  lines: () => AsyncIterable<string>;
+}
+
 export interface SubmitOptions {
-  /** URLs admitted and sent per round (default 500). */
+  /** URLs admitted and sent per round (default SEED_LIMITS.chunkUrls). */
   chunkSize?: number;
   /** Called after each chunk is sent. */
   onProgress?: (progress: SubmitProgress) => void;
+  /** More seeds, after `config.seeds`: streamed, the config holding only their count and scope's size. */
+  seedFile?: SeedFile;
+  /** A seed line of the file that is not a URL: one line naming it (it still ends as an `invalid` result). */
+  onInvalidSeed?: (line: string) => void;
 }
 
 export interface SubmitSummary {
+  /** Seeds submitted: every seed line and argument, invalid and repeated ones included. */
+  seeds: number;
   /** Seeds to fetch (admitted, their hosts woken) plus invalid seeds (which end as `invalid` results). */
   tasks: number;
   /** Seeds admitted straight into a `skipped` result (out of scope, beyond --max-pages...). */
@@ -62,7 +77,18 @@ export interface SubmitSummary {
   duplicates: number;
 }
 
-/** `sitemapUrls` are admitted like seeds but do not widen the scope (it comes from `config.seeds`). */
+/** A URL to submit: a seed (line 0 for one given as an argument) or a sitemap URL. */
+interface Entry {
+  line: number;
+  text: string;
+  isSeed: boolean;
+}
+
+/**
+ * `sitemapUrls` are admitted like seeds but do not widen the scope (it comes from the seeds). With a
+ * seed file the seeds are read once for the scope (stored before anything is admitted: the first
+ * page fetched judges its links against the whole scope), then again to be admitted chunk by chunk.
+ */
 export async function submitCrawl(
   stack: StackHandles,
   config: CrawlConfig,
@@ -73,7 +99,7 @@ export async function submitCrawl(
   if (configBytes > MAX_CONFIG_BYTES) {
     throw new ConfigTooLargeError(
       `the crawl config is ${configBytes} bytes with its ${config.seeds.length} seeds; one DynamoDB item holds at most ` +
-        `${MAX_CONFIG_BYTES}: split the seeds into several crawls`,
+        `${MAX_CONFIG_BYTES}: give the seeds in a file with --seeds-file FILE (one URL a line, any number)`,
     );
   }
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
@@ -82,65 +108,102 @@ export async function submitCrawl(
     stack.clients.sqs,
     requiredOutput(stack.outputs, OUTPUTS.resultsQueueUrl),
   );
-  await new CrawlConfigStore(stack.clients.dynamodb, table).put(config);
+  const configs = new CrawlConfigStore(stack.clients.dynamodb, table);
+  const argumentSeeds = async function* (): AsyncGenerator<SeedLine> {
+    for (const text of config.seeds) yield { line: 0, text };
+  };
+  const file = options.seedFile;
+  let total = config.seeds.length + sitemapUrls.length;
+  if (file === undefined) await configs.put(config);
+  else {
+    const scan = await scanSeeds(
+      concat(argumentSeeds(), seedLines(file.lines())),
+      { scope: config.scope, maxUrlLength: config.limits.maxUrlLength },
+      (seed) => {
+        if (seed.line > 0)
+          options.onInvalidSeed?.(`--seeds-file ${file.name}: line ${seed.line}: ${seed.reason}`);
+      },
+    );
+    // A crawl of nothing would never start, so never end: refused before anything is stored.
+    if (scan.seeds === 0) throw new SeedSourceError(`--seeds-file ${file.name}: no seed URL in it`);
+    total = scan.seeds + sitemapUrls.length;
+    config = await configs.put(
+      { ...config, seedFile: { source: file.name, count: scan.seeds, scopeParts: 0 } },
+      scan.scopeKeys,
+    );
+  }
   const frontier = createFrontierStore(stack.clients.dynamodb, table);
 
-  // One entry per distinct normalized URL (the first spelling wins); invalid seeds are kept as given.
-  const seen = new Set<string>();
-  const entries: Array<{ url: string; valid: boolean }> = [];
-  let duplicates = 0;
-  for (const [url, isSeed] of [
-    ...config.seeds.map((seed) => [seed, true] as const),
-    ...sitemapUrls.map((u) => [u, false] as const),
-  ]) {
-    const normalized = normalizeUrl(url, { maxUrlLength: config.limits.maxUrlLength });
-    if (!normalized.ok) {
-      // An invalid sitemap entry is not the user's input: it is left out (the sitemap loader reports it).
-      if (isSeed) entries.push({ url, valid: false });
-      continue;
-    }
-    if (seen.has(normalized.key)) {
-      duplicates++;
-      continue;
-    }
-    seen.add(normalized.key);
-    entries.push({ url, valid: true });
+  async function* entries(): AsyncGenerator<Entry> {
+    for await (const seed of argumentSeeds()) yield { ...seed, isSeed: true };
+    if (file !== undefined) for await (const seed of seedLines(file.lines())) yield { ...seed, isSeed: true };
+    for (const text of sitemapUrls) yield { line: 0, text, isSeed: false };
   }
 
-  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? 500));
-  const summary: SubmitSummary = { tasks: 0, skipped: 0, invalid: 0, duplicates };
-  for (let start = 0; start < entries.length; start += chunkSize) {
-    const chunk = entries.slice(start, start + chunkSize);
-    const valid = chunk.filter((entry) => entry.valid).map((entry) => entry.url);
-    const invalid = chunk.filter((entry) => !entry.valid).map((entry) => entry.url);
+  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
+  const summary: SubmitSummary = {
+    seeds: seedCount(config),
+    tasks: 0,
+    skipped: 0,
+    invalid: 0,
+    duplicates: 0,
+  };
+  let done = 0;
+  let chunks = 0;
+  const send = async (chunk: Entry[]) => {
+    const valid: string[] = [];
+    const invalid: string[] = [];
+    for (const entry of chunk) {
+      if (normalizeUrl(entry.text, { maxUrlLength: config.limits.maxUrlLength }).ok) valid.push(entry.text);
+      // An invalid sitemap entry is not the user's input: it is left out (the sitemap loader reports it).
+      else if (entry.isSeed) invalid.push(entry.text);
+    }
+    // Each chunk admits as a parent of its own: a URL an earlier chunk admitted is then known to the
+    // frontier, not this chunk's own admission, so a repeated seed is dropped there, exactly, with no
+    // set of every seed in memory.
     const admitted =
       valid.length === 0
-        ? { visits: [], results: [] }
+        ? { visits: [], results: [], admitted: 0 }
         : await admitLinks(
             [
               {
                 config,
-                parentKey: 'seed',
+                parentKey: `seed#${chunks}`,
                 depth: -1,
                 links: valid.map((url) => ({ url, nofollow: false })),
               },
             ],
             { frontier, hosts: frontier, seen: new LruSet(1), now: new Date() },
           );
+    chunks++;
     // An invalid seed goes to the queue as a task, to end there as an `invalid` result with its reason.
     await tasks.sendVisits(admitted.visits);
     await tasks.sendTasks(invalid.map((url) => ({ v: 1 as const, crawlId: config.crawlId, url, depth: 0 })));
     await results.sendResults(admitted.results);
-    summary.tasks += valid.length - admitted.results.length + invalid.length;
+    summary.tasks += admitted.admitted - admitted.results.length + invalid.length;
     summary.skipped += admitted.results.length;
     summary.invalid += invalid.length;
+    summary.duplicates += valid.length - admitted.admitted;
+    done += chunk.length;
     options.onProgress?.({
-      done: Math.min(entries.length, start + chunk.length),
-      total: entries.length,
+      done,
+      total,
       tasks: summary.tasks,
       skipped: summary.skipped,
       invalid: summary.invalid,
     });
+  };
+  let chunk: Entry[] = [];
+  for await (const entry of entries()) {
+    chunk.push(entry);
+    if (chunk.length < chunkSize) continue;
+    await send(chunk);
+    chunk = [];
   }
+  if (chunk.length > 0) await send(chunk);
   return summary;
+}
+
+async function* concat<T>(...parts: AsyncIterable<T>[]): AsyncGenerator<T> {
+  for (const part of parts) yield* part;
 }

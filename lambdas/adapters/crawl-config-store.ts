@@ -7,7 +7,9 @@ import {
   DEFAULT_CRAWL_ID,
 } from '../core/crawl-config.ts';
 import { PermanentError } from '../core/errors.ts';
+import { bindScope } from '../core/link-admission.ts';
 import type { CrawlConfigReader } from '../core/ports.ts';
+import { CrawlScopeStore } from './crawl-scope-store.ts';
 import { registerCrawl } from './frontier-crawls.ts';
 import { configKey } from './frontier-schema.ts';
 
@@ -16,23 +18,40 @@ export class CrawlConfigStore implements CrawlConfigReader {
   private readonly table: string;
   private readonly defaults: Omit<CrawlConfigInput, 'crawlId'> | undefined;
   private readonly cache = new Map<string, Promise<CrawlConfig>>();
+  private readonly scopes: CrawlScopeStore;
 
   constructor(dynamodb: DynamoDBClient, table: string, defaults?: Omit<CrawlConfigInput, 'crawlId'>) {
     this.dynamodb = dynamodb;
     this.table = table;
     this.defaults = defaults;
+    this.scopes = new CrawlScopeStore(dynamodb, table);
   }
 
-  async put(config: CrawlConfig): Promise<void> {
+  /**
+   * Stores the config once. A config of seeds from a file (`seedFile`) comes with its seeds' scope
+   * keys: they are stored first, so a stored config always has its whole scope. Returns the config as
+   * stored (with its scope's part count), its scope bound.
+   */
+  async put(config: CrawlConfig, scopeKeys?: Iterable<string>): Promise<CrawlConfig> {
+    let stored = config;
+    if (config.seedFile !== undefined) {
+      if (scopeKeys === undefined)
+        throw new Error(`crawl ${config.crawlId}: seeds from a file need their scope keys`);
+      const keys = [...scopeKeys];
+      const scopeParts = await this.scopes.put(config.crawlId, keys);
+      stored = { ...config, seedFile: { ...config.seedFile, scopeParts } };
+      bindScope(stored, keys);
+    }
     await this.dynamodb.send(
       new PutItemCommand({
         TableName: this.table,
-        Item: { ...configKey(config.crawlId), config: { S: JSON.stringify(config) } },
+        Item: { ...configKey(stored.crawlId), config: { S: JSON.stringify(stored) } },
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
     // After the config: a registered crawl always has one.
     await registerCrawl(this.dynamodb, this.table, config.crawlId);
+    return stored;
   }
 
   get(crawlId: string): Promise<CrawlConfig> {
@@ -51,7 +70,13 @@ export class CrawlConfigStore implements CrawlConfigReader {
       new GetItemCommand({ TableName: this.table, Key: configKey(crawlId), ConsistentRead: true }),
     );
     const stored = item.Item?.config?.S;
-    if (stored !== undefined) return CrawlConfigSchema.parse(JSON.parse(stored));
+    if (stored !== undefined) {
+      const config = CrawlConfigSchema.parse(JSON.parse(stored));
+      // Read once per container with its config (both are cached together).
+      if (config.seedFile !== undefined)
+        bindScope(config, await this.scopes.read(crawlId, config.seedFile.scopeParts));
+      return config;
+    }
     if (crawlId === DEFAULT_CRAWL_ID) return CrawlConfigSchema.parse({ ...this.defaults, crawlId });
     throw new PermanentError(
       'invalid',

@@ -59,6 +59,8 @@ export const ATTR = {
   policyOversized: 'policyOversized',
   fetchedAt: 'fetchedAt',
   failures: 'failures',
+  // a part of a crawl's stored scope: its seeds' scope keys, one a line, gzip (crawl-scope-store.ts)
+  scopeGz: 'scopeGz',
   // host items of visits (docs/design/host-visits.md): admissions so far, the visit holding the
   // lease, when the last visit message sent is due and who claimed sending it, URLs awaiting results
   wake: 'wake',
@@ -117,6 +119,10 @@ export const ROBOTS_SK_PREFIX = 'ROBOTS#';
 export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `${HOST_SK_PREFIX}${host}`);
 export const robotsKey = (crawlId: string, origin: string): Item =>
   key(crawlId, `${ROBOTS_SK_PREFIX}${origin}`);
+/** The parts of a crawl's stored scope (crawls of seeds from a file): `SCOPE#0000`, `SCOPE#0001`, ... */
+export const SCOPE_SK_PREFIX = 'SCOPE#';
+export const scopePartKey = (crawlId: string, part: number): Item =>
+  key(crawlId, `${SCOPE_SK_PREFIX}${String(part).padStart(4, '0')}`);
 
 /** `{ '#a': 'a', ... }` for the attributes an expression mentions as `#a`. */
 export function names(...attrs: string[]): Record<string, string> {

@@ -37,6 +37,19 @@ export const CrawlConfigSchema = z.object({
    */
   seeds: z.array(z.string().transform(stripUserinfo)).default([]),
   userAgent: z.string().min(1).max(512).default(DEFAULT_USER_AGENT),
+  /**
+   * Seeds too many for this item (`--seeds-file`, up to millions): streamed and admitted in chunks,
+   * and the scope they make (their distinct hosts, domains or prefixes) stored apart in `scopeParts`
+   * items that the config store loads with this config (adapters/crawl-scope-store.ts). `seeds` then
+   * holds only the seeds given as arguments; `count` is every seed line, arguments included.
+   */
+  seedFile: z
+    .object({
+      source: z.string(),
+      count: z.number().int().min(0),
+      scopeParts: z.number().int().min(0),
+    })
+    .optional(),
   /** Tests and local demos crawl 127.0.0.1; production crawls must not reach private addresses. */
   allowPrivate: z.boolean().default(false),
   scope: z.enum(['host', 'domain', 'prefix']).default('host'),
@@ -89,4 +102,17 @@ export const DEFAULT_CRAWL_ID = 'default';
 
 export function parseCrawlConfig(input: unknown): CrawlConfig {
   return CrawlConfigSchema.parse(input);
+}
+
+/** How many seeds the crawl was submitted with (invalid and repeated ones included). */
+export function seedCount(config: Pick<CrawlConfig, 'seeds' | 'seedFile'>): number {
+  return config.seedFile?.count ?? config.seeds.length;
+}
+
+/**
+ * Whether the crawl has seeds, so a scope of its own. A crawl without (the default crawl of bare URLs
+ * sent to the queue) scopes each page's links by that page itself.
+ */
+export function hasSeeds(config: Pick<CrawlConfig, 'seeds' | 'seedFile'>): boolean {
+  return config.seedFile !== undefined || config.seeds.length > 0;
 }

@@ -11,7 +11,7 @@
 import { backoffSeconds } from './backoff.ts';
 import { htmlContentRecord, textContentRecord } from './content-extract.ts';
 import { type ContentRecord, contentKind } from './content-record.ts';
-import type { CrawlConfig } from './crawl-config.ts';
+import { type CrawlConfig, hasSeeds } from './crawl-config.ts';
 import {
   describeError,
   isCrawlError,
@@ -466,7 +466,7 @@ function ruleBroken(
   if (task.depth > config.maxDepth)
     return { code: 'depth', reason: `depth ${task.depth} is beyond --max-depth ${config.maxDepth}` };
   // A crawl without seeds (the default crawl of bare URLs) has no scope of its own: each URL is its own seed.
-  if (config.seeds.length === 0) return undefined;
+  if (!hasSeeds(config)) return undefined;
   const inScope = crawlScope(config).inScope(new URL(url));
   return inScope.ok ? undefined : { code: 'scope', reason: inScope.detail };
 }

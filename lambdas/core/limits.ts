@@ -103,3 +103,21 @@ export const CONTENT_LIMITS = {
    */
   extractionCpuMs: 500,
 } as const;
+
+/** A crawl's seeds (cli/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */
+export const SEED_LIMITS = {
+  /**
+   * Bytes of a crawl config holding its seeds: one DynamoDB item holds at most 400 KB, and this
+   * leaves room for the keys and attribute names. More seeds go by `--seeds-file`, streamed, their
+   * scope stored apart.
+   */
+  inlineConfigBytes: 380_000,
+  /**
+   * Bytes of scope keys (hosts, domains or prefixes, one a line, before gzip) per stored scope item:
+   * an item stays far below both DynamoDB's 400 KB and the 100 KB no item of a crawl should pass,
+   * and a million distinct hosts (~20 MB) make ~200 items written once.
+   */
+  scopePartBytes: 96 * KiB,
+  /** Seed (and sitemap) URLs admitted and sent per round: memory for one chunk, progress per chunk. */
+  chunkUrls: 500,
+} as const;

@@ -5,14 +5,14 @@
  * URL ends with one result), and wake each host that got URLs: a host with no live or due visit gets
  * a visit message (docs/design/host-visits.md).
  */
-import type { CrawlConfig } from './crawl-config.ts';
+import { type CrawlConfig, hasSeeds } from './crawl-config.ts';
 import type { LruSet } from './lru.ts';
 import { frontierHost } from './politeness.ts';
 import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
 import { retryStep } from './retry-step.ts';
-import { type CompiledScope, compileScope } from './scope.ts';
+import { type CompiledScope, compileScope, compileScopeKeys } from './scope.ts';
 import { normalizeUrl } from './url-normalize.ts';
 
 export interface DiscoveredLink {
@@ -38,43 +38,69 @@ export interface DiscoveringPage {
 
 type Classified = FrontierUrl & { skip?: { code: string; reason: string } };
 
-const scopes = new WeakMap<CrawlConfig, CompiledScope>();
+const scopes = new WeakMap<CrawlConfig, Pick<CompiledScope, 'inScope'>>();
 
-function compile(config: CrawlConfig, seeds: string[]): CompiledScope {
-  return compileScope({
+function rulesOf(config: CrawlConfig) {
+  return {
     scope: config.scope,
-    seeds,
     include: config.include.map((pattern) => new RegExp(pattern)),
     exclude: config.exclude.map((pattern) => new RegExp(pattern)),
-  });
+  };
+}
+
+function compile(config: CrawlConfig, seeds: string[]): CompiledScope {
+  return compileScope({ ...rulesOf(config), seeds });
 }
 
 /**
  * A crawl's scope comes from its seeds. A crawl without seeds (the default crawl of bare URLs sent to
  * the queue) scopes each page's links by that page itself, so a bare URL crawls its own host.
  */
-function scopeOf(config: CrawlConfig, page: DiscoveringPage): CompiledScope {
-  if (config.seeds.length === 0) return compile(config, page.parentUrl ? [page.parentUrl] : []);
+function scopeOf(config: CrawlConfig, page: DiscoveringPage): Pick<CompiledScope, 'inScope'> {
+  if (!hasSeeds(config)) return compile(config, page.parentUrl ? [page.parentUrl] : []);
   return crawlScope(config);
 }
 
-/** The scope of a crawl with seeds, compiled once per config object. */
-export function crawlScope(config: CrawlConfig): CompiledScope {
+/**
+ * The scope of a crawl with seeds, compiled once per config object: from its seeds, or, for seeds
+ * from a file, from the stored keys bound to this config when it was loaded (`bindScope`).
+ */
+export function crawlScope(config: CrawlConfig): Pick<CompiledScope, 'inScope'> {
   let compiled = scopes.get(config);
   if (!compiled) {
+    // Compiling from the few seeds in the config would scope the crawl wrongly: a bug, not bad input.
+    if (config.seedFile !== undefined)
+      throw new Error(`crawl ${config.crawlId}: its stored scope was not loaded with its config`);
     compiled = compile(config, config.seeds);
     scopes.set(config, compiled);
   }
   return compiled;
 }
 
+/** The scope keys of a crawl whose seeds came from a file, stored apart from its config. */
+export interface StoredScopeReader {
+  read(crawlId: string, parts: number): Promise<Iterable<string>>;
+}
+
+/** Gives a config of seeds from a file its scope: the keys (`scopeKeyOf`) its seeds make. */
+export function bindScope(config: CrawlConfig, keys: Iterable<string>): void {
+  scopes.set(config, compileScopeKeys({ ...rulesOf(config), keys }));
+}
+
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
   deps: { frontier: FrontierAdmission; hosts: HostVisits; seen: LruSet; now: Date },
-): Promise<{ visits: OutgoingVisit[]; results: CrawlResult[]; seenKeys: string[] }> {
+): Promise<{
+  visits: OutgoingVisit[];
+  results: CrawlResult[];
+  seenKeys: string[];
+  /** URLs admitted (a link known to the crawl from another page is not). */
+  admitted: number;
+}> {
   // Marked seen by the caller only once its results are sent and hosts woken: a batch that fails after
   // admission is redelivered and must admit (and wake) again, not skip its links as seen.
   const seenKeys: string[] = [];
+  let admittedCount = 0;
   const results: CrawlResult[] = [];
   const queuedByCrawl = new Map<string, number>();
   const woken = new Map<string, { crawlId: string; host: string }>();
@@ -94,6 +120,7 @@ export async function admitLinks(
       for (const key of [...admitted.map((url) => url.key), ...settled])
         seenKeys.push(`${config.crawlId}:${key}`);
       if (admitted.length === 0) return;
+      admittedCount += admitted.length;
       const fresh = admitted.filter((url) => url.fresh).length;
       queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
 
@@ -123,7 +150,7 @@ export async function admitLinks(
     }),
   );
   for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
-  return { visits: await wakeHosts(woken.values(), deps), results, seenKeys };
+  return { visits: await wakeHosts(woken.values(), deps), results, seenKeys, admitted: admittedCount };
 
   function classify(page: DiscoveringPage): Classified[] {
     const { config } = page;

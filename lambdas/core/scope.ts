@@ -65,31 +65,75 @@ function matchesAny(value: string, patterns: readonly RegExp[]): RegExp | undefi
   return undefined;
 }
 
+/**
+ * What a seed contributes to its crawl's scope: its host (`host`), its registrable domain or host
+ * (`domain`), or its URL up to the last `/` of the path (`prefix`). A crawl's scope is the set of
+ * these keys, so a crawl of a million seeds on a thousand hosts stores a thousand keys.
+ */
+export function scopeKeyOf(scope: Scope, url: URL): string {
+  if (scope === 'host') return url.host;
+  if (scope === 'domain') return domainKey(url);
+  return prefixOf(url);
+}
+
+/** A seed's scope key, or why the seed has none (it is not a valid http(s) URL). */
+export function seedScopeKey(
+  scope: Scope,
+  seed: string,
+): { ok: true; url: string; key: string } | { ok: false; reason: string } {
+  const normalized = normalizeHref(seed, COMPARE_OPTIONS);
+  if (!normalized.ok) return { ok: false, reason: normalized.reason };
+  return { ok: true, url: normalized.url, key: scopeKeyOf(scope, new URL(normalized.url)) };
+}
+
+/** The rules of a scope given by its keys (`scopeKeyOf`) instead of its seeds. */
+export interface ScopeKeyRules {
+  scope: Scope;
+  keys: Iterable<string>;
+  include: RegExp[];
+  exclude: RegExp[];
+}
+
 /** Precomputes the seeds' hosts, domains and prefixes; use it for many checks against one crawl. */
 export function compileScope(rules: ScopeRules): CompiledScope {
   const seeds: string[] = [];
   const invalidSeeds: { seed: string; reason: string }[] = [];
-  const allowed = new Set<string>();
-  const prefixes: string[] = [];
-
+  const keys: string[] = [];
   for (const seed of rules.seeds) {
-    const normalized = normalizeHref(seed, COMPARE_OPTIONS);
-    if (!normalized.ok) {
-      invalidSeeds.push({ seed, reason: normalized.reason });
+    const key = seedScopeKey(rules.scope, seed);
+    if (!key.ok) {
+      invalidSeeds.push({ seed, reason: key.reason });
       continue;
     }
-    seeds.push(normalized.url);
-    const url = new URL(normalized.url);
-    if (rules.scope === 'host') allowed.add(url.host);
-    else if (rules.scope === 'domain') allowed.add(domainKey(url));
-    else prefixes.push(prefixOf(url));
+    seeds.push(key.url);
+    keys.push(key.key);
   }
+  const compiled = compileScopeKeys({ ...rules, keys });
+  return { rules, seeds, invalidSeeds, inScope: compiled.inScope };
+}
+
+/**
+ * A scope from its keys. Every check is a few Set lookups, whatever the number of keys: a prefix
+ * ends with `/` (the path's last one), so the prefixes a URL can start with are its own cuts after
+ * each `/`, looked up one by one.
+ */
+export function compileScopeKeys(rules: ScopeKeyRules): Pick<CompiledScope, 'inScope'> {
+  const allowed = new Set(rules.keys);
 
   const describeAllowed = (): string => {
-    const list = rules.scope === 'prefix' ? prefixes : [...allowed];
-    if (list.length === 0) return 'no valid seed';
-    const shown = list.slice(0, 3).join(', ');
-    return list.length > 3 ? `${shown} (+${list.length - 3} more)` : shown;
+    if (allowed.size === 0) return 'no valid seed';
+    const shown: string[] = [];
+    for (const key of allowed) {
+      if (shown.length === 3) break;
+      shown.push(key);
+    }
+    return allowed.size > 3 ? `${shown.join(', ')} (+${allowed.size - 3} more)` : shown.join(', ');
+  };
+
+  const hasPrefixOf = (href: string): boolean => {
+    for (let slash = href.indexOf('/'); slash !== -1; slash = href.indexOf('/', slash + 1))
+      if (allowed.has(href.slice(0, slash + 1))) return true;
+    return false;
   };
 
   const inScope = (input: URL | string): ScopeDecision => {
@@ -107,7 +151,7 @@ export function compileScope(rules: ScopeRules): CompiledScope {
       what = domainKey(url);
       inside = allowed.has(what);
     } else {
-      inside = prefixes.some((prefix) => href.startsWith(prefix));
+      inside = hasPrefixOf(href);
       what = href;
     }
     if (!inside) {
@@ -132,7 +176,7 @@ export function compileScope(rules: ScopeRules): CompiledScope {
     return { ok: true };
   };
 
-  return { rules, seeds, invalidSeeds, inScope };
+  return { inScope };
 }
 
 const compiledCache = new WeakMap<ScopeRules, CompiledScope>();

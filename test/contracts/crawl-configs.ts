@@ -6,11 +6,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { type CrawlConfig, DEFAULT_CRAWL_ID, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import {
+  type CrawlConfig,
+  DEFAULT_CRAWL_ID,
+  parseCrawlConfig,
+  seedCount,
+} from '../../lambdas/core/crawl-config.ts';
 import { isCrawlError, PermanentError } from '../../lambdas/core/errors.ts';
+import { crawlScope } from '../../lambdas/core/link-admission.ts';
 import type { CrawlConfigReader } from '../../lambdas/core/ports.ts';
 
-export type CrawlConfigsUnderTest = CrawlConfigReader & { put(config: CrawlConfig): Promise<void> };
+export type CrawlConfigsUnderTest = CrawlConfigReader & {
+  put(config: CrawlConfig, scopeKeys?: Iterable<string>): Promise<CrawlConfig>;
+};
 
 /** `make(defaults)`: a store whose default crawl has these settings. */
 export function crawlConfigsContract(
@@ -33,6 +41,31 @@ export function crawlConfigsContract(
       assert.deepEqual(await configs.get(config.crawlId), config);
       await assert.rejects(configs.put({ ...config, maxPages: 8 }));
       assert.equal((await configs.get(config.crawlId)).maxPages, 7);
+    });
+
+    it('a config of seeds from a file reads back with the scope its keys make, whatever their number', async () => {
+      const configs = make({ delayMs: 1 });
+      const crawlId = crawl();
+      // 20,000 hosts: more than one stored part (96 KiB of keys each) on the adapter.
+      const hosts = Array.from({ length: 20_000 }, (_, i) => `h${i}.site.test`);
+      const config = parseCrawlConfig({
+        crawlId,
+        seeds: [],
+        seedFile: { source: 'seeds.txt', count: 1_000_000, scopeParts: 0 },
+      });
+      const stored = await configs.put(config, hosts);
+      const read = await configs.get(crawlId);
+      assert.deepEqual(read, stored);
+      assert.equal(seedCount(read), 1_000_000);
+      assert.ok(read.seedFile!.scopeParts >= 1);
+      assert.ok(
+        Buffer.byteLength(JSON.stringify(read)) < 2_000,
+        'the config item does not grow with the seeds',
+      );
+      for (const host of [hosts[0], hosts[12_345], hosts[19_999]])
+        assert.deepEqual(crawlScope(read).inScope(`https://${host}/a/b`), { ok: true });
+      assert.equal(crawlScope(read).inScope('https://h20000.site.test/').ok, false);
+      await assert.rejects(configs.put({ ...config, crawlId: crawl() }), /need their scope keys/);
     });
 
     it('a crawl nobody stored is unknown-crawl, a PermanentError', async () => {

@@ -12,6 +12,7 @@ import {
   DEFAULT_CRAWL_ID,
 } from '../../lambdas/core/crawl-config.ts';
 import { PermanentError } from '../../lambdas/core/errors.ts';
+import { bindScope } from '../../lambdas/core/link-admission.ts';
 import type { CrawlConfigReader } from '../../lambdas/core/ports.ts';
 import { Faults } from './faults.ts';
 
@@ -25,11 +26,22 @@ export class MemoryCrawlConfigs implements CrawlConfigReader {
     this.#defaults = defaults;
   }
 
-  async put(config: CrawlConfig): Promise<void> {
+  /** As the adapter: a config of seeds from a file comes with its scope keys, and is read back with its scope. */
+  async put(config: CrawlConfig, scopeKeys?: Iterable<string>): Promise<CrawlConfig> {
     return this.faults.run('put', [config], async () => {
       if (this.#configs.has(config.crawlId)) throw new Error(`crawl ${config.crawlId} exists already`);
       // Stored as JSON, as the adapter stores it: what is read back is what JSON keeps.
-      this.#configs.set(config.crawlId, CrawlConfigSchema.parse(JSON.parse(JSON.stringify(config))));
+      const stored = CrawlConfigSchema.parse(JSON.parse(JSON.stringify(config)));
+      if (stored.seedFile !== undefined) {
+        if (scopeKeys === undefined)
+          throw new Error(`crawl ${config.crawlId}: seeds from a file need their scope keys`);
+        const keys = [...scopeKeys];
+        // The adapter's part count: the parts are its storage, not the fake's.
+        stored.seedFile.scopeParts = keys.length === 0 ? 0 : 1;
+        bindScope(stored, keys);
+      }
+      this.#configs.set(config.crawlId, stored);
+      return stored;
     });
   }
 

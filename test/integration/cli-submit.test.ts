@@ -168,7 +168,10 @@ describe('crawler submit --endpoint', () => {
   it('rejects what a submit cannot mean before touching the stack', async () => {
     await assert.rejects(cli(submitCommand), (error: Error) => {
       assert.ok(error instanceof UsageError);
-      assert.match(error.message, /submit needs at least one URL \(as arguments or with --file\)/);
+      assert.match(
+        error.message,
+        /submit needs at least one URL \(as arguments, with --file or with --seeds-file\)/,
+      );
       return true;
     });
     await assert.rejects(cli(submitCommand, `${site.origin}/`, '--concurrency', '4'), /MaximumConcurrency/);
@@ -217,8 +220,9 @@ describe('crawler submit --endpoint', () => {
       chunkSize: 2,
       onProgress: (p) => progress.push(p.done),
     });
-    assert.deepEqual(summary, { tasks: 4, skipped: 0, invalid: 0, duplicates: 1 });
-    assert.deepEqual(progress, [2, 4]);
+    assert.deepEqual(summary, { seeds: 5, tasks: 4, skipped: 0, invalid: 0, duplicates: 1 });
+    // Every seed is handled in its chunk, the repeat too (the frontier drops it, in the second chunk).
+    assert.deepEqual(progress, [2, 4, 5]);
     await aws.waitForIdle({ timeoutMs: 60_000 });
     const s = await status(crawlId);
     assert.equal(s.state, 'complete');
@@ -232,7 +236,7 @@ describe('crawler submit --endpoint', () => {
     assert.equal(stdout, '');
     assert.match(
       stderr,
-      /crawler submit: the crawl config is \d+ bytes with its 6000 seeds; .* split the seeds/,
+      /crawler submit: the crawl config is \d+ bytes with its 6000 seeds; .* give the seeds in a file with --seeds-file FILE/,
     );
     const config = parseCrawlConfig({ crawlId: `big-${randomUUID().slice(0, 8)}`, seeds });
     await assert.rejects(submitCrawl(aws, config), /one DynamoDB item holds at most/);

@@ -11,6 +11,11 @@ const MiB = 1024 * KiB;
 export const AWS_LIMITS = {
   /** SQS DelaySeconds: 0 to 900 (15 min); a longer wait is re-sent when the first delay ends. */
   sqsMaxDelaySeconds: 900,
+  /**
+   * SQS message size, and of a SendMessageBatch request: 256 KiB is what every region and emulator
+   * accepts (a queue may be set above it, up to 1 MiB, but not below what the stack deploys).
+   */
+  sqsMaxMessageBytes: 256 * KiB,
 } as const;
 
 /** Per-request limits of the fetcher (a crawl's `limits` defaults; crawl-config.ts). */

@@ -12,9 +12,10 @@ export const FETCH_FUNCTION = {
    * peaked at 482 MB RSS with 64 visits and 507 MB with 100, every body at the 5 MiB cap (bodies held
    * are capped by STORAGE_LIMITS.bufferedBodyBytes, not by the batch), so 768 MB leaves 1.5x. Billed
    * GB-s are this x the billed duration, mostly politeness waits. CPU scales with memory (1,769 MB =
-   * 1 vCPU): 0.43 vCPU. A realistic-shape page costs at most 11-15 ms of CPU in the local crawl,
-   * emulators included, so a full batch of hosts at one page a second each needs at most 0.33-0.45
-   * of it (FETCH_EVENT_SOURCE.batchSize).
+   * 1 vCPU): 0.43 vCPU. A realistic-shape page costs 11-16 ms of CPU in the local crawl at 200
+   * hosts with the emulators, the aggregate function and the pollers in the same process (the
+   * handler's own share is less), so a full batch of hosts at one page a second each needs at most
+   * 0.33-0.48 vCPU (FETCH_EVENT_SOURCE.batchSize): about what it has, at the bound.
    */
   memoryMb: 768,
 } as const;
@@ -24,9 +25,9 @@ export const FETCH_EVENT_SOURCE = {
   /**
    * Visit messages, so hosts served by one invocation: its billed wait for the hosts' politeness is
    * shared by all of them (GB-s per page = memory / pages per second of the invocation), and its
-   * flushes carry many hosts' pages. 30 hosts at one page a second fit the function's CPU at the
-   * most a page was measured to take (FETCH_FUNCTION), and its memory (bodies are bounded by the
-   * fetcher's byte budget, not the batch). More than 10 needs the batching window.
+   * flushes carry many hosts' pages. 30 hosts at one page a second about fill the function's CPU at
+   * the most a page was measured to take (FETCH_FUNCTION), and fit its memory (bodies are bounded by
+   * the fetcher's byte budget, not the batch). More than 10 needs the batching window.
    */
   batchSize: 30,
   /**

@@ -91,7 +91,7 @@ export const MARKDOWN_NAME_LIMITS = {
 export const STORAGE_LIMITS = {
   /**
    * Response bodies held at once per fetch container; fetches past it pause until there is room (64
-   * fetches at the 5 MiB cap peaked at ~225 MB, within the function's 1,024 MB).
+   * to 100 fetches at the 5 MiB cap peaked at 482-507 MB, within the function's 768 MB: cdk/limits.ts).
    */
   bufferedBodyBytes: 24 * MiB,
   /** A WARC (or content) file is closed here: under the local S3's ~11 MiB request limit with a 5 MiB body. */

@@ -15,7 +15,7 @@ export const FETCH_FUNCTION = {
    * 1 vCPU): 0.43 vCPU. A realistic-shape page costs 11-16 ms of CPU in the local crawl at 200
    * hosts with the emulators, the aggregate function and the pollers in the same process (the
    * handler's own share is less), so a full batch of hosts at one page a second each needs at most
-   * 0.33-0.48 vCPU (FETCH_EVENT_SOURCE.batchSize): about what it has, at the bound.
+   * 0.28-0.40 vCPU (FETCH_EVENT_SOURCE.batchSize).
    */
   memoryMb: 768,
 } as const;
@@ -24,12 +24,13 @@ export const FETCH_FUNCTION = {
 export const FETCH_EVENT_SOURCE = {
   /**
    * Visit messages, so hosts served by one invocation: its billed wait for the hosts' politeness is
-   * shared by all of them (GB-s per page = memory / pages per second of the invocation), and its
-   * flushes carry many hosts' pages. 30 hosts at one page a second about fill the function's CPU at
-   * the most a page was measured to take (FETCH_FUNCTION), and fit its memory (bodies are bounded by
-   * the fetcher's byte budget, not the batch). More than 10 needs the batching window.
+   * shared by all of them (GB-s per page = memory / pages per second of the invocation). 25 hosts at
+   * one page a second fit the function's CPU at the most a page was measured to take
+   * (FETCH_FUNCTION). Batches of 30 and 50 were tried (docs/performance.md) and not kept: on a loaded
+   * machine they measured no better, and a 200-host run at 30 fetched 5 pages twice. More than 10
+   * needs the batching window.
    */
-  batchSize: 30,
+  batchSize: 25,
   /**
    * Gathers the visits handed back within a second of each other into one invocation (one WARC
    * file, more hosts an invocation) while a host's next visit waits at most this long past its pace:

@@ -10,7 +10,8 @@
  * argv[2]: JSON `{env, origins, paths, warmup}`: the function environment, the site's origins, the 64
  * request paths, and a few other paths for a warm-up invocation (modules loaded, JIT, sockets open).
  * Prints one JSON line: `{startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds,
- * failures, error?}` (bytes, seconds): RSS at start, after the warm-up, and at its peak during the
+ * cpuSeconds, failures, error?}` (bytes, seconds): cpuSeconds is the handler process's user + system
+ * CPU over the measured invocation (what Lambda's share of a vCPU must cover); RSS at start, after the warm-up, and at its peak during the
  * measured invocation; peakExternal is V8's external memory (Buffers: bodies, WARC files), dead ones
  * included until a GC collects them. Samples are every 5 ms of event loop time, so peakRss also takes
  * the kernel's maximum (a long synchronous stretch hides samples).
@@ -102,6 +103,7 @@ const sampler = setInterval(() => {
   peakExternal = Math.max(peakExternal, usage.external);
 }, 5);
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 let failures = 0;
 let error: string | undefined;
 try {
@@ -115,9 +117,11 @@ try {
   failures = args.paths.length;
 }
 const seconds = (performance.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
+const cpuSeconds = (cpu.user + cpu.system) / 1e6;
 clearInterval(sampler);
 peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
 process.stdout.write(
-  `${JSON.stringify({ startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds, failures, ...(error ? { error } : {}) })}\n`,
+  `${JSON.stringify({ startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds, cpuSeconds, failures, ...(error ? { error } : {}) })}\n`,
 );
 process.exit(0);

@@ -56,6 +56,8 @@ const MEMORY_BATCH = 64;
 /** Fetch slots for `crawler crawl`: Lambda's smallest MaximumConcurrency, the fastest on one core (measured). */
 const BENCH_CONCURRENCY = 2;
 const MEMORY_TARGET_MB = 256;
+/** One origin (host) per task of the largest memory case: each is its own visit, all fetching at once. */
+const MEMORY_PORTS = Math.max(MEMORY_BATCH, FETCH_EVENT_SOURCE.batchSize);
 
 const { values } = parseArgs({
   options: {
@@ -167,6 +169,8 @@ interface MemoryResult {
   peakRssMb: number;
   peakHeapMb: number;
   seconds: number;
+  /** The handler's CPU (user + system) over the invocation, per page fetched. */
+  cpuMsPerPage: number;
   failures: number;
   error?: string;
 }
@@ -221,13 +225,14 @@ async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
       });
       const line = done.stdout.trim().split('\n').at(-1) ?? '';
       if (done.code !== 0 || !line.startsWith('{'))
-        throw new Error(`memory run failed: ${done.stderr.slice(-2000)}`);
+        throw new Error(`memory run failed (exit ${done.code}): ${done.stderr.slice(-2000)}`);
       const r = JSON.parse(line) as {
         startRss: number;
         baselineRss: number;
         peakRss: number;
         peakHeapUsed: number;
         seconds: number;
+        cpuSeconds: number;
         failures: number;
         error?: string;
       };
@@ -239,6 +244,7 @@ async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
         peakRssMb: mb(r.peakRss),
         peakHeapMb: mb(r.peakHeapUsed),
         seconds: r.seconds,
+        cpuMsPerPage: (r.cpuSeconds * 1000) / c.tasks,
         failures: r.failures,
         ...(r.error ? { error: r.error } : {}),
       });
@@ -272,7 +278,7 @@ const report: {
 } = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
 if (oneHost) {
   const site = ipcChild<SiteMessage>(
-    [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: 16 })],
+    [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: MEMORY_PORTS })],
     1,
   );
   try {
@@ -466,11 +472,11 @@ if (report.memory) {
     '',
     '### Fetch handler memory (bundled as deployed, one invocation, default 5 MiB body cap)',
     '',
-    '| batch | RSS at start MB | after warm-up MB | peak RSS MB | peak heap MB | seconds | note |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| batch | RSS at start MB | after warm-up MB | peak RSS MB | peak heap MB | seconds | CPU ms / page | note |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...report.memory.map(
       (m) =>
-        `| ${m.label} | ${fixed(m.startRssMb, 0)} | ${fixed(m.baselineRssMb, 0)} | **${fixed(m.peakRssMb, 0)}** | ${fixed(m.peakHeapMb, 0)} | ${fixed(m.seconds, 2)} | ${m.error ? `invocation failed: ${m.error}` : m.failures ? `${m.failures} retries` : 'ok'} |`,
+        `| ${m.label} | ${fixed(m.startRssMb, 0)} | ${fixed(m.baselineRssMb, 0)} | **${fixed(m.peakRssMb, 0)}** | ${fixed(m.peakHeapMb, 0)} | ${fixed(m.seconds, 2)} | ${fixed(m.cpuMsPerPage, 1)} | ${m.error ? `invocation failed: ${m.error}` : m.failures ? `${m.failures} retries` : 'ok'} |`,
     ),
     '',
     `64 concurrent fetches at the default body cap ≤ ${MEMORY_TARGET_MB} MB: ${(report.memory.at(-1)?.peakRssMb ?? Infinity) <= MEMORY_TARGET_MB ? 'met' : 'MISSED'}`,

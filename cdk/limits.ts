@@ -5,22 +5,37 @@
 
 /** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
 export const FETCH_FUNCTION = {
-  /** A batch of 25 fetches with per-request deadlines (20 s) fits well inside a minute. */
+  /** Visits run until a minute's deadline; each request has its own (20 s), and the last flush fits after it. */
   timeoutSeconds: 60,
-  /** CPU scales with memory (1769 MB = 1 vCPU); ~0.6 vCPU keeps gzip + HTML parsing of a batch quick and cheap. */
-  memoryMb: 1024,
+  /**
+   * Sized by measurement (`npm run bench -- --only memory`, docs/performance.md): one invocation
+   * peaked at 482 MB RSS with 64 visits and 507 MB with 100, every body at the 5 MiB cap (bodies held
+   * are capped by STORAGE_LIMITS.bufferedBodyBytes, not by the batch), so 768 MB leaves 1.5x. Billed
+   * GB-s are this x the billed duration, mostly politeness waits. CPU scales with memory (1,769 MB =
+   * 1 vCPU): 0.43 vCPU. A realistic-shape page costs 11-16 ms of CPU in the local crawl at 200
+   * hosts with the emulators, the aggregate function and the pollers in the same process (the
+   * handler's own share is less), so a full batch of hosts at one page a second each needs at most
+   * 0.28-0.40 vCPU (FETCH_EVENT_SOURCE.batchSize).
+   */
+  memoryMb: 768,
 } as const;
 
 /** The TaskQueue -> fetch function event source mapping. */
 export const FETCH_EVENT_SOURCE = {
   /**
-   * One WARC PUT, one result send and one admission round per batch: `npm run bench` (5,043 pages,
-   * --concurrency 2) counted $3.56 per million pages at 10 (S3 $0.57) and $3.28 at 25 (S3 $0.26), at
-   * the same pages/s. Bodies are bounded by the fetcher's byte budget, not the batch (64 at the 5 MiB
-   * cap peak at 226 MB). More than 10 needs the batching window.
+   * Visit messages, so hosts served by one invocation: its billed wait for the hosts' politeness is
+   * shared by all of them (GB-s per page = memory / pages per second of the invocation). 25 hosts at
+   * one page a second fit the function's CPU at the most a page was measured to take
+   * (FETCH_FUNCTION). Batches of 30 and 50 were tried (docs/performance.md) and not kept: on a loaded
+   * machine they measured no better, and a 200-host run at 30 fetched 5 pages twice. More than 10
+   * needs the batching window.
    */
   batchSize: 25,
-  /** Short wait to fill batches (one WARC file per invocation) without delaying a lone URL much. */
+  /**
+   * Gathers the visits handed back within a second of each other into one invocation (one WARC
+   * file, more hosts an invocation) while a host's next visit waits at most this long past its pace:
+   * 2 s measured no better on the realistic shape under load (docs/performance.md).
+   */
   maxBatchingWindowSeconds: 1,
   /** Caps parallel fetchers (and so load on sites and the account); Lambda requires >= 2. */
   maxConcurrency: 10,

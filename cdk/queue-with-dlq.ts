@@ -19,12 +19,13 @@ export interface QueueWithDlqProps {
 }
 
 /**
- * The visibility timeout a queue needs for a consumer: factor x function timeout + batching window
- * (AWS guidance). Lower than the timeout fails the deploy; lower than the factor duplicates work.
+ * The visibility timeout a queue needs for a consumer: factor x (function timeout + batching window),
+ * AWS guidance counting the window, in which a message is already in flight, as part of each try.
+ * Lower than the timeout fails the deploy; lower than the factor duplicates work.
  */
 export function visibilityTimeoutFor(consumerTimeout: Duration, maxBatchingWindow: Duration): Duration {
   return Duration.seconds(
-    QUEUE.visibilityTimeoutFactor * consumerTimeout.toSeconds() + maxBatchingWindow.toSeconds(),
+    QUEUE.visibilityTimeoutFactor * (consumerTimeout.toSeconds() + maxBatchingWindow.toSeconds()),
   );
 }
 

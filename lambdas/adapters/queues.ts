@@ -4,6 +4,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DrainedRecord } from '../core/aggregate-batch.ts';
 import type { DeadLetter, DeadLetterSender, OutgoingVisit, ResultSender, TaskSender } from '../core/ports.ts';
 import type { CrawlResult } from '../core/result.ts';
+import { resultMessageBodies } from '../core/result-message.ts';
 import type { Task } from '../core/task.ts';
 import {
   MAX_MESSAGE_BYTES,
@@ -72,11 +73,12 @@ export class SqsResultSender implements ResultSender {
     this.queueUrl = queueUrl;
   }
 
+  /** The records go packed, as few messages a crawl as fit (core/result-message.ts). */
   sendResults(results: readonly CrawlResult[]): Promise<void> {
     return sendMessagesInBatches(
       this.sqs,
       this.queueUrl,
-      results.map((result) => ({ body: JSON.stringify(result) })),
+      resultMessageBodies(results).map((body) => ({ body })),
     );
   }
 

@@ -53,7 +53,6 @@
  * (nothing was done for them), and the handler sends them again as new messages, so running out of
  * time never spends a receive toward the DLQ (docs/failure-model.md, "Deadlines").
  */
-import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
 import { type IndexLine, indexLine } from './cdxj.ts';
@@ -66,7 +65,8 @@ import type {
   FrontierFinalizer,
   ResultStore,
 } from './ports.ts';
-import { type CrawlResult, ResultSchema } from './result.ts';
+import type { CrawlResult } from './result.ts';
+import { parseResultsMessage } from './result-message.ts';
 import { retryStep } from './retry-step.ts';
 
 export interface ResultMessage {
@@ -173,6 +173,8 @@ export function summaryFromCounters(crawlId: string, counters: CrawlCounters, no
 interface Item {
   message: ResultMessage;
   result: CrawlResult;
+  /** The record's id (result-message.ts): finalize is idempotent for it. */
+  rid: string;
 }
 
 export async function processResultBatch(
@@ -200,8 +202,8 @@ export async function processResultBatch(
       drained.set(record.crawlId, [...(drained.get(record.crawlId) ?? []), message]);
       continue;
     }
-    const parsed = parseResultMessage(message.body);
-    if (parsed.ok) valid.push({ message, result: parsed.result });
+    const parsed = parseResultsMessage(message.body);
+    if (parsed.ok) for (const { result, rid } of parsed.results) valid.push({ message, result, rid });
     else report.rejected.push({ id: message.id, reason: parsed.reason });
   }
   const checked = new Set<string>();
@@ -211,7 +213,8 @@ export async function processResultBatch(
   for (const [crawlId, items] of Map.groupBy(valid, (item) => item.result.crawlId)) {
     if (outOfTime()) {
       skipped.add(crawlId);
-      for (const { message } of items) report.deferred.push({ id: message.id, crawlId });
+      for (const message of new Set(items.map((item) => item.message)))
+        report.deferred.push({ id: message.id, crawlId });
       continue;
     }
     await processCrawl(crawlId, items, { ...deps, checked }, report);
@@ -322,23 +325,6 @@ async function writeSnapshot(
   report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow: false });
 }
 
-export function parseResultMessage(
-  body: string,
-): { ok: true; result: CrawlResult } | { ok: false; reason: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch (error) {
-    return { ok: false, reason: `not JSON: ${(error as Error).message}` };
-  }
-  const parsed = ResultSchema.safeParse(json);
-  if (parsed.success) return { ok: true, result: parsed.data };
-  return {
-    ok: false,
-    reason: `not a result record: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
-  };
-}
-
 /** The crawls whose completion this batch has checked (once each). */
 interface Checked {
   checked: Set<string>;
@@ -356,15 +342,14 @@ async function processCrawl(
   // both copies would win (the second as a repeat), so the copies are dropped here.
   const byId = new Map<string, Item>();
   for (const item of items) {
-    const id = resultId(item.message.body);
-    if (byId.has(id)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
-    else byId.set(id, item);
+    if (byId.has(item.rid)) report.duplicates.push({ id: item.message.id, crawlId, key: item.result.key });
+    else byId.set(item.rid, item);
   }
-  const unique = [...byId].map(([rid, item]) => ({ ...item, rid }));
+  const unique = [...byId.values()];
   const finalized = await mapLimit(
-    [...byId],
+    unique,
     deps.concurrency ?? DEFAULT_FINALIZE_CONCURRENCY,
-    ([rid, { result }]) =>
+    ({ rid, result }) =>
       // Finalize is idempotent for one result (its id), so a failed call is simply made again.
       retryStep(() =>
         deps.frontier.finalize(crawlId, {
@@ -382,11 +367,11 @@ async function processCrawl(
   if (failed) {
     // Some URLs now point at `part`, which is not written: completion waits until their retries
     // (every message of the crawl in this batch) have written them to a part of their own.
-    for (const { message } of unique)
+    for (const message of messagesOf(items))
       report.retry.push({ id: message.id, crawlId, reason: `finalize: ${describe(failed.reason)}` });
     return;
   }
-  const winners: Array<Item & { rid: string } & FinalizeOutcome> = [];
+  const winners: Array<Item & FinalizeOutcome> = [];
   for (const [i, outcome] of finalized.entries()) {
     const item = unique[i]!;
     const value = (outcome as PromiseFulfilledResult<FinalizeOutcome>).value;
@@ -397,9 +382,10 @@ async function processCrawl(
   for (const item of winners)
     if (item.repeat) report.rewritten.push({ id: item.message.id, crawlId, key: item.result.key });
   let kept = winners;
+  // A message is retried whole: its records that were done already come back as repeats.
   const fail = (step: string, error: unknown) => {
-    for (const item of kept)
-      report.retry.push({ id: item.message.id, crawlId, reason: `${step}: ${describe(error)}` });
+    for (const message of messagesOf(kept))
+      report.retry.push({ id: message.id, crawlId, reason: `${step}: ${describe(error)}` });
   };
 
   // A repeat (rare: after a crash or a lost answer) or a URL the crawl never had reads the counters
@@ -470,7 +456,7 @@ async function processCrawl(
  * exist (those are pointed at `part` first, so a failed PUT leaves them pointing at a missing part
  * and completion waits for their next delivery). One HEAD per distinct earlier part.
  */
-async function unindexed<T extends Item & { rid: string } & FinalizeOutcome>(
+async function unindexed<T extends Item & FinalizeOutcome>(
   winners: readonly T[],
   part: string,
   crawlId: string,
@@ -506,9 +492,9 @@ async function allWritten(blobs: ResultStore, crawlId: string, parts: ReadonlySe
   return false;
 }
 
-/** A result message's id: the same for every delivery of one message, different for another result. */
-export function resultId(body: string): string {
-  return createHash('sha256').update(body).digest('base64url').slice(0, 22);
+/** The messages that carried `items`, each once. */
+function messagesOf(items: readonly Item[]): ResultMessage[] {
+  return [...new Set(items.map((item) => item.message))];
 }
 
 const JSONL = 'application/x-ndjson';

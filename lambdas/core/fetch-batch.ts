@@ -638,14 +638,15 @@ class BatchOutput {
     }
     const admitted = await this.admit(discovering, ended);
     const stored = await retryStep(() => writer.finish());
-    const allLeaves = [...leaves, ...admitted.results];
-    await retryStep(() => deps.results.sendResults(allLeaves));
-    await retryStep(() => deps.results.sendResults(stored.results));
+    // One send for the flush's records, leaves before pages (a crawl's records go packed, as few
+    // messages as fit: SQS is paid per flush, not per URL).
+    const results = [...leaves, ...admitted.results, ...stored.results];
+    await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
     // links again, and their skipped results are sent then.
     for (const key of [...seenKeys, ...admitted.seenKeys]) deps.seen.add(key);
-    this.sentResults.push(...allLeaves, ...stored.results);
+    this.sentResults.push(...results);
     this.sentWarcKeys.push(...stored.keys);
   }
 }

@@ -11,6 +11,11 @@ const MiB = 1024 * KiB;
 export const AWS_LIMITS = {
   /** SQS DelaySeconds: 0 to 900 (15 min); a longer wait is re-sent when the first delay ends. */
   sqsMaxDelaySeconds: 900,
+  /**
+   * SQS message size, and of a SendMessageBatch request: 256 KiB is what every region and emulator
+   * accepts (a queue may be set above it, up to 1 MiB, but not below what the stack deploys).
+   */
+  sqsMaxMessageBytes: 256 * KiB,
 } as const;
 
 /** Per-request limits of the fetcher (a crawl's `limits` defaults; crawl-config.ts). */
@@ -86,7 +91,7 @@ export const MARKDOWN_NAME_LIMITS = {
 export const STORAGE_LIMITS = {
   /**
    * Response bodies held at once per fetch container; fetches past it pause until there is room (64
-   * fetches at the 5 MiB cap peaked at ~225 MB, within the function's 1,024 MB).
+   * to 100 fetches at the 5 MiB cap peaked at 482-507 MB, within the function's 768 MB: cdk/limits.ts).
    */
   bufferedBodyBytes: 24 * MiB,
   /** A WARC (or content) file is closed here: under the local S3's ~11 MiB request limit with a 5 MiB body. */

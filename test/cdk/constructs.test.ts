@@ -27,14 +27,14 @@ function fn(stack: Stack, timeoutSeconds: number): CrawlerFunction {
 const OK: QueueConsumerSettings = { batchSize: 10, maxBatchingWindowSeconds: 1, maxConcurrency: 2 };
 
 describe('QueueWithDlq', () => {
-  it('computes the visibility timeout as 6x the consumer timeout plus the batching window', () => {
-    assert.equal(visibilityTimeoutFor(Duration.seconds(60), Duration.seconds(1)).toSeconds(), 361);
+  it('computes the visibility timeout as 6x the consumer timeout and the batching window together', () => {
+    assert.equal(visibilityTimeoutFor(Duration.seconds(60), Duration.seconds(1)).toSeconds(), 366);
     const queue = new QueueWithDlq(testStack(), 'Q', {
       dlqId: 'QDLQ',
       consumerTimeout: Duration.minutes(2),
       consumerMaxBatchingWindow: Duration.seconds(5),
     });
-    assert.equal(queue.visibilityTimeout.toSeconds(), 725);
+    assert.equal(queue.visibilityTimeout.toSeconds(), 750);
     assert.equal(queue.dlq.node.id, 'QDLQ');
     assert.equal(queue.dlq.node.scope, queue.node.scope, 'the DLQ is a sibling in the same scope');
   });
@@ -73,7 +73,7 @@ describe('CrawlerFunction.consumeFrom', () => {
       consumerTimeout: Duration.seconds(10),
       consumerMaxBatchingWindow: Duration.seconds(1),
     });
-    assert.throws(() => fn(stack, 60).consumeFrom(queue, OK), /visibility timeout 61 s < 361 s/);
+    assert.throws(() => fn(stack, 60).consumeFrom(queue, OK), /visibility timeout 66 s < 366 s/);
   });
 
   const bad: Array<[string, QueueConsumerSettings, RegExp]> = [

@@ -17,6 +17,7 @@ import {
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
+import { AWS_LIMITS } from '../../lambdas/core/limits.ts';
 import { HANDLER_METADATA_KEY, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import {
   type CfnResource,
@@ -95,7 +96,7 @@ describe('queues', () => {
       assert.ok(Number(redrive.maxReceiveCount) >= 5);
     });
 
-    it(`${queue} visibility timeout >= 6x ${consumer} timeout + batching window, from the template`, () => {
+    it(`${queue} visibility timeout >= 6x (${consumer} timeout + batching window), from the template`, () => {
       const q = resource(json, queue, 'AWS::SQS::Queue');
       const fn = resource(json, consumer, 'AWS::Lambda::Function');
       const mapping = mappingOf(consumer);
@@ -104,8 +105,8 @@ describe('queues', () => {
       const window = Number(mapping.Properties.MaximumBatchingWindowInSeconds ?? 0);
       assert.ok(timeout > 0);
       assert.ok(
-        Number(q.Properties.VisibilityTimeout) >= 6 * timeout + window,
-        `${q.Properties.VisibilityTimeout} >= 6 x ${timeout} + ${window}`,
+        Number(q.Properties.VisibilityTimeout) >= 6 * (timeout + window),
+        `${q.Properties.VisibilityTimeout} >= 6 x (${timeout} + ${window})`,
       );
     });
 
@@ -117,6 +118,8 @@ describe('queues', () => {
         assert.equal(q.Properties.FifoQueue, undefined);
         assert.equal(q.Properties.QueueName, undefined, 'no physical name');
         assert.equal(q.Properties.MaximumMessageSize, QUEUE.maxMessageSizeBytes);
+        // What the senders pack a message to (a flush's results, lambdas/core/result-message.ts) fits.
+        assert.ok(Number(q.Properties.MaximumMessageSize) >= AWS_LIMITS.sqsMaxMessageBytes);
         const days = id === dlq ? QUEUE.dlqRetentionDays : QUEUE.retentionDays;
         assert.equal(q.Properties.MessageRetentionPeriod, days * 86_400);
         const policies = ofType(json, 'AWS::SQS::QueuePolicy').filter(([, p]) =>

@@ -17,12 +17,25 @@ import type {
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import type { VisitMessage } from '../../lambdas/core/task.ts';
 
-/** Fresh queues, and what has arrived on each so far (taken off the queue: each read sees new arrivals). */
+/**
+ * Fresh queues, and what has arrived on each so far (taken off the queue: each read sees new
+ * arrivals). `results` holds each results-queue message's body, parsed as JSON.
+ */
 export interface QueuesUnderTest {
   tasks: TaskSender;
   results: ResultSender & DrainedSender;
   deadLetters: DeadLetterSender;
   arrived(): Promise<{ visits: VisitMessage[]; results: unknown[]; letters: DeadLetter[] }>;
+}
+
+type Body = Record<string, unknown>;
+
+/** The result records in results-queue messages, packed or bare (what the aggregate function reads). */
+function recordsIn(bodies: readonly Body[]): unknown[] {
+  return bodies.flatMap((body) => {
+    if (body.kind === 'results') return body.results as unknown[];
+    return body.kind === undefined ? [body] : [];
+  });
 }
 
 function result(i: number): CrawlResult {
@@ -70,17 +83,43 @@ export function queueContract(name: string, make: () => Promise<QueuesUnderTest>
       await queues.results.sendResults([]);
       await queues.results.sendDrained('c9');
       const { results: arrived } = await queues.arrived();
-      const records = arrived as Array<Record<string, unknown>>;
+      const bodies = arrived as Body[];
       assert.deepEqual(
-        sortBy(
-          records.filter((r) => r.kind === undefined),
-          (r) => String(r.key),
-        ),
+        sortBy(recordsIn(bodies) as Body[], (r) => String(r.key)),
         sortBy(results, (r) => r.key),
       );
       assert.deepEqual(
-        records.filter((r) => r.kind !== undefined),
+        bodies.filter((r) => r.kind === 'drained'),
         [{ v: 1, kind: 'drained', crawlId: 'c9' }],
+      );
+    });
+
+    it("a crawl's results go packed: one crawl a message, as few messages as fit 256 KiB", async () => {
+      const queues = await make();
+      // ~100 KB records: two fit a message, three do not.
+      const large = Array.from({ length: 5 }, (_, i) => ({
+        ...result(100 + i),
+        crawlId: 'c3',
+        reason: 'r'.repeat(100_000),
+      }));
+      const others = Array.from({ length: 3 }, (_, i) => ({ ...result(200 + i), crawlId: 'c2' }));
+      const sent = [...Array.from({ length: 12 }, (_, i) => result(i)), ...others, ...large];
+      await queues.results.sendResults(sent);
+      const bodies = (await queues.arrived()).results as Body[];
+      const byCrawl = Map.groupBy(bodies, (body) => String(body.crawlId));
+      assert.deepEqual([...byCrawl].map(([crawlId, messages]) => [crawlId, messages.length]).sort(), [
+        ['c1', 1],
+        ['c2', 1],
+        ['c3', 3],
+      ]);
+      for (const body of bodies) {
+        assert.equal(body.kind, 'results');
+        assert.ok(Buffer.byteLength(JSON.stringify(body)) <= 256 * 1024);
+        for (const record of body.results as Body[]) assert.equal(record.crawlId, body.crawlId);
+      }
+      assert.deepEqual(
+        sortBy(recordsIn(bodies) as Body[], (r) => String(r.key)),
+        sortBy(sent, (r) => r.key),
       );
     });
 

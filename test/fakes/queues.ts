@@ -15,6 +15,7 @@ import type {
   TaskSender,
 } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { resultMessageBodies } from '../../lambdas/core/result-message.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryTaskQueue implements TaskSender {
@@ -30,6 +31,8 @@ export class MemoryTaskQueue implements TaskSender {
 
 export class MemoryResultsQueue implements ResultSender, DrainedSender {
   readonly results: CrawlResult[] = [];
+  /** The SQS messages the records went in, as the adapter packs them (core/result-message.ts). */
+  readonly messages: string[] = [];
   /** The crawl of each `drained` record, in order. */
   readonly drained: string[] = [];
   readonly faults = new Faults<'sendResults' | 'sendDrained'>();
@@ -37,6 +40,7 @@ export class MemoryResultsQueue implements ResultSender, DrainedSender {
   async sendResults(results: readonly CrawlResult[]): Promise<void> {
     return this.faults.run('sendResults', [results], async () => {
       this.results.push(...structuredClone(results));
+      this.messages.push(...resultMessageBodies(results));
     });
   }
 

@@ -21,11 +21,12 @@ import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { readCrawlResults } from '../../cli/index-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { type DrainedRecord, resultId } from '../../lambdas/core/aggregate-batch.ts';
+import type { DrainedRecord } from '../../lambdas/core/aggregate-batch.ts';
 import { tallyOf } from '../../lambdas/core/fetch-batch.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type { HostTally } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { resultId, resultMessageBodies } from '../../lambdas/core/result-message.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { WarcFileBuilder } from '../../lambdas/core/warc.ts';
 import { resultPartKey, STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
@@ -401,6 +402,44 @@ describe('aggregate function on the emulators', () => {
     await runAggregate();
     assert.equal((await frontier.readCounters(crawlId))?.state, 'running');
     assert.equal(await blobs.exists(summaryKey(crawlId)), false, 'no summary');
+    assert.equal(await depth(resultsQueue), 0);
+  });
+
+  it("a flush's records packed in one message and a bare record left from before the upgrade are indexed once each; a packed message with a bad record goes to the ResultsDLQ whole", async () => {
+    const { crawlId, host, ticket, results } = await fetchedCrawl(
+      [
+        { path: '/', status: 200, body: '<html>home</html>' },
+        { path: '/a', status: 200, body: '<html>a</html>' },
+        { path: '/b', status: 500, body: 'oops' },
+      ],
+      ['/out'],
+    );
+    const [first, ...rest] = results as [CrawlResult, ...CrawlResult[]];
+    const parked = await depth(resultsDlq);
+    // As the fetch function sends them (one message), the same records again in a message with a
+    // record that breaks the schema, and the first record as versions before this one sent it.
+    const packed = resultMessageBodies(rest);
+    assert.equal(packed.length, 1);
+    await send(packed);
+    const broken = JSON.stringify({
+      v: 1,
+      kind: 'results',
+      crawlId,
+      results: [rest[0], { ...rest[1], outcome: 'nope' }],
+    });
+    await send([JSON.stringify(first), broken]);
+    await runAggregate();
+    await assertRunning(crawlId);
+    assert.equal((await drainHost(crawlId, host, ticket)).total, 4);
+    await runAggregate();
+
+    const lines = await readCrawlResults(blobs, crawlId);
+    assert.deepEqual(lines.map((l) => l.url).sort(), results.map((r) => r.url).sort());
+    const counters = await frontier.readCounters(crawlId);
+    assert.equal(counters?.state, 'complete');
+    assert.equal(counters?.done, 4);
+    assert.equal(counters?.requests, 3);
+    assert.equal(await depth(resultsDlq), parked + 1, 'the broken message is parked, whole');
     assert.equal(await depth(resultsQueue), 0);
   });
 });

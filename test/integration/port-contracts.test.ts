@@ -112,7 +112,7 @@ queueContract('memory queues', async () => {
     arrived: async () => ({
       visits: tasks.visits.splice(0).map((sent) => sent.visit),
       results: [
-        ...results.results.splice(0),
+        ...results.messages.splice(0).map((body) => JSON.parse(body) as unknown),
         ...results.drained.splice(0).map((crawlId) => ({ v: 1, kind: 'drained', crawlId })),
       ],
       letters: deadLetters.letters.splice(0),

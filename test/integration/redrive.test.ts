@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { crawlOf, redriveCommand } from '../../cli/redrive-command.ts';
+import { resultMessageBodies } from '../../lambdas/core/result-message.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
@@ -33,6 +34,12 @@ describe('crawler redrive', () => {
     assert.equal(crawlOf('{"v":1,"crawlId":"a","url":"http://x/","depth":0}'), 'a');
     assert.equal(crawlOf('https://example.com/'), 'default');
     assert.equal(crawlOf('{not json'), undefined);
+    // A results message carries a flush's records of one crawl, named at its top.
+    const record = { v: 1, crawlId: 'b', key: 'k', url: 'http://x/', outcome: 'fetched', bytes: 0 } as const;
+    const [packed] = resultMessageBodies([
+      { ...record, fetchedAt: '2024-01-01T00:00:00Z', ms: 0, depth: 0, outlinks: 0 },
+    ]);
+    assert.equal(crawlOf(packed ?? ''), 'b');
   });
 
   it("moves one crawl's tasks back to the TaskQueue and leaves the others in the DLQ", async () => {

@@ -13,7 +13,6 @@ import {
   mapLimit,
   processResultBatch,
   type ResultMessage,
-  resultId,
   summaryFromCounters,
 } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
@@ -26,6 +25,7 @@ import type {
   FrontierFinalizer,
 } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
+import { resultId, resultMessageBodies } from '../../lambdas/core/result-message.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 
@@ -1156,5 +1156,112 @@ describe('processResultBatch near its deadline', () => {
     frontier.admit('c1', keyOf('http://site.test/a'));
     const report = await run([message(result('c1', '/a')), message(drained('c1'))]);
     assert.deepEqual(report.deferred, []);
+  });
+});
+
+/** One message carrying `results` packed, as the fetch function sends a flush's records of a crawl. */
+function packed(results: readonly CrawlResult[], receiveCount = 1): ResultMessage {
+  const bodies = resultMessageBodies(results);
+  assert.equal(bodies.length, 1, 'the records fit one message');
+  return message(bodies[0]!, receiveCount);
+}
+
+describe('processResultBatch: messages carrying many records', () => {
+  it('finalizes each record of a packed message as it would alone: one part, counted once', async () => {
+    const { frontier, blobs, run } = setup();
+    const results = ['/a', '/b', '/c'].map((p) => result('c1', p));
+    for (const r of results) frontier.admit('c1', r.key);
+    frontier.admit('c1', keyOf('http://site.test/pending'));
+    const m = packed(results);
+    const report = await run([m]);
+    assert.deepEqual(report.rejected, []);
+    assert.deepEqual(report.retry, []);
+    assert.deepEqual(
+      report.written.map((w) => [w.crawlId, w.lines]),
+      [['c1', 3]],
+    );
+    assert.deepEqual(blobs.urls('c1'), results.map((r) => r.url).sort());
+    assert.equal(frontier.counters.get('c1')?.done, 3);
+    // The id each record had as a message of its own: the same record alone is the same result.
+    for (const r of results) assert.equal(frontier.item('c1', r.key)?.rid, resultId(JSON.stringify(r)));
+  });
+
+  it('a bare record left from before the upgrade and the same record packed are one result: one line', async () => {
+    const { frontier, blobs, run } = setup();
+    const a = result('c1', '/a');
+    const b = result('c1', '/b');
+    frontier.admit('c1', a.key);
+    frontier.admit('c1', b.key);
+    const old = message(a);
+    const report = await run([old, packed([a, b])]);
+    assert.deepEqual(report.rejected, []);
+    assert.equal(report.duplicates.length, 1, 'the second copy of a is dropped before finalize');
+    assert.deepEqual(blobs.urls('c1'), [a.url, b.url]);
+    assert.equal(blobs.lines('c1').length, 2);
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact([a, b]));
+    assert.equal(blobs.summary('c1')?.done, 2);
+  });
+
+  it('a packed message redelivered after a crash past its PUT: its records are repeats, no second line, exact counts', async () => {
+    const { frontier, blobs, run, crashingRun } = setup();
+    const results = ['/a', '/b', '/c'].map((p) => result('c1', p));
+    for (const r of results) frontier.admit('c1', r.key);
+    const m = packed(results);
+    await crashingRun('part put done', [m]);
+    assert.equal(blobs.lines('c1').length, 3);
+    const again = await run([redelivered(m)]);
+    assert.deepEqual(again.retry, []);
+    assert.equal(again.rewritten.length, 3);
+    assert.equal(blobs.lines('c1').length, 3, 'not written again');
+    assert.deepEqual(numbers(frontier.counters.get('c1')), exact(results));
+    assert.equal(blobs.summary('c1')?.state, 'complete');
+  });
+
+  it('a packed message whose step keeps failing is retried once, as a unit, and its redelivery writes every line once', async () => {
+    const { frontier, blobs, run } = setup();
+    const results = ['/a', '/b', '/c'].map((p) => result('c1', p));
+    for (const r of results) frontier.admit('c1', r.key);
+    frontier.finalizeFaults.set(results[1]!.key, ['fail', 'fail', 'fail']);
+    const m = packed(results);
+    const failed = await run([m]);
+    assert.deepEqual(ids(failed.retry), [m.id], 'one failure for the message, not one per record');
+    assert.deepEqual(blobs.parts('c1'), []);
+    frontier.failNext('addCounters', 3);
+    const countersFailed = await run([redelivered(m)]);
+    assert.deepEqual(ids(countersFailed.retry), [m.id]);
+    const again = await run([redelivered(redelivered(m))]);
+    assert.deepEqual(again.retry, []);
+    assert.equal(blobs.lines('c1').length, 3, 'one line per URL');
+    assert.equal(blobs.summary('c1')?.done, 3);
+  });
+
+  it('a packed message with a malformed record, or a record of another crawl, is rejected whole: nothing of it is finalized', async () => {
+    const { frontier, blobs, run } = setup();
+    const a = result('c1', '/a');
+    frontier.admit('c1', a.key);
+    const badRecord = message(
+      JSON.stringify({ v: 1, kind: 'results', crawlId: 'c1', results: [a, { ...a, key: undefined }] }),
+    );
+    const otherCrawl = message(
+      JSON.stringify({ v: 1, kind: 'results', crawlId: 'c1', results: [a, result('c2', '/x')] }),
+    );
+    const noList = message(JSON.stringify({ v: 1, kind: 'results', crawlId: 'c1' }));
+    const report = await run([badRecord, otherCrawl, noList]);
+    assert.deepEqual(ids(report.rejected), ids([badRecord, otherCrawl, noList]));
+    const reasons = new Map(report.rejected.map((r) => [r.id, r.reason]));
+    assert.match(reasons.get(badRecord.id)!, /results\.1\.key/);
+    assert.match(reasons.get(otherCrawl.id)!, /results\.1 is of crawl "c2"/);
+    assert.match(reasons.get(noList.id)!, /results array/);
+    assert.equal(frontier.calls.finalize, 0);
+    assert.deepEqual(blobs.parts('c1'), []);
+  });
+
+  it('a packed message not started before the deadline is deferred once, whole', async () => {
+    const { frontier, run, clock } = setup();
+    frontier.admit('c1', keyOf('http://site.test/a'));
+    for (const p of ['/x', '/y']) frontier.admit('c2', keyOf(`http://site.test${p}`));
+    const late = packed([result('c2', '/x'), result('c2', '/y')]);
+    const report = await run([message(result('c1', '/a')), late], clock() + 1_500);
+    assert.deepEqual(report.deferred, [{ id: late.id, crawlId: 'c2' }]);
   });
 });

@@ -356,6 +356,24 @@ describe('processFetchBatch: a visit', () => {
   });
 });
 
+describe('processFetchBatch: results on the queue', () => {
+  it("a flush's records go in one send, packed: the pages' results and their links' skipped results in one message", async () => {
+    // Links of a page at depth 1 are beyond --max-depth 1: each is a skipped result, sent with the page's.
+    const w = await world({ crawl: { maxDepth: 1 } });
+    const visit = await wokenHost(w, HOST, ['/']);
+    const report = await w.run([visit]);
+    assert.deepEqual(report.retries, []);
+    const outcomes = w.results.results.map((result) => result.outcome).sort();
+    assert.deepEqual(outcomes, ['fetched', 'skipped', 'skipped']);
+    assert.equal(w.results.messages.length, 1, 'one message for its three records');
+    const [body] = w.results.messages.map(
+      (m) => JSON.parse(m) as { crawlId: string; results: CrawlResult[] },
+    );
+    assert.equal(body?.crawlId, CRAWL);
+    assert.deepEqual(urls(body?.results ?? []), urls(w.results.results));
+  });
+});
+
 describe('processFetchBatch: what cannot be sent comes back', () => {
   it('results that cannot be sent: the visit’s message is reported failed, due once its lease is over; nothing is marked seen; its redelivery sends every result', async () => {
     const w = await world();

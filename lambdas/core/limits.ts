@@ -11,6 +11,12 @@ const MiB = 1024 * KiB;
 export const AWS_LIMITS = {
   /** SQS DelaySeconds: 0 to 900 (15 min); a longer wait is re-sent when the first delay ends. */
   sqsMaxDelaySeconds: 900,
+  /**
+   * The queues' MaximumMessageSize (cdk/limits.ts QUEUE sets it), which SQS also applies to a whole
+   * SendMessageBatch: senders stay within it. SQS takes up to 1 MiB now; 256 KiB is accepted by every
+   * region and emulator.
+   */
+  sqsMaxMessageBytes: 262_144,
 } as const;
 
 /** Per-request limits of the fetcher (a crawl's `limits` defaults; crawl-config.ts). */

@@ -160,23 +160,23 @@ export async function visitHost(
       }
       for (const url of ready) {
         await deps.room?.();
-        // Read for each URL (the adapter caches it a few seconds): a cancel or a spent budget stops
-        // the visit's requests at once, not at its next round.
-        const state = await deps.crawlStates?.stateOf(crawlId);
-        if (crawlClosed(crawlId, state)) return report({ kind: 'stop', why: 'crawl-complete' });
-        const ends = state === 'cancelled';
         // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
-        const startAt = ends ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
+        const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
         if (startAt + requestBudget > deps.deadline)
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         if (!(await waitUntil(startAt, requestBudget, deps)))
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
+        // Read again for each URL, after its wait (the adapter caches it a few seconds): a cancel or a
+        // spent budget stops the visit's requests at once, not at its next round.
+        const state = await deps.crawlStates?.stateOf(crawlId);
+        if (crawlClosed(crawlId, state)) return report({ kind: 'stop', why: 'crawl-complete' });
         let decision: UrlDecision;
         try {
-          decision = ends
-            ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
-            : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
+          decision =
+            state === 'cancelled'
+              ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
+              : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
         } catch (error) {
           if (!(error instanceof OutOfTime)) throw error;
           const visitAt = Math.max(deps.now(), pacer.state.nextAt);

@@ -2,6 +2,7 @@
  * Every deploy-time limit of the stack in one place, as plain data (no aws-cdk-lib import), so the
  * stack, its tests and the local runtime read the same numbers.
  */
+import { AWS_LIMITS } from '../lambdas/core/limits.ts';
 
 /** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
 export const FETCH_FUNCTION = {
@@ -118,8 +119,8 @@ export const QUEUE = {
    * message keeps its original enqueue time, so this never extends past its source queue's clock.
    */
   dlqRetentionDays: 14,
-  /** Tasks and results are small JSON; bodies belong in S3. 256 KiB is accepted by every region and emulator. */
-  maxMessageSizeBytes: 262_144,
+  /** Tasks and results are small JSON; bodies belong in S3. The senders' limit too (lambdas/core/limits.ts). */
+  maxMessageSizeBytes: AWS_LIMITS.sqsMaxMessageBytes,
 } as const;
 
 /** Logs and access logs. */

@@ -3,10 +3,9 @@
  * and every failed entry is resent (with backoff) until it is accepted or we give up loudly.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { QUEUE } from '../../cdk/limits.ts';
 import { backoffPause } from '../core/backoff.ts';
 import { RetryableError } from '../core/errors.ts';
-import { RETRY_BACKOFF } from '../core/limits.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from '../core/limits.ts';
 
 export interface QueueMessage {
   body: string;
@@ -19,7 +18,7 @@ export interface QueueMessage {
 
 const MAX_ENTRIES = 10;
 /** The queues' MaximumMessageSize, which SQS also applies to a whole batch request. */
-export const MAX_MESSAGE_BYTES = QUEUE.maxMessageSizeBytes;
+export const MAX_MESSAGE_BYTES = AWS_LIMITS.sqsMaxMessageBytes;
 const MAX_ROUNDS = 6;
 
 export async function sendMessagesInBatches(

@@ -17,13 +17,15 @@ import { backoffSeconds } from './backoff.ts';
 import type { BodyBudget } from './body-budget.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { isCrawlError } from './errors.ts';
-import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
+import type { UrlStepDeps } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
 import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import { admitEnded, admitLinks, type DiscoveringPage, giveBack, visitOf } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
   CrawlBudget,
+  CrawlConfigReader,
+  CrawlStateCheck,
   DeadLetter,
   DeadLetterSender,
   FrontierAdmission,
@@ -39,7 +41,7 @@ import type {
 } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
-import { parseVisitMessage, type VisitMessage } from './task.ts';
+import { parseVisitMessage, type TaskMessage, type VisitMessage } from './task.ts';
 import { admitTaskMessage, type TaskAdmission } from './task-admission.ts';
 import { WarcBatchWriter } from './warc-batch.ts';
 
@@ -50,7 +52,13 @@ export interface RetryRequest {
   code: string;
 }
 
-export interface FetchBatchDeps extends Omit<FetchTaskDeps, 'frontier' | 'slots'> {
+export interface FetchBatchDeps extends Omit<UrlStepDeps, 'pace'> {
+  configs: CrawlConfigReader;
+  /**
+   * A cancelled crawl's tasks and URLs end as `cancelled` results before any other work; a complete
+   * crawl's are dropped (its summary is written: nothing may add to it).
+   */
+  crawlStates?: CrawlStateCheck;
   frontier: FrontierAdmission & HostUrlStore;
   hosts: HostVisits;
   deadLetters: DeadLetterSender;

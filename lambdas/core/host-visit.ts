@@ -3,21 +3,27 @@
  * fetches the host's ready URLs one at a time at the host's pace, kept in memory (VisitPacer), so
  * politeness holds by construction: one request in flight, each the host's delay after the last,
  * with no per-URL claim or slot write. Many visits run side by side in one invocation, so billed
- * time is spent fetching. Each URL is decided by the per-URL decision (fetch-task.ts) unchanged:
- * robots.txt, Crawl-delay, Retry-After and retries pace through the pacer.
+ * time is spent fetching. Each stored URL goes straight to the per-URL step (fetch-task.ts) with the
+ * crawl's config the visit holds: robots.txt, Crawl-delay, Retry-After and retries pace through the
+ * pacer, and a retry is recorded on the URL's item.
  *
  * The visit says how it ended; the batch code sends what it produced and then drains the host,
  * hands it back with a delay, or drops the message.
  */
 import type { CrawlConfig } from './crawl-config.ts';
+import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { OutOfTime } from './errors.ts';
-import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
-import type { HostUrl, HostUrlStore, PageFetcher, UrlClaims } from './ports.ts';
-import type { Task } from './task.ts';
+import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
+import type { CrawlStateCheck, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
-export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
+export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   hostUrls: HostUrlStore;
+  /**
+   * A cancelled crawl's URLs end as `cancelled` results before any other work; a complete crawl's
+   * visit stops (its summary is written: nothing may add to it).
+   */
+  crawlStates?: CrawlStateCheck;
   /** No request starts unless it can end (its total deadline) before this (epoch ms). */
   deadline: number;
   /**
@@ -48,7 +54,7 @@ export interface VisitStart {
 }
 
 /** What each decided URL gives the batch: its result or page, and links (fetch-batch.ts). */
-export type VisitDecision = Extract<TaskDecision, { kind: 'result' | 'captured' }>;
+export type VisitDecision = Extract<UrlDecision, { kind: 'result' | 'captured' }>;
 
 export type VisitEnd =
   /** Nothing left: no URL to fetch, none waiting for its result. `urls` make the host's tally. */
@@ -104,21 +110,13 @@ export async function visitHost(
     decided,
   });
 
-  // The visit owns the host: the URL needs no claim; a retry is recorded on its item.
-  let attemptsOf = 0;
-  const frontier: UrlClaims = {
-    claim: async () => ({ status: 'claimed', attempts: attemptsOf, relink: false }),
-    release: async () => {},
-    postpone: (_crawlId, key, attempts, retryAt) =>
-      deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
-  };
-
-  // Every request of the visit (robots.txt and its redirects, pages) leaves through the pacer's
-  // last check, and none starts that could not end before the deadline (after a slot wait, a
-  // robots.txt fetch or its redirects): the visit then hands its host back, no attempt spent.
+  // Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
+  // (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
+  // none starts that could not end before the deadline: the visit then hands its host back, no
+  // attempt spent.
   const fetcher: PageFetcher = {
     fetch: async (request) => {
-      if (pacer.departureAt(deps.now()) + requestBudget > deps.deadline) throw new OutOfTime();
+      if (!(await waitUntil(pacer.departureAt(deps.now()), requestBudget, deps))) throw new OutOfTime();
       await pacer.depart(deps.now, deps.sleep);
       const response = await deps.fetcher.fetch(request);
       if (response.sentAt !== undefined) pacer.sent(response.sentAt);
@@ -162,48 +160,39 @@ export async function visitHost(
       }
       for (const url of ready) {
         await deps.room?.();
-        // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
+        // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
         const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
         if (startAt + requestBudget > deps.deadline)
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         if (!(await waitUntil(startAt, requestBudget, deps)))
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-        attemptsOf = url.attempts ?? 0;
-        let decision: TaskDecision;
+        // Read again for each URL, after its wait (the adapter caches it a few seconds): a cancel or a
+        // spent budget stops the visit's requests at once, not at its next round.
+        const state = await deps.crawlStates?.stateOf(crawlId);
+        if (crawlClosed(crawlId, state)) return report({ kind: 'stop', why: 'crawl-complete' });
+        let decision: UrlDecision;
         try {
-          decision = await decideTask(
-            { id: url.key, body: JSON.stringify(taskOf(crawlId, url)), receiveCount: 1 },
-            { ...deps, fetcher, slots: pacer, frontier },
-          );
+          decision =
+            state === 'cancelled'
+              ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
+              : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
         } catch (error) {
           if (!(error instanceof OutOfTime)) throw error;
           const visitAt = Math.max(deps.now(), pacer.state.nextAt);
           return report({ kind: 'hand-back', visitAt, why: 'deadline' });
         }
+        // A retry is postponed on its item: visits skip the URL until then.
+        if (decision.kind === 'retry')
+          await deps.hostUrls.postpone(crawlId, host, url.key, decision.attempts, decision.retryAt);
         decided++;
-        if (decision.kind === 'result' || decision.kind === 'captured') {
-          inflight.add(url.key);
-          unsettled++;
-          onDecision(decision);
-          continue;
-        }
-        if (decision.kind === 'defer') {
-          // A retry is postponed on its item; a robots.txt wait holds the whole host; a page slot past
-          // the decision's own wait is waited for on the next round.
-          if (decision.retry) continue;
-          if (decision.code === 'robots-pending')
-            return report({
-              kind: 'hand-back',
-              visitAt: deps.now() + decision.delaySeconds * 1000,
-              why: 'robots',
-            });
-          break;
-        }
-        if (decision.kind === 'drop' || decision.kind === 'reject')
-          return report({ kind: 'stop', why: decision.kind === 'drop' ? decision.why : decision.code });
-        // 'retry' is a task's infrastructure failure (a claim held, which a visit never meets): look again.
-        break;
+        if (decision.kind === 'retry') continue;
+        // robots.txt not known yet: no URL of the host is fetched before it is.
+        if (decision.kind === 'robots-wait')
+          return report({ kind: 'hand-back', visitAt: decision.until, why: 'robots' });
+        inflight.add(url.key);
+        unsettled++;
+        onDecision(decision);
       }
     }
   } catch (error) {
@@ -222,16 +211,8 @@ export class VisitFailedError extends Error {
   }
 }
 
-function taskOf(crawlId: string, url: HostUrl): Task {
-  return {
-    v: 1,
-    crawlId,
-    url: url.url,
-    depth: url.depth,
-    ...(url.parent ? { parent: url.parent } : {}),
-    ...(url.redirects ? { redirects: url.redirects } : {}),
-    ...(url.attempts ? { attempt: url.attempts } : {}),
-  };
+function subjectOf(crawlId: string, url: HostUrl) {
+  return { crawlId, key: url.key, url: url.url, depth: url.depth };
 }
 
 /** Sleeps until `at`; false (and no longer) once a request starting then could not end before the deadline. */

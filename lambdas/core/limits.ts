@@ -12,8 +12,9 @@ export const AWS_LIMITS = {
   /** SQS DelaySeconds: 0 to 900 (15 min); a longer wait is re-sent when the first delay ends. */
   sqsMaxDelaySeconds: 900,
   /**
-   * SQS message size, and of a SendMessageBatch request: 256 KiB is what every region and emulator
-   * accepts (a queue may be set above it, up to 1 MiB, but not below what the stack deploys).
+   * The queues' MaximumMessageSize (cdk/limits.ts QUEUE sets it), which SQS also applies to a whole
+   * SendMessageBatch: senders stay within it. SQS takes up to 1 MiB now; 256 KiB is accepted by every
+   * region and emulator.
    */
   sqsMaxMessageBytes: 256 * KiB,
 } as const;

@@ -114,20 +114,6 @@ export interface FrontierUrl {
   held?: boolean;
 }
 
-/**
- * The per-URL decision's claim on its URL (UrlClaims.claim). A visit owns its host, so it always
- * answers `claimed` with the URL item's `att` and `relink: false`, and writes nothing; `held` (a live
- * claim of another holder) and `done` are never its answers: the decision still handles them.
- */
-export type ClaimResult =
-  /**
-   * `attempts`: fetch attempts already made for this URL. `relink`: an earlier fetch did not finish,
-   * so links it admitted may never have woken their hosts: admit them again past any seen-URL cache.
-   */
-  | { status: 'claimed'; attempts: number; relink: boolean }
-  | { status: 'held'; leaseUntil: number }
-  | { status: 'done' };
-
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
 export interface Admission {
@@ -162,17 +148,6 @@ export interface FrontierAdmission {
   addQueued(crawlId: string, count: number): Promise<void>;
 }
 
-/**
- * The per-URL decision's hold on its URL (fetch-task.ts). A visit owns its host, so its claims are
- * always granted: host-visit.ts implements this over the URL items it read.
- */
-export interface UrlClaims {
-  claim(crawlId: string, url: FrontierUrl, leaseMs: number, now: number): Promise<ClaimResult>;
-  release(crawlId: string, key: string, unsentLinks?: boolean): Promise<void>;
-  /** A fetch to retry at `retryAt` (epoch ms), with the attempts made so far. */
-  postpone(crawlId: string, key: string, attempts: number, retryAt: number): Promise<void>;
-}
-
 /** A URL item of a host's partition, as a visit reads it. */
 export interface HostUrl {
   key: string;
@@ -202,17 +177,18 @@ export interface HostUrlStore {
 }
 
 /**
- * A host's request slots, as the per-URL decision and the robots gate take them. In a visit this is
- * the visit's pacer (core/visit-pacer.ts), in memory: only the holder of the host's lease sends to the
+ * A host's request slots, as the per-URL step and the robots gate take them. In a visit this is the
+ * visit's pacer (core/visit-pacer.ts), in memory: only the holder of the host's lease sends to the
  * host, so no slot is shared or written, and the pace is saved on the host item when the visit ends.
  */
 export interface HostSlots {
-  /** Reserves the host's next free slot at or after `now` (the next `delayMs` later); returns it. */
+  /**
+   * Reserves the host's next free slot at or after `now` and sets the gap after it to `delayMs` (the
+   * next free slot is `delayMs` later); returns the slot.
+   */
   reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number>;
-  /** Pushes the host's next free slot to at least `notBefore` and pauses the host until then (Retry-After). */
+  /** Pushes the host's next free slot to at least `notBefore` (Retry-After, a Crawl-delay). */
   pushBack(crawlId: string, host: string, notBefore: number): Promise<void>;
-  /** The end of the host's latest pause (Retry-After), if any: slots reserved before it fall inside it. */
-  pausedUntil(crawlId: string, host: string): Promise<number | undefined>;
 }
 
 export type RobotsState =

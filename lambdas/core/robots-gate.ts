@@ -9,8 +9,8 @@
  *   `isAllowed(policy, config.userAgent, url)`. `respectRobots: false` and `/robots.txt` itself are
  *   always allowed (the latter without any I/O); so is a non-http(s) URL (the fetcher refuses it).
  * - `defer` until `untilMs`: robots.txt is being fetched by another visit (come back a few seconds
- *   after its request goes out), is `unavailable` until `retryAt`, or this caller claimed it and its
- *   host's slot is more than `maxWaitMs` away. A visit hands its whole host back until then
+ *   after its request goes out), is `unavailable` until `retryAt`, or its host's next slot is more
+ *   than `maxWaitMs` away (nothing is claimed then). A visit hands its whole host back until then
  *   (host-visit.ts): no URL of the host is fetched before its robots.txt is known.
  * - `failed`: `robots-unavailable` after 4 failed attempts (5xx, 429, timeouts, network errors);
  *   `address-blocked` when the origin itself is refused by the address guard (chosen over letting
@@ -23,19 +23,12 @@
  *   `address-blocked` at once instead of waiting on the claim's lease.
  *
  * Slots. `deps.slots` is, in a visit, the visit's own pacer: only the holder of the host's lease
- * sends to the host, so its slots are kept in memory and nobody else reserves them. A verdict may
- * carry `slot`: a politeness slot of the URL's host that the caller holds (the gate reserved it, or
- * `deps.heldSlot` passed through). On `allowed`, use it for the page instead of reserving another. A
- * held slot the gate spends on robots.txt is not returned. `deps.heldSlot` and a `defer` that keeps
- * its slot served per-URL scheduling, where the task was re-sent with `notBefore = slot` and came
- * back with it as `heldSlot`; a visit never passes `heldSlot`.
+ * sends to the host, so its slots are kept in memory and nobody else reserves them.
  *
- * Fetching (the claimer). The host slot is reserved first (with the crawl's `delayMs`), then the
- * origin is claimed with a lease of (slot wait + fetch budget), so a claim outlives the wait for its
- * slot; when the claim is lost, the reserved slot is kept for the page (see above) instead of being
- * wasted. A slot within `maxWaitMs` is waited for; a later one defers the caller holding the slot
- * (per-URL scheduling came back with it as `heldSlot`, whose lease is `heldSlot + budget`, and
- * fetched at once).
+ * Fetching (the claimer). The host slot is reserved first (with the crawl's `delayMs`); a slot more
+ * than `maxWaitMs` away defers the caller without a claim (in a visit, which waits for its host's
+ * pace before each URL, the slot is now). Then the origin is claimed with a lease of (slot wait +
+ * fetch budget), so a claim outlives the wait for its slot, and the slot is waited for.
  * The request: GET /robots.txt through the crawl's fetcher (the address guard applies to every hop),
  * at most 512 KiB (`maxBodyBytes`; Content-Encoding undone with the same cap, a line cut by the cap
  * is dropped), up to 5 redirects followed by hand, cross-origin allowed, each hop through a slot of
@@ -101,16 +94,15 @@ export const MAX_ROBOTS_BYTES = DEFAULT_MAX_ROBOTS_BYTES;
 export const DEFAULT_ROBOTS_CACHE_ENTRIES: number = ROBOTS_LIMITS.cacheEntries;
 
 export type RobotsVerdict =
-  | { kind: 'allowed'; crawlDelaySeconds?: number; slot?: number }
+  | { kind: 'allowed'; crawlDelaySeconds?: number }
   | { kind: 'disallowed'; reason: string }
-  | { kind: 'defer'; untilMs: number; reason: string; slot?: number }
+  | { kind: 'defer'; untilMs: number; reason: string }
   | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
 
 /** What one resolution of an origin's policy came to (shared by concurrent checks in a container). */
 type Resolution =
   | { kind: 'policy'; policy: RobotsPolicy }
-  /** `ownSlot`: the resolver holds the slot `untilMs` and fetches robots.txt then. */
-  | { kind: 'defer'; untilMs: number; reason: string; ownSlot?: boolean }
+  | { kind: 'defer'; untilMs: number; reason: string }
   | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
 
 /** A parsed policy, or the address guard's refusal of the origin (module comment, `failed`). */
@@ -206,11 +198,6 @@ export interface RobotsGateDeps {
   crawlId: string;
   now: () => number;
   cache?: RobotsCache;
-  /**
-   * A politeness slot of the URL's host the caller already holds (a per-URL task's `notBefore` after a
-   * deferral). Visits never pass one.
-   */
-  heldSlot?: number;
   /** Longest in-function wait for a slot; default 2000 ms (as for pages). */
   maxWaitMs?: number;
   /** Default: setTimeout. */
@@ -219,8 +206,7 @@ export interface RobotsGateDeps {
 
 /**
  * How long a robots.txt claim must last beyond its slot: every request of the redirect chain with
- * its deadline and its wait for a slot. Deterministic per crawl, so a claimer that deferred for its
- * slot recognises its own lease (`heldSlot + budget`) when it comes back.
+ * its deadline and its wait for a slot.
  */
 export function robotsFetchBudgetMs(
   config: Pick<CrawlConfig, 'delayMs' | 'limits'>,
@@ -240,8 +226,6 @@ interface GateContext {
   readonly maxWaitMs: number;
   readonly budgetMs: number;
   readonly sleep: (ms: number) => Promise<void>;
-  /** The host slot this task holds right now (starts as deps.heldSlot). */
-  slot: number | undefined;
 }
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -252,9 +236,8 @@ export async function checkRobots(
   config: CrawlConfig,
   deps: RobotsGateDeps,
 ): Promise<RobotsVerdict> {
-  const held = deps.heldSlot;
-  if (!config.respectRobots) return withSlot({ kind: 'allowed' }, held);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return withSlot({ kind: 'allowed' }, held);
+  if (!config.respectRobots) return { kind: 'allowed' };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { kind: 'allowed' };
   // Refused by its spelling: nothing to claim, wait for or fetch (a refusal is never retried).
   const literal = config.allowPrivate ? undefined : literalHostRefusal(url.hostname);
   if (literal !== undefined) return refusedVerdict(literal);
@@ -262,8 +245,8 @@ export async function checkRobots(
   const cache = deps.cache;
   const cached = cache?.get(deps.crawlId, origin, deps.now());
   if (cached)
-    return 'refused' in cached ? refusedVerdict(cached.refused) : decide(cached.policy, url, config, held);
-  if (url.pathname === '/robots.txt') return withSlot({ kind: 'allowed' }, held);
+    return 'refused' in cached ? refusedVerdict(cached.refused) : decide(cached.policy, url, config);
+  if (url.pathname === '/robots.txt') return { kind: 'allowed' };
 
   const maxWaitMs = deps.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   const ctx: GateContext = {
@@ -275,15 +258,13 @@ export async function checkRobots(
     maxWaitMs,
     budgetMs: robotsFetchBudgetMs(config, maxWaitMs),
     sleep: deps.sleep ?? defaultSleep,
-    slot: held,
   };
   if (cache) {
     const shared = cache.inflight(deps.crawlId, origin);
-    if (shared) return verdictFor(await shared, ctx, held, true);
-    return verdictFor(await cache.lead(deps.crawlId, origin, () => resolve(ctx)), ctx, ctx.slot, false);
+    if (shared) return verdictFor(await shared, ctx);
+    return verdictFor(await cache.lead(deps.crawlId, origin, () => resolve(ctx)), ctx);
   }
-  const resolution = await resolve(ctx);
-  return verdictFor(resolution, ctx, ctx.slot, false);
+  return verdictFor(await resolve(ctx), ctx);
 }
 
 /** The verdict for an origin the address guard refuses; `refusal` is the guard's message. */
@@ -291,25 +272,10 @@ function refusedVerdict(refusal: string): Extract<RobotsVerdict, { kind: 'failed
   return { kind: 'failed', code: 'address-blocked', reason: `address-blocked: ${refusal}` };
 }
 
-function withSlot<T extends { kind: 'allowed' }>(
-  verdict: T,
-  slot: number | undefined,
-): T & { slot?: number } {
-  return slot === undefined ? verdict : { ...verdict, slot };
-}
-
-function decide(
-  policy: RobotsPolicy,
-  url: URL,
-  config: CrawlConfig,
-  slot: number | undefined,
-): RobotsVerdict {
+function decide(policy: RobotsPolicy, url: URL, config: CrawlConfig): RobotsVerdict {
   if (isAllowed(policy, config.userAgent, url)) {
     const delay = crawlDelaySeconds(policy, config.userAgent);
-    return withSlot(
-      delay === undefined ? { kind: 'allowed' } : { kind: 'allowed', crawlDelaySeconds: delay },
-      slot,
-    );
+    return delay === undefined ? { kind: 'allowed' } : { kind: 'allowed', crawlDelaySeconds: delay };
   }
   const agent = productToken(config.userAgent) || config.userAgent;
   return {
@@ -318,27 +284,14 @@ function decide(
   };
 }
 
-/**
- * Turns a resolution into this task's verdict. `slot` is the slot the task holds; a follower (a
- * concurrent check that joined another's resolution) comes back after the resolver's fetch.
- */
-function verdictFor(
-  resolution: Resolution,
-  ctx: GateContext,
-  slot: number | undefined,
-  follower: boolean,
-): RobotsVerdict {
+/** Turns a resolution (this check's own, or one it joined in this container) into the URL's verdict. */
+function verdictFor(resolution: Resolution, ctx: GateContext): RobotsVerdict {
   switch (resolution.kind) {
     case 'policy':
-      return decide(resolution.policy, ctx.url, ctx.config, slot);
+      return decide(resolution.policy, ctx.url, ctx.config);
     case 'failed':
+    case 'defer':
       return resolution;
-    case 'defer': {
-      const until = follower && resolution.ownSlot ? resolution.untilMs + ROBOTS_POLL_MS : resolution.untilMs;
-      if (slot !== undefined && slot >= until)
-        return { kind: 'defer', untilMs: slot, reason: resolution.reason, slot };
-      return { kind: 'defer', untilMs: until, reason: resolution.reason };
-    }
   }
 }
 
@@ -376,15 +329,6 @@ async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean
     }
     case 'fetching': {
       if (state.lease > now) {
-        if (
-          mayClaim &&
-          ctx.slot !== undefined &&
-          ctx.slot === deps.heldSlot &&
-          state.lease === ctx.slot + ctx.budgetMs
-        ) {
-          // Our own claim: this task deferred for its slot and is back with it.
-          return fetchAt(ctx, ctx.slot, 0);
-        }
         // The claimer's request goes out at (lease - budget); look again a little after that.
         const until = Math.min(state.lease, Math.max(now, state.lease - ctx.budgetMs) + ROBOTS_POLL_MS);
         return {
@@ -417,21 +361,29 @@ async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean
   }
 }
 
-/** Reserve a slot (or use the held one), claim the origin with a lease that outlives it, fetch. */
+/** Reserve a slot, claim the origin with a lease that outlives it, fetch. */
 async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPolicy): Promise<Resolution> {
-  const { deps, config } = ctx;
-  let now = deps.now();
-  let slot = ctx.slot;
-  if (slot === undefined) {
-    slot = await deps.slots.reserve(deps.crawlId, hostKey(ctx.robotsUrl), reservedGapMs(config.delayMs), now);
-    ctx.slot = slot;
-    now = deps.now();
-  }
+  const { deps, config, origin } = ctx;
+  const reservedAt = deps.now();
+  const slot = await deps.slots.reserve(
+    deps.crawlId,
+    hostKey(ctx.robotsUrl),
+    reservedGapMs(config.delayMs),
+    reservedAt,
+  );
+  const now = deps.now();
+  // Not claimed for a slot this far away: a claim held while away would hold every other check back.
+  if (slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs }).kind === 'defer')
+    return {
+      kind: 'defer',
+      untilMs: slot,
+      reason: `robots.txt of ${origin} is fetched at the host's next politeness slot`,
+    };
   const leaseMs = Math.max(slot, now) - now + ctx.budgetMs;
-  const claimed = await deps.store.claim(deps.crawlId, ctx.origin, leaseMs, now);
+  const claimed = await deps.store.claim(deps.crawlId, origin, leaseMs, now);
   if (!claimed) {
     // Someone else got there first: see what they left (without claiming again).
-    const again = await deps.store.read(deps.crawlId, ctx.origin);
+    const again = await deps.store.read(deps.crawlId, origin);
     if (
       again.state === 'ready' &&
       policyFromJson(again.policyJson) === undefined &&
@@ -447,21 +399,11 @@ async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPo
   return fetchAt(ctx, slot, priorFailures);
 }
 
-/** The claimer's part: use the slot (now, after a short wait, or defer holding it), fetch, store. */
+/** The claimer's part: wait for the slot (at most `maxWaitMs` away), fetch, store. */
 async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): Promise<Resolution> {
   const { deps, config, origin } = ctx;
-  const plan = slotPlan(slot, deps.now(), { maxWaitMs: ctx.maxWaitMs });
-  if (plan.kind === 'defer') {
-    ctx.slot = slot;
-    return {
-      kind: 'defer',
-      untilMs: slot,
-      reason: `robots.txt of ${origin} is fetched at the host's next politeness slot`,
-      ownSlot: true,
-    };
-  }
-  ctx.slot = undefined; // spent on robots.txt
-  if (plan.kind === 'wait') await ctx.sleep(plan.ms);
+  const wait = slot - deps.now();
+  if (wait > 0) await ctx.sleep(wait);
 
   const outcome = await fetchChain(ctx);
   const now = deps.now();

@@ -3,14 +3,14 @@
  * work: its URL is admitted to the frontier like a discovered link (scope, depth, dedup, page budget),
  * which wakes its host's visit. What cannot be admitted ends here with its result or reason.
  */
-import { type CrawlConfig, DEFAULT_CRAWL_ID } from './crawl-config.ts';
+import type { CrawlConfig } from './crawl-config.ts';
+import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { isCrawlError } from './errors.ts';
-import type { TaskMessage } from './fetch-task.ts';
 import type { DiscoveringPage } from './link-admission.ts';
 import type { CrawlConfigReader, CrawlStateCheck } from './ports.ts';
 import type { CrawlResult } from './result.ts';
-import { bareResult, invalidTaskKey, type ResultSubject } from './result-builders.ts';
-import { parseTaskMessage, type Task } from './task.ts';
+import { bareResult, invalidTaskKey } from './result-builders.ts';
+import { parseTaskMessage, type TaskMessage } from './task.ts';
 import { normalizeUrl, stripUserinfo } from './url-normalize.ts';
 
 export type TaskAdmission =
@@ -25,26 +25,15 @@ export type TaskAdmission =
    */
   | { kind: 'reject'; code: string; reason: string };
 
-/** A task message read up to what it asks for: its crawl's config, its URL normalized. */
-export type TaskOpening =
-  | Exclude<TaskAdmission, { kind: 'admit' }>
-  | {
-      kind: 'open';
-      task: Task;
-      config: CrawlConfig;
-      /** The task's URL, normalized, with its dedup key. */
-      subject: ResultSubject;
-    };
-
 /**
- * What every task message goes through first, whether it is admitted (a task on the queue) or
- * decided (a visit's URL, fetch-task.ts): parse, its crawl's config, its URL normalized, and the
- * crawl's state (a cancelled crawl's task ends `cancelled`; a complete crawl's is dropped).
+ * A task message: parsed, its crawl's config read, its URL normalized, the crawl's state checked (a
+ * cancelled crawl's task ends `cancelled`; a complete crawl's is dropped), then admitted as a link
+ * of a page one level up.
  */
-export async function openTask(
+export async function admitTaskMessage(
   message: TaskMessage,
   deps: { configs: CrawlConfigReader; crawlStates?: CrawlStateCheck; now: () => number },
-): Promise<TaskOpening> {
+): Promise<TaskAdmission> {
   const at = new Date(deps.now());
   const parsed = parseTaskMessage(message.body);
   if (!parsed.ok) {
@@ -81,44 +70,9 @@ export async function openTask(
     return { kind: 'result', result: bareResult(subject, 'invalid', at, normalized) };
   }
   const subject = { crawlId: task.crawlId, key: normalized.key, url: normalized.url, depth: task.depth };
-  // A cancelled crawl's tasks end here: no robots.txt, no politeness, no request.
   const state = await deps.crawlStates?.stateOf(task.crawlId);
-  if (state === 'cancelled') {
-    const why = { code: 'cancelled', reason: `crawl ${task.crawlId} was cancelled` };
-    return { kind: 'result', result: bareResult(subject, 'cancelled', at, why) };
-  }
-  // The default crawl takes bare URLs for ever; any other crawl is complete only once nothing is pending.
-  if (state === 'complete' && task.crawlId !== DEFAULT_CRAWL_ID)
-    return { kind: 'drop', url: normalized.url, why: 'crawl-complete' };
-  return { kind: 'open', task, config, subject };
-}
-
-/**
- * A malformed task naming a crawl that has ended: its `invalid` result would be a line and a count
- * added to final results (its key, sha256 of the body, is no URL the crawl had, so nothing else
- * stops it). It goes to the DLQ with why instead, like a task of an unknown crawl.
- */
-async function endedCrawl(
-  crawlId: string,
-  why: { code: string; reason: string },
-  deps: { crawlStates?: CrawlStateCheck },
-): Promise<Extract<TaskOpening, { kind: 'reject' }> | undefined> {
-  const state = await deps.crawlStates?.stateOf(crawlId);
-  if (state !== 'complete' && state !== 'cancelled') return undefined;
-  return {
-    kind: 'reject',
-    code: why.code,
-    reason: `${why.reason} (crawl ${crawlId} is ${state}: no result)`,
-  };
-}
-
-export async function admitTaskMessage(
-  message: TaskMessage,
-  deps: { configs: CrawlConfigReader; crawlStates?: CrawlStateCheck; now: () => number },
-): Promise<TaskAdmission> {
-  const opened = await openTask(message, deps);
-  if (opened.kind !== 'open') return opened;
-  const { task, config, subject } = opened;
+  if (state === 'cancelled') return { kind: 'result', result: cancelledResult(subject, at) };
+  if (crawlClosed(task.crawlId, state)) return { kind: 'drop', url: normalized.url, why: 'crawl-complete' };
   // Admitted as a link of a page one level up (a redirect target keeps its depth and counts hops);
   // a crawl without seeds (bare URLs) scopes the URL by itself.
   const redirect = task.redirects !== undefined && task.redirects > 0;
@@ -132,5 +86,24 @@ export async function admitTaskMessage(
       depth: redirect ? task.depth : task.depth - 1,
       links: [{ url: subject.url, nofollow: false, ...(redirect ? { redirects: task.redirects } : {}) }],
     },
+  };
+}
+
+/**
+ * A malformed task naming a crawl that has ended: its `invalid` result would be a line and a count
+ * added to final results (its key, sha256 of the body, is no URL the crawl had, so nothing else
+ * stops it). It goes to the DLQ with why instead, like a task of an unknown crawl.
+ */
+async function endedCrawl(
+  crawlId: string,
+  why: { code: string; reason: string },
+  deps: { crawlStates?: CrawlStateCheck },
+): Promise<Extract<TaskAdmission, { kind: 'reject' }> | undefined> {
+  const state = await deps.crawlStates?.stateOf(crawlId);
+  if (state !== 'complete' && state !== 'cancelled') return undefined;
+  return {
+    kind: 'reject',
+    code: why.code,
+    reason: `${why.reason} (crawl ${crawlId} is ${state}: no result)`,
   };
 }

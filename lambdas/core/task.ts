@@ -12,20 +12,20 @@ export const TaskSchema = z.object({
   url: z.string().min(1),
   depth: z.number().int().min(0),
   parent: z.string().optional(),
-  /**
-   * Epoch ms of a politeness slot (or robots.txt claim) held by a deferred task of per-URL scheduling.
-   * Accepted from old and redriven task messages, and ignored: a task's URL is admitted
-   * (task-admission.ts), and visits build their tasks from URL items, without it.
-   */
-  notBefore: z.number().int().optional(),
-  /** The gap that held slot was reserved with: accepted from old task messages and ignored, too. */
-  slotDelayMs: z.number().int().min(0).optional(),
   attempt: z.number().int().min(0).optional(),
   /** Redirect hops that led here; bounded by the crawl's maxRedirects. */
   redirects: z.number().int().min(0).optional(),
 });
 
 export type Task = z.infer<typeof TaskSchema>;
+
+/** A message of the task queue as the fetch function receives it (a visit or a task). */
+export interface TaskMessage {
+  id: string;
+  body: string;
+  /** SQS ApproximateReceiveCount: 1 on first delivery. */
+  receiveCount: number;
+}
 
 /**
  * A host visit (docs/design/host-visits.md): the task queue's own message. Whoever holds it owns the
@@ -89,7 +89,7 @@ export function parseTaskMessage(body: string): TaskParse {
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
   return invalid(
-    `task fields are invalid (${problems}); expected {v:1, crawlId, url, depth, parent?, notBefore?, attempt?}`,
+    `task fields are invalid (${problems}); expected {v:1, crawlId, url, depth, parent?, attempt?}`,
     crawlId,
     url,
   );

@@ -3,8 +3,9 @@
  * the host during the visit, so the pace is kept in memory: no slot writes, and each gap is measured
  * from when the previous request really left, so a late request never crowds the next one.
  *
- * It is the `HostSlots` of the per-URL decision, so robots.txt, Crawl-delay and Retry-After pace
- * through it unchanged; the visit saves `nextAt` and `pausedUntil` on the host item when it ends.
+ * It is the `HostSlots` of the per-URL step and the robots gate, so robots.txt, Crawl-delay and
+ * Retry-After pace through it; the visit saves `nextAt` and `pausedUntil` on the host item when it
+ * ends.
  */
 import type { HostSlots } from './ports.ts';
 
@@ -65,10 +66,6 @@ export class VisitPacer implements HostSlots {
   async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {
     this.next = Math.max(this.next, notBefore);
     this.paused = Math.max(this.paused ?? 0, notBefore);
-  }
-
-  async pausedUntil(): Promise<number | undefined> {
-    return this.paused;
   }
 
   get state(): PaceState {

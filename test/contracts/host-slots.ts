@@ -1,5 +1,5 @@
 /**
- * What the per-URL decision and the robots gate rely on from HostSlots (a host's pace), run against
+ * What the per-URL step and the robots gate rely on from HostSlots (a host's pace), run against
  * the in-memory fake (test/fakes/host-slots.ts) and the visit's pacer, VisitPacer
  * (test/integration/port-contracts.test.ts). One host: a VisitPacer is one host's.
  */
@@ -29,26 +29,22 @@ export function hostSlotsContract(name: string, make: () => HostSlots): void {
       assert.equal(await slots.reserve(CRAWL, HOST, 1000, T0 + 60_000), T0 + 61_000);
     });
 
-    it('a host is not paused until pushed back; a pushBack pauses it and no slot is reserved inside the pause', async () => {
+    it('no slot is reserved before a pushBack (Retry-After, a Crawl-delay)', async () => {
       const slots = make();
-      assert.equal(await slots.pausedUntil(CRAWL, HOST), undefined);
       await slots.pushBack(CRAWL, HOST, T0 + 30_000);
-      assert.equal(await slots.pausedUntil(CRAWL, HOST), T0 + 30_000);
       assert.equal(await slots.reserve(CRAWL, HOST, 1000, T0), T0 + 30_000);
       assert.equal(await slots.reserve(CRAWL, HOST, 1000, T0), T0 + 31_000);
     });
 
-    it('a pushBack never brings the pause or the next slot earlier', async () => {
+    it('a pushBack never brings the next slot earlier', async () => {
       const slots = make();
       await slots.pushBack(CRAWL, HOST, T0 + 30_000);
       await slots.pushBack(CRAWL, HOST, T0 + 10_000);
-      assert.equal(await slots.pausedUntil(CRAWL, HOST), T0 + 30_000);
       assert.equal(await slots.reserve(CRAWL, HOST, 5000, T0), T0 + 30_000);
-      // A pause shorter than the reserved pace keeps the pace, and still records the pause.
+      // A pause shorter than the reserved pace keeps the pace.
       const paced = make();
       assert.equal(await paced.reserve(CRAWL, HOST, 60_000, T0), T0);
       await paced.pushBack(CRAWL, HOST, T0 + 5000);
-      assert.equal(await paced.pausedUntil(CRAWL, HOST), T0 + 5000);
       assert.equal(await paced.reserve(CRAWL, HOST, 0, T0), T0 + 60_000);
     });
   });

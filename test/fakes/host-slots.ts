@@ -1,7 +1,7 @@
 /**
- * Imitates the HostSlots a per-URL decision takes (in a visit: lambdas/core/visit-pacer.ts, VisitPacer)
- * for any number of hosts at once: each host's next free slot and its latest Retry-After pause, with
- * the pacer's reserve and pushBack arithmetic. Checked against VisitPacer by
+ * Imitates the HostSlots the per-URL step and the robots gate take (in a visit: VisitPacer,
+ * lambdas/core/visit-pacer.ts) for any number of hosts at once: each host's next free slot, with the
+ * pacer's reserve and pushBack arithmetic. Checked against VisitPacer by
  * test/integration/port-contracts.test.ts (hostSlotsContract in test/contracts/host-slots.ts).
  */
 import type { HostSlots } from '../../lambdas/core/ports.ts';
@@ -9,9 +9,8 @@ import type { HostSlots } from '../../lambdas/core/ports.ts';
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class MemoryHostSlots implements HostSlots {
-  /** Per `<crawlId> <host>`: the next free slot, and the end of the latest pause. Tests may set them. */
+  /** Per `<crawlId> <host>`: the next free slot. Tests may set it. */
   readonly next = new Map<string, number>();
-  readonly paused = new Map<string, number>();
   /** Every reservation, in order. */
   readonly reserved: Array<{ host: string; slot: number; delayMs: number }> = [];
   /** Every pushBack (Retry-After), in order. */
@@ -30,11 +29,6 @@ export class MemoryHostSlots implements HostSlots {
     await tick();
     const key = `${crawlId} ${host}`;
     this.next.set(key, Math.max(this.next.get(key) ?? 0, notBefore));
-    this.paused.set(key, Math.max(this.paused.get(key) ?? 0, notBefore));
     this.pushedBack.push({ host, notBefore });
-  }
-
-  async pausedUntil(crawlId: string, host: string): Promise<number | undefined> {
-    return this.paused.get(`${crawlId} ${host}`);
   }
 }

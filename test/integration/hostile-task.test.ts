@@ -1,11 +1,11 @@
 /**
- * One crawl task (fetch-task.ts `decideTask`, the fetch function's per-URL logic) against hostile
+ * One URL of a visit (fetch-task.ts `fetchUrl`, the fetch function's per-URL step) against hostile
  * servers on 127.0.0.1, through the real HttpFetcher: what each hostile behaviour becomes as a crawl
  * decision — a stored page with `truncated`, a result with outcome/code/reason, or a bounded retry that
  * ends `failed` on the last attempt — plus links on legacy-encoded pages, redirect chains, and the
- * address guard on redirect targets. The frontier is the visit's (every claim granted); the host slots
- * and robots store are the in-memory fakes of test/fakes (robots off, no politeness delay): what is
- * under test is the fetch and its classification.
+ * address guard on redirect targets. The URL is a stored URL item as admission writes it; the host
+ * slots and robots store are the in-memory fakes of test/fakes (robots off, no politeness delay): what
+ * is under test is the fetch and its classification.
  */
 import assert from 'node:assert/strict';
 import { isIP, type LookupFunction } from 'node:net';
@@ -16,11 +16,11 @@ import {
   type CrawlConfigInput,
   parseCrawlConfig,
 } from '../../lambdas/core/crawl-config.ts';
-import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
-import type { PageFetcher, UrlClaims } from '../../lambdas/core/ports.ts';
+import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch-task.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import type { Task } from '../../lambdas/core/task.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import {
@@ -63,47 +63,47 @@ function config(overrides: Partial<CrawlConfigInput> = {}): CrawlConfig {
   });
 }
 
-/** Runs decideTask with in-memory ports; `receiveCount` 4 is the last attempt of maxAttempts 4. */
+/** Runs the per-URL step on `url` stored as admission stores it, with in-memory ports. */
 async function decide(
   fetcher: PageFetcher,
   crawl: CrawlConfig,
   url: string,
   options: {
-    receiveCount?: number;
-    task?: Partial<Task>;
-    /** The host slots (to look at their pauses and reservations afterwards). */
+    /** Fetch attempts already made (the URL item's `att`): 3 makes this the last of maxAttempts 4. */
+    attempts?: number;
+    redirects?: number;
+    /** The host slots (to look at their pauses afterwards). */
     slots?: MemoryHostSlots;
   } = {},
-): Promise<TaskDecision> {
-  const frontier: UrlClaims = {
-    claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
-    release: async () => {},
-    postpone: async () => {},
+): Promise<UrlDecision> {
+  const normalized = normalizeUrl(url, { maxUrlLength: crawl.limits.maxUrlLength });
+  if (!normalized.ok) throw new Error(`${url}: ${normalized.reason}`);
+  const item: HostUrl = {
+    key: normalized.key,
+    url: normalized.url,
+    depth: 0,
+    st: 'new',
+    ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
+    ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
   };
-  const task: Task = { v: 1, crawlId: CRAWL, url, depth: 0, ...options.task };
-  return decideTask(
-    { id: `m-${Math.random()}`, body: JSON.stringify(task), receiveCount: options.receiveCount ?? 1 },
-    {
-      fetcher,
-      configs: { get: async () => crawl },
-      frontier,
-      slots: options.slots ?? new MemoryHostSlots(),
-      robots: new MemoryRobotsStore(),
-      robotsCache: createRobotsCache(),
-      now: () => Date.now(),
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-    },
-  );
+  return fetchUrl(CRAWL, item, crawl, {
+    fetcher,
+    pace: options.slots ?? new MemoryHostSlots(),
+    robots: new MemoryRobotsStore(),
+    robotsCache: createRobotsCache(),
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  });
 }
 
 /** The result record of a decision that has one (stored page or bare result). */
-function resultOf(decision: TaskDecision): CrawlResult {
+function resultOf(decision: UrlDecision): CrawlResult {
   if (decision.kind === 'captured') return decision.page.result;
   if (decision.kind === 'result') return decision.result;
   throw new Error(`expected a result, got ${JSON.stringify(decision)}`);
 }
 
-function linksOf(decision: TaskDecision): string[] {
+function linksOf(decision: UrlDecision): string[] {
   assert.equal(decision.kind, 'captured', JSON.stringify(decision).slice(0, 300));
   return decision.kind === 'captured' ? decision.links.map((link) => link.url) : [];
 }
@@ -179,27 +179,26 @@ describe('hostile servers that fail: bounded retries, then a recorded failure', 
   ];
   for (const { path, code, reason, maxMs } of cases) {
     it(`${path}: retried with a backoff while attempts remain, then failed "${code}" with the reason`, async () => {
+      const before = Date.now();
       const first = await decide(fetcher, slowCrawl, server.url(path));
-      // The retry is a new task carrying its attempt: the message's own receives are not spent.
-      assert.equal(first.kind, 'defer');
-      assert.ok(first.kind === 'defer' && first.retry === true && first.task.attempt === 1);
-      assert.equal(first.kind === 'defer' ? first.code : '', code);
-      assert.ok(first.kind === 'defer' && first.delaySeconds >= 1 && first.delaySeconds <= 2);
+      // The retry is postponed on the URL's item, with its attempt and a backoff.
+      assert.equal(first.kind, 'retry');
+      assert.ok(first.kind === 'retry' && first.attempts === 1);
+      assert.equal(first.kind === 'retry' ? first.code : '', code);
+      assert.ok(
+        first.kind === 'retry' && first.retryAt >= before + 1000 && first.retryAt <= Date.now() + 2000,
+      );
 
-      // Each retry is a first delivery of a new message: the attempts it carries count, up to maxAttempts.
-      let task: Partial<Task> = first.kind === 'defer' ? first.task : {};
+      // Each retry counts on from the attempts its item records, up to maxAttempts.
+      let attempts = first.kind === 'retry' ? first.attempts : 0;
       for (const attempt of [2, 3]) {
-        const next = await decide(fetcher, slowCrawl, server.url(path), { task });
-        assert.ok(next.kind === 'defer' && next.task.attempt === attempt, `attempt ${attempt} retried`);
-        task = next.task;
+        const next = await decide(fetcher, slowCrawl, server.url(path), { attempts });
+        assert.ok(next.kind === 'retry' && next.attempts === attempt, `attempt ${attempt} retried`);
+        attempts = next.kind === 'retry' ? next.attempts : 0;
       }
-      const fourth = resultOf(await decide(fetcher, slowCrawl, server.url(path), { task }));
-      assert.equal(fourth.attempt, 4);
-      assert.equal(fourth.outcome, 'failed');
-
-      // A message redelivered (a crash, a timeout) counts its receives too: the fourth ends it.
+      // The fourth ends it, at once.
       const started = Date.now();
-      const last = resultOf(await decide(fetcher, slowCrawl, server.url(path), { receiveCount: 4 }));
+      const last = resultOf(await decide(fetcher, slowCrawl, server.url(path), { attempts }));
       assert.ok(Date.now() - started < maxMs);
       assert.equal(last.outcome, 'failed');
       assert.equal(last.code, code);
@@ -304,10 +303,10 @@ describe('legacy-encoded pages: links come out as percent-encoded UTF-8', () => 
 });
 
 describe('redirect chains', () => {
-  it('each hop is its own task; past maxRedirects the hop ends "too-many-redirects" with its Location', async () => {
+  it('each hop is its own URL; past maxRedirects the hop ends "too-many-redirects" with its Location', async () => {
     for (let i = 0; i < 6; i++) server.route(`/chain/${i}`, redirect(`/chain/${i + 1}`));
     for (let i = 0; i <= 3; i++) {
-      const decision = await decide(fetcher, crawl, server.url(`/chain/${i}`), { task: { redirects: i } });
+      const decision = await decide(fetcher, crawl, server.url(`/chain/${i}`), { redirects: i });
       const result = resultOf(decision);
       assert.equal(result.outcome, 'redirected');
       assert.equal(result.location, server.url(`/chain/${i + 1}`));
@@ -394,7 +393,7 @@ describe('the address guard on redirect targets', () => {
       const next = hop1.kind === 'captured' ? (hop1.links[0]?.url ?? '') : '';
 
       const connections = target.connections;
-      const hop2 = resultOf(await decide(fetcher, guardedCrawl, next, { task: { redirects: 1 } }));
+      const hop2 = resultOf(await decide(fetcher, guardedCrawl, next, { redirects: 1 }));
       assert.equal(hop2.outcome, 'blocked', `${location}: ${JSON.stringify(hop2)}`);
       assert.equal(hop2.code, 'address-blocked');
       assert.match(hop2.reason ?? '', /address not allowed: .*loopback \(127\.0\.0\.0\/8\).*--allow-private/);
@@ -421,19 +420,10 @@ describe('a server cannot park a URL, a host or a crawl for years', () => {
   });
 
   it('Retry-After within the cap is honoured: the URL is retried after it', async () => {
+    const before = Date.now();
     const decision = await decide(fetcher, crawl, server.url('/503-briefly'));
-    assert.equal(decision.kind, 'defer');
-    assert.equal(decision.kind === 'defer' ? decision.delaySeconds : 0, 30);
-  });
-
-  it('a task holding a slot decades away (an injected notBefore) is not deferred for ever: it reserves a slot now', async () => {
-    const slots = new MemoryHostSlots();
-    const decision = await decide(fetcher, crawl, server.url('/ok'), {
-      task: { notBefore: Date.parse('2058-01-01T00:00:00Z'), slotDelayMs: 0 },
-      slots,
-    });
-    const reserved = slots.reserved;
-    assert.equal(decision.kind, 'captured', JSON.stringify(decision).slice(0, 200));
-    assert.equal(reserved.length, 1, 'the far hold was ignored and a slot reserved');
+    assert.equal(decision.kind, 'retry');
+    const retryAt = decision.kind === 'retry' ? decision.retryAt : 0;
+    assert.ok(retryAt >= before + 30_000 && retryAt <= Date.now() + 30_000, `${retryAt - before} ms`);
   });
 });

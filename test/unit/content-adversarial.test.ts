@@ -12,12 +12,13 @@ import { betterHome, llmsTxt } from '../../cli/llms-txt.ts';
 import { markdownDocument } from '../../cli/markdown-files.ts';
 import type { ContentRecord } from '../../lambdas/core/content-record.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { decideTask, type TaskDecision } from '../../lambdas/core/fetch-task.ts';
+import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch-task.ts';
 import { extractLinks } from '../../lambdas/core/links.ts';
 import { extractMainContent } from '../../lambdas/core/main-content.ts';
 import { escapeMarkdownText } from '../../lambdas/core/markdown-escape.ts';
-import type { PageFetcher, PageResponse, UrlClaims } from '../../lambdas/core/ports.ts';
+import type { PageFetcher, PageResponse } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 
@@ -308,36 +309,24 @@ describe('the CPU budget of an extraction', () => {
           elapsedMs: 1,
         }) satisfies PageResponse,
     };
-    const decide = async (extractionCpuMs: number): Promise<TaskDecision> => {
+    const decide = async (extractionCpuMs: number): Promise<UrlDecision> => {
       const crawl = parseCrawlConfig({
         crawlId: 'budget',
         allowPrivate: true,
         respectRobots: false,
         delayMs: 0,
       });
-      const frontier: UrlClaims = {
-        claim: async () => ({ status: 'claimed', attempts: 0, relink: false }),
-        release: async () => {},
-        postpone: async () => {},
-      };
-      return decideTask(
-        {
-          id: 'm-1',
-          body: JSON.stringify({ v: 1, crawlId: 'budget', url: PAGE, depth: 0 }),
-          receiveCount: 1,
-        },
-        {
-          fetcher,
-          configs: { get: async () => crawl },
-          frontier,
-          slots: new MemoryHostSlots(),
-          robots: new MemoryRobotsStore(),
-          robotsCache: createRobotsCache(),
-          extractionCpuMs,
-          now: () => 0,
-          sleep: async () => {},
-        },
-      );
+      const page = normalizeUrl(PAGE);
+      if (!page.ok) throw new Error(page.reason);
+      return fetchUrl('budget', { key: page.key, url: page.url, depth: 0, st: 'new' }, crawl, {
+        fetcher,
+        pace: new MemoryHostSlots(),
+        robots: new MemoryRobotsStore(),
+        robotsCache: createRobotsCache(),
+        extractionCpuMs,
+        now: () => 0,
+        sleep: async () => {},
+      });
     };
     const cut = await decide(0);
     const whole = await decide(60_000);

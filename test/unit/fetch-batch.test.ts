@@ -16,12 +16,11 @@ import {
   type FetchBatchReport,
   processFetchBatch,
 } from '../../lambdas/core/fetch-batch.ts';
-import type { TaskMessage } from '../../lambdas/core/fetch-task.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
 import type { FrontierUrl } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import type { VisitMessage } from '../../lambdas/core/task.ts';
+import type { TaskMessage, VisitMessage } from '../../lambdas/core/task.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';

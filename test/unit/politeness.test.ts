@@ -4,7 +4,6 @@ import {
   DEFAULT_MAX_WAIT_MS,
   effectiveDelayMs,
   hostKey,
-  MAX_SQS_DELAY_SECONDS,
   reservedGapMs,
   slotPlan,
 } from '../../lambdas/core/politeness.ts';
@@ -64,29 +63,10 @@ describe('slotPlan', () => {
     assert.deepEqual(slotPlan(now + 4000, now, { maxWaitMs: 5000 }), { kind: 'wait', ms: 4000 });
   });
 
-  it('defers a further slot so the task arrives within maxWaitMs before it (never after), notBefore = slot', () => {
-    assert.deepEqual(slotPlan(now + 2001, now), { kind: 'defer', delaySeconds: 1, notBefore: now + 2001 });
-    assert.deepEqual(slotPlan(now + 10_000, now), {
-      kind: 'defer',
-      delaySeconds: 8,
-      notBefore: now + 10_000,
-    });
-    assert.deepEqual(slotPlan(now + 500, now, { maxWaitMs: 0 }), {
-      kind: 'defer',
-      delaySeconds: 1,
-      notBefore: now + 500,
-    });
-  });
-
-  it('caps DelaySeconds at 900 (SQS) while keeping notBefore at the slot', () => {
-    assert.equal(MAX_SQS_DELAY_SECONDS, 900);
-    const slot = now + 3_600_000;
-    assert.deepEqual(slotPlan(slot, now), { kind: 'defer', delaySeconds: 900, notBefore: slot });
-    assert.deepEqual(slotPlan(slot, now, { maxSqsDelaySeconds: 60 }), {
-      kind: 'defer',
-      delaySeconds: 60,
-      notBefore: slot,
-    });
+  it('defers a slot further away than maxWaitMs', () => {
+    assert.deepEqual(slotPlan(now + 2001, now), { kind: 'defer' });
+    assert.deepEqual(slotPlan(now + 3_600_000, now), { kind: 'defer' });
+    assert.deepEqual(slotPlan(now + 500, now, { maxWaitMs: 0 }), { kind: 'defer' });
   });
 });
 

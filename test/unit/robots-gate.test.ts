@@ -133,12 +133,6 @@ describe('checkRobots: no robots work needed', () => {
     assert.deepEqual(verdict, { kind: 'allowed' });
     assert.equal(h.store.calls.read, 0);
     assert.equal(h.fetcher.requests.length, 0);
-    const held = await checkRobots(
-      u('/x'),
-      makeConfig({ respectRobots: false }),
-      h.deps({ heldSlot: T0 + 5 }),
-    );
-    assert.deepEqual(held, { kind: 'allowed', slot: T0 + 5 });
   });
 
   it('allows /robots.txt itself without fetching it first', async () => {
@@ -567,20 +561,12 @@ describe('checkRobots: other tasks and the store', () => {
     const verdict = await checkRobots(u('/p'), makeConfig(), h.deps());
     assert.equal(verdict.kind === 'defer' ? verdict.untilMs : 0, T0 + 2000);
   });
-
-  it('passes a held slot through when robots.txt is known', async () => {
-    const h = harness(serve('unused'));
-    await h.store.saveReady('c1', ORIGIN, JSON.stringify(ALLOW_ALL), T0);
-    const verdict = await checkRobots(u('/p'), makeConfig(), h.deps({ heldSlot: T0 + 10 }));
-    assert.deepEqual(verdict, { kind: 'allowed', slot: T0 + 10 });
-  });
 });
 
 describe('checkRobots: slots far away', () => {
-  it('defers the claimer holding its slot, with a lease that outlives it, and fetches when it is back', async () => {
+  it('defers a check whose slot is far away without claiming robots.txt, and fetches when it is back', async () => {
     const h = harness(serve('User-agent: *\nDisallow: /p'));
     const config = makeConfig();
-    const budget = robotsFetchBudgetMs(config);
     const slot = T0 + 60_000;
     h.slots.next.set('c1 site.example', slot);
 
@@ -588,31 +574,19 @@ describe('checkRobots: slots far away', () => {
     assert.deepEqual(first, {
       kind: 'defer',
       untilMs: slot,
-      slot,
       reason: `robots.txt of ${ORIGIN} is fetched at the host's next politeness slot`,
     });
-    assert.equal(h.store.item('c1', ORIGIN)?.lease, slot + budget);
+    assert.equal(h.store.item('c1', ORIGIN), undefined, 'no claim holds other checks back meanwhile');
     assert.equal(h.fetcher.requests.length, 0);
 
-    // Another container (own cache) meanwhile: waits until a little after the claimer's slot.
-    const other = await checkRobots(u('/b'), config, h.deps({ cache: createRobotsCache(10) }));
-    assert.equal(other.kind === 'defer' ? other.untilMs : 0, slot + ROBOTS_POLL_MS);
-    assert.equal(other.kind === 'defer' ? other.slot : 'none', undefined);
-
-    // The claimer comes back at its slot, recognises its lease and fetches at once.
+    // Back at its slot: the next one is a gap later (within the wait), claimed and fetched then.
     h.clock.now = slot;
-    const back = await checkRobots(u('/a'), config, h.deps({ heldSlot: slot }));
-    assert.deepEqual(back, { kind: 'allowed' }); // the slot was spent on robots.txt
+    assert.equal((await checkRobots(u('/p'), config, h.deps())).kind, 'disallowed');
     assert.equal(h.fetcher.requests.length, 1);
-    assert.equal(h.slots.reserved.length, 1); // no second reservation
-    h.clock.now = slot + ROBOTS_POLL_MS;
-    assert.equal(
-      (await checkRobots(u('/p'), config, h.deps({ cache: createRobotsCache(10) }))).kind,
-      'disallowed',
-    );
+    assert.equal(h.clock.now, slot + reservedGapMs(config.delayMs), 'fetched at its slot');
   });
 
-  it('keeps the slot it reserved for the page when it loses the claim', async () => {
+  it('a claim lost to another container: back a little after its request', async () => {
     const h = harness(serve('User-agent: *\nDisallow: /p'));
     const config = makeConfig();
     const claim = h.store.claim.bind(h.store);
@@ -626,7 +600,7 @@ describe('checkRobots: slots far away', () => {
       return claim(crawlId, origin, leaseMs, now);
     };
     const verdict = await checkRobots(u('/a'), config, h.deps());
-    // Ours (T0) is before their fetch: forfeited; we come back after their request.
+    // Theirs is the slot after ours: we come back a little after their request.
     assert.deepEqual(verdict, {
       kind: 'defer',
       untilMs: T0 + reservedGapMs(config.delayMs) + ROBOTS_POLL_MS,
@@ -634,7 +608,7 @@ describe('checkRobots: slots far away', () => {
     });
   });
 
-  it('returns a reserved slot with the verdict when the claim was lost to a finished fetch', async () => {
+  it('a claim lost to a finished fetch: the policy it saved decides, nothing fetched', async () => {
     const h = harness(serve('unused'));
     const claim = h.store.claim.bind(h.store);
     h.store.claim = async (crawlId, origin) => {
@@ -642,22 +616,9 @@ describe('checkRobots: slots far away', () => {
       h.store.claim = claim;
       return false;
     };
-    h.slots.next.set('c1 site.example', T0 + 30_000);
     const verdict = await checkRobots(u('/a'), makeConfig(), h.deps());
-    assert.deepEqual(verdict, { kind: 'allowed', slot: T0 + 30_000 });
-  });
-
-  it('holds its slot through a deferral when the slot is later than the wait', async () => {
-    const h = harness(serve('unused'));
-    const config = makeConfig();
-    assert.ok(await h.store.claim('c1', ORIGIN, robotsFetchBudgetMs(config), T0)); // another's live claim
-    const verdict = await checkRobots(u('/a'), config, h.deps({ heldSlot: T0 + 600_000 }));
-    assert.deepEqual(verdict, {
-      kind: 'defer',
-      untilMs: T0 + 600_000,
-      slot: T0 + 600_000,
-      reason: `robots.txt of ${ORIGIN} is being fetched by another task`,
-    });
+    assert.deepEqual(verdict, { kind: 'allowed' });
+    assert.equal(h.fetcher.requests.length, 0);
   });
 });
 

@@ -51,6 +51,14 @@ test('wrong fields name each field and keep the crawl id and url for the result 
   }
 });
 
+test('a task of per-URL scheduling (redriven from a DLQ) still parses: its held slot is dropped', () => {
+  const body = { v: 1, crawlId: 'c1', url: 'https://x.test/a', depth: 2, attempt: 1 };
+  const parsed = parseTaskMessage(
+    JSON.stringify({ ...body, notBefore: 1_700_000_000_000, slotDelayMs: 1000 }),
+  );
+  assert.deepEqual(parsed, { ok: true, task: body });
+});
+
 test('a huge URL in a bad task is clipped in the reason, not copied whole', () => {
   const url = `https://x.test/${'a'.repeat(100_000)}`;
   const parsed = parseTaskMessage(JSON.stringify({ v: 2, crawlId: 'c1', url, depth: 0 }));

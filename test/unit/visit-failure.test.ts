@@ -54,7 +54,6 @@ describe('visitHost: a visit that fails part way', () => {
       crawl,
       {
         fetcher: web,
-        configs: { get: async () => crawl },
         robots: new MemoryRobotsStore(),
         robotsCache: createRobotsCache(10),
         hostUrls: failingSecondRead(items),

@@ -358,11 +358,15 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
           onCheck: (snapshot) => {
             lastCheck = snapshot;
             stall.check();
-            const { ResultsDLQ: dlq, ResultsQueue: results } = snapshot.queues;
+            const { ResultsDLQ: dlq, ResultsQueue: results, TaskDLQ: taskDlq } = snapshot.queues;
+            // A visit parked in the TaskDLQ holds its host, while other hosts (one whose robots.txt
+            // keeps failing) keep the task queue from emptying: no request flows, and the operator
+            // redrives on the DLQ alarm, as for a parked result.
             const stalled =
-              (dlq?.visible ?? 0) > 0 &&
-              results !== undefined &&
-              results.visible + results.inFlight + results.delayed === 0;
+              ((dlq?.visible ?? 0) > 0 &&
+                results !== undefined &&
+                results.visible + results.inFlight + results.delayed === 0) ||
+              ((taskDlq?.visible ?? 0) > 0 && stall.quietMs() > PARKED_STALL_MS);
             parkedSince = stalled ? (parkedSince ?? Date.now()) : undefined;
             if (parkedSince !== undefined && Date.now() - parkedSince > PARKED_STALL_MS) parked.abort();
           },
@@ -546,6 +550,8 @@ function stallWatch(hits: ReadonlyMap<string, number>): {
   signal: AbortSignal;
   check(): void;
   why(): string;
+  /** How long no request has reached the site. */
+  quietMs(): number;
 } {
   const controller = new AbortController();
   const served = () => {
@@ -565,6 +571,7 @@ function stallWatch(hits: ReadonlyMap<string, number>): {
       } else if (Date.now() - since > STALL_MS) controller.abort();
     },
     why: () => `stalled: not idle, and no request reached the site for ${STALL_MS / 1000} s (${last} served)`,
+    quietMs: () => Date.now() - since,
   };
 }
 
@@ -795,7 +802,10 @@ const BACKSTOP_MS_PER_PAGE = 600;
 const IDLE_TIMEOUT_MS = 1000 * BACKSTOP_MS_PER_PAGE;
 const TEST_TIMEOUT_MS = IDLE_TIMEOUT_MS + 60_000;
 const LONG_IDLE_TIMEOUT_MS = IDLE_TIMEOUT_MS;
-/** No result flowing for this long, with some in the ResultsDLQ: the crawl waits for their redrive. */
+/**
+ * No result flowing for this long with some in the ResultsDLQ, or no request with a visit in the
+ * TaskDLQ: the crawl waits for their redrive.
+ */
 const PARKED_STALL_MS = 30_000;
 
 // The scenarios spend most of their time waiting (visibility timeouts, claim leases, retry backoff),

@@ -12,6 +12,7 @@
 import type { CrawlConfig } from './crawl-config.ts';
 import { OutOfTime } from './errors.ts';
 import { decideTask, type FetchTaskDeps, type TaskDecision } from './fetch-task.ts';
+import { FRONTIER_LIMITS } from './limits.ts';
 import type { HostUrl, HostUrlStore, PageFetcher, UrlClaims } from './ports.ts';
 import type { Task } from './task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
@@ -34,7 +35,7 @@ export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
   /**
    * Whether an index part exists. A host is drained only once every part its done URLs name is
    * written: a URL finalized by an aggregate invocation that died before its PUT is repointed and
-   * written by the redelivery, and its host waits for that.
+   * written by the redelivery, and its host waits for that. Called many at once (partsWritten).
    */
   partExists?: (key: string) => Promise<boolean>;
 }
@@ -144,7 +145,10 @@ export async function visitHost(
       if (ready.length === 0) {
         const open = urls.filter((url) => url.st !== 'done');
         if (open.length === 0) {
-          if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
+          const parts = await partsWritten(urls, deps);
+          if (parts === 'written') return report({ kind: 'drained', urls });
+          if (parts === 'out-of-time')
+            return report({ kind: 'hand-back', visitAt: deps.now(), why: 'deadline' });
           return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
         }
         // Settling waits for the batch's running flush: worth it only if a request could still start.
@@ -243,12 +247,32 @@ async function waitUntil(at: number, requestBudget: number, deps: VisitDeps): Pr
   return at + requestBudget <= deps.deadline;
 }
 
-async function allPartsWritten(
+/**
+ * Whether every index part the host's done URLs name is written. A large host names thousands of
+ * parts: they are checked a bounded number at a time (one at a time at ~20 ms, 3,000 used up a 60 s
+ * function), and none starts once the deadline is near, so a drain never outlives its invocation;
+ * out of time, the host is handed back, and the parts found stay in the container's cache
+ * (fetch-deps.ts: a part once written is never removed), so the next check goes on from there.
+ */
+async function partsWritten(
   urls: readonly HostUrl[],
-  partExists: ((key: string) => Promise<boolean>) | undefined,
-): Promise<boolean> {
-  if (!partExists) return true;
-  const parts = new Set(urls.flatMap((url) => (url.part ? [url.part] : [])));
-  for (const part of parts) if (!(await partExists(part))) return false;
-  return true;
+  deps: VisitDeps,
+): Promise<'written' | 'missing' | 'out-of-time'> {
+  const exists = deps.partExists;
+  if (!exists) return 'written';
+  const parts = [...new Set(urls.flatMap((url) => (url.part ? [url.part] : [])))];
+  let next = 0;
+  let result: 'written' | 'missing' | 'out-of-time' = 'written';
+  const worker = async () => {
+    while (result === 'written' && next < parts.length) {
+      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline) {
+        result = 'out-of-time';
+        return;
+      }
+      if (!(await exists(parts[next++] as string))) result = 'missing';
+    }
+  };
+  const workers = Math.min(FRONTIER_LIMITS.partChecksAtOnce, parts.length);
+  await Promise.all(Array.from({ length: workers }, worker));
+  return result;
 }

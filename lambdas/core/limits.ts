@@ -72,6 +72,15 @@ export const ROBOTS_LIMITS = {
   cacheEntries: 1000,
 } as const;
 
+/** A host's state as its visits keep it (host-visit.ts, docs/frontier.md). */
+export const FRONTIER_LIMITS = {
+  /**
+   * Index-part checks (S3 HEADs) a drain keeps in flight at once: a host of 100,000 URLs names
+   * thousands of parts, and one at a time at ~20 ms each 3,000 of them used up a 60 s function.
+   */
+  partChecksAtOnce: 32,
+} as const;
+
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */
 export const MARKDOWN_NAME_LIMITS = {
   /**

@@ -15,7 +15,7 @@ import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
 import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
-import { admitLinks } from '../lambdas/core/link-admission.ts';
+import { admitLinks, confirmSent } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
@@ -129,6 +129,8 @@ export async function submitCrawl(
           );
     // An invalid seed goes to the queue as a task, to end there as an `invalid` result with its reason.
     await tasks.sendVisits(admitted.visits);
+    // A seed's visit may wait long in a large crawl's queue: no wake sends it again meanwhile.
+    await confirmSent(admitted.visits, frontier);
     await tasks.sendTasks(invalid.map((url) => ({ v: 1 as const, crawlId: config.crawlId, url, depth: 0 })));
     await results.sendResults(admitted.results);
     summary.tasks += valid.length - admitted.results.length + invalid.length;

@@ -20,7 +20,14 @@ import { isCrawlError } from './errors.ts';
 import type { FetchTaskDeps, TaskMessage } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
 import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
-import { admitEnded, admitLinks, type DiscoveringPage, giveBack, visitOf } from './link-admission.ts';
+import {
+  admitEnded,
+  admitLinks,
+  confirmSent,
+  type DiscoveringPage,
+  giveBack,
+  visitOf,
+} from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
   CrawlBudget,
@@ -330,6 +337,8 @@ async function endVisit(
       ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
       visitAt: deps.now(),
       ticket,
+      // The message itself comes back (retried), carrying its ticket: a wake need not send.
+      sent: run.visit.ticket !== undefined,
     });
     report.retries.push(failedRetry(run.message, error));
     return;
@@ -372,6 +381,7 @@ async function handBack(
     inflight,
     visitAt: deps.now() + delaySeconds * 1000,
     ticket,
+    sent: true,
   });
 }
 
@@ -589,6 +599,7 @@ class BatchOutput {
       await giveBack(visits, deps.hosts);
       throw error;
     });
+    await confirmSent(visits, deps.hosts);
     this.sentVisits.push(...visits);
     return { results: admitted.results, seenKeys: admitted.seenKeys };
   }

@@ -18,7 +18,7 @@ import {
 } from '../../lambdas/core/fetch-batch.ts';
 import type { TaskMessage } from '../../lambdas/core/fetch-task.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { FrontierUrl } from '../../lambdas/core/ports.ts';
+import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import type { VisitMessage } from '../../lambdas/core/task.ts';
@@ -353,6 +353,49 @@ describe('processFetchBatch: a visit', () => {
     assert.deepEqual(w.results.drained, []);
     assert.equal(w.tasks.visits.length, 1);
     assert.equal(w.hosts.host(CRAWL, HOST)?.visitBy, w.tasks.visits[0]?.visit.ticket);
+  });
+});
+
+describe('processFetchBatch: a backlog', () => {
+  it('a host whose visit message waits in the queue for 20 minutes while another host’s pages link to it gets exactly one visit message', async () => {
+    const w = await world({ pagesPerHost: 8 });
+    // HOST's pages each link to a page of OTHER.
+    const linking: PageFetcher = {
+      async fetch(request: PageRequest): Promise<PageResponse> {
+        const response = await w.web.fetch(request);
+        if (request.url.hostname !== HOST || request.url.pathname === '/robots.txt') return response;
+        const href = `http://${OTHER}/p/${1 + (Number(request.url.pathname.split('/').at(-1)) || 0)}`;
+        return { ...response, body: new TextEncoder().encode(`<a href="${href}">other</a>`) };
+      },
+    };
+    const at = (offsetMs: number) => ({
+      fetcher: linking,
+      now: () => Date.now() + offsetMs,
+      deadline: Date.now() + offsetMs + 30_000,
+    });
+    const first = await w.run([await wokenHost(w, HOST, ['/p/1'])], at(0));
+    assert.deepEqual(first.retries, []);
+    const toOther = () => w.tasks.visits.filter(({ visit }) => visit.host === OTHER);
+    assert.equal(toOther().length, 1, 'the first link to OTHER sends its visit');
+    // OTHER's message waits behind a backlog of hosts. Twenty minutes later HOST's next visit fetches
+    // more pages that link to OTHER (its hand-back's message; the URLs admitted meanwhile).
+    const later = 20 * 60_000;
+    await w.frontier.finalizeHost(CRAWL, HOST, 1);
+    await w.frontier.admit(CRAWL, 'seed', [frontierUrl(HOST, '/p/2'), frontierUrl(HOST, '/p/3')]);
+    const handBack = w.tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
+    assert.ok(handBack);
+    const second = await w.run([message(handBack.visit)], at(later));
+    assert.deepEqual(second.retries, []);
+    assert.deepEqual(requested(w, HOST), ['/p/1', '/p/2', '/p/3', '/robots.txt']);
+    assert.equal(toOther().length, 1, 'no second visit message: the first is known to be queued');
+    // The one message, received at last, takes OTHER and fetches every URL the links admitted.
+    const only = toOther()[0];
+    assert.ok(only);
+    const third = await w.run([message(only.visit)], at(later + 1_000));
+    assert.deepEqual(third.retries, []);
+    const other = requested(w, OTHER);
+    for (const path of ['/p/2', '/p/3', '/p/4']) assert.ok(other.includes(path), `${path} in ${other}`);
+    assert.equal(new Set(other).size, other.length, 'each fetched once');
   });
 });
 

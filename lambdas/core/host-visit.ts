@@ -137,6 +137,9 @@ export async function visitHost(
       const urls = await deps.hostUrls.urls(crawlId, host);
       for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
       const now = deps.now();
+      // As many results awaited as the host item may hold: none is fetched until some are in.
+      if (inflight.size >= FRONTIER_LIMITS.inflightKeys)
+        return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
       const ready = urls
         .filter(
           (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (url.retryAt ?? 0) <= now),
@@ -165,6 +168,8 @@ export async function visitHost(
         return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
       }
       for (const url of ready) {
+        // Full: look again (the read clears the URLs finalized since), and hand back if it still is.
+        if (inflight.size >= FRONTIER_LIMITS.inflightKeys) break;
         await deps.room?.();
         // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).

@@ -17,6 +17,7 @@ import {
   processFetchBatch,
 } from '../../lambdas/core/fetch-batch.ts';
 import type { TaskMessage } from '../../lambdas/core/fetch-task.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/limits.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
 import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
@@ -396,6 +397,44 @@ describe('processFetchBatch: a backlog', () => {
     const other = requested(w, OTHER);
     for (const path of ['/p/2', '/p/3', '/p/4']) assert.ok(other.includes(path), `${path} in ${other}`);
     assert.equal(new Set(other).size, other.length, 'each fetched once');
+  });
+});
+
+describe('processFetchBatch: results awaited', () => {
+  it('a host of 1,000 URLs whose results are not finalized: its host item never holds more than the cap in flight, and it drains once they are', async () => {
+    const cap = FRONTIER_LIMITS.inflightKeys;
+    const w = await world({ pagesPerHost: 1_000 });
+    let largest = 0;
+    const release = w.hosts.release.bind(w.hosts);
+    w.hosts.release = async (crawlId, host, holder, state) => {
+      largest = Math.max(largest, state.inflight.length);
+      return release(crawlId, host, holder, state);
+    };
+    const pages = () => requested(w, HOST).filter((path) => path !== '/robots.txt');
+    const handBack = () => {
+      const last = w.tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
+      assert.ok(last, 'the host was handed back');
+      return message(last.visit);
+    };
+    await w.run([await wokenHost(w, HOST, ['/'])]);
+    assert.equal(pages().length, cap, 'the visit stops at the cap');
+    assert.equal(w.hosts.host(CRAWL, HOST)?.inflight.length, cap);
+    await w.run([handBack()]);
+    assert.equal(pages().length, cap, 'nothing more while no result is in');
+    // The aggregate function finalizes the results sent so far.
+    const finalizeSent = async () => {
+      for (const result of w.results.results)
+        await w.frontier.finalize(CRAWL, { ...result, bytes: 1, requests: 1, rid: result.key, part: 'p' });
+    };
+    let visits = 0;
+    for (; w.hosts.host(CRAWL, HOST) !== undefined && visits < 20; visits++) {
+      await finalizeSent();
+      await w.run([handBack()]);
+    }
+    assert.equal(w.hosts.host(CRAWL, HOST), undefined, `drained after ${visits} more visits`);
+    assert.equal(pages().length, 1_000);
+    assert.equal(new Set(pages()).size, 1_000, 'each page fetched once');
+    assert.ok(largest <= cap, `a release wrote ${largest} keys in flight`);
   });
 });
 

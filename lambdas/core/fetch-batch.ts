@@ -302,6 +302,7 @@ async function startVisit(
       ...deps,
       hostUrls: deps.frontier,
       settle: () => output.admitFound(),
+      wokenHere: () => output.wokenCount(crawlId, host),
       room: () => output.room(),
       // Read at each check: it moves earlier as slow flushes are seen.
       get deadline() {
@@ -429,10 +430,34 @@ class BatchOutput {
   private flushStartedAt: number | undefined;
   /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
   private flushDue = false;
+  /** Wakes of each host (`<crawlId>\n<host>`) by this batch's admissions. */
+  private readonly wakes = new Map<string, number>();
+  /** The hosts as admission uses them, counting each host's wakes (wokenCount). */
+  private readonly wakingHosts: HostVisits;
 
   constructor(deps: FetchBatchDeps) {
     this.deps = deps;
     this.writer = this.newWriter();
+    const { hosts } = deps;
+    this.wakingHosts = {
+      wake: (crawlId, host, now) => {
+        const id = `${crawlId}\n${host}`;
+        this.wakes.set(id, (this.wakes.get(id) ?? 0) + 1);
+        return hosts.wake(crawlId, host, now);
+      },
+      unwake: (...args) => hosts.unwake(...args),
+      confirmSent: (...args) => hosts.confirmSent(...args),
+      acquire: (...args) => hosts.acquire(...args),
+      release: (...args) => hosts.release(...args),
+      drain: (...args) => hosts.drain(...args),
+      anyActive: (...args) => hosts.anyActive(...args),
+      doneTotals: (...args) => hosts.doneTotals(...args),
+    };
+  }
+
+  /** How many times this batch's admissions have woken the host (a visit reads it again when this moves). */
+  wokenCount(crawlId: string, host: string): number {
+    return this.wakes.get(`${crawlId}\n${host}`) ?? 0;
   }
 
   private newWriter(): WarcBatchWriter {
@@ -582,11 +607,12 @@ class BatchOutput {
     if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [] };
     const deps = this.deps;
     const now = new Date(deps.now());
+    const hosts = this.wakingHosts;
     const admitted = await retryStep(() =>
-      admitLinks(discovering, { frontier: deps.frontier, hosts: deps.hosts, seen: deps.seen, now }),
+      admitLinks(discovering, { frontier: deps.frontier, hosts, seen: deps.seen, now }),
     );
     const endedVisits = await retryStep(() =>
-      admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now }),
+      admitEnded(ended, { frontier: deps.frontier, hosts, now }),
     ).catch(async (error: unknown) => {
       await giveBack(admitted.visits, deps.hosts);
       throw error;

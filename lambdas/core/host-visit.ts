@@ -27,6 +27,12 @@ export interface VisitDeps extends Omit<FetchTaskDeps, 'slots' | 'frontier'> {
    */
   settle?: () => Promise<void>;
   /**
+   * How many times the batch's admissions have woken this host so far. After a settle the visit reads
+   * the host's partition again only if this moved: else nothing of the batch reached the host, and a
+   * read of a large host costs thousands of items. Absent: it always reads again.
+   */
+  wokenHere?: () => number;
+  /**
    * Resolves once the batch's output has room for another page. A visit that fetches faster than its
    * output goes out waits here: no flush grows past what fits before the deadline, and a kill or a
    * timeout loses at most that much.
@@ -107,12 +113,17 @@ export async function visitHost(
 
   // The visit owns the host: the URL needs no claim; a retry is recorded on its item.
   let attemptsOf = 0;
+  /** Retries postponed by this visit (their items say so too, once read again). */
+  const postponed = new Map<string, number>();
   const frontier: UrlClaims = {
     claim: async () => ({ status: 'claimed', attempts: attemptsOf, relink: false }),
     release: async () => {},
-    postpone: (_crawlId, key, attempts, retryAt) =>
-      deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt),
+    postpone: async (_crawlId, key, attempts, retryAt) => {
+      await deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt);
+      postponed.set(key, retryAt);
+    },
   };
+  const retryAtOf = (url: HostUrl) => postponed.get(url.key) ?? url.retryAt;
 
   // Every request of the visit (robots.txt and its redirects, pages) leaves through the pacer's
   // last check, and none starts that could not end before the deadline (after a slot wait, a
@@ -130,22 +141,39 @@ export async function visitHost(
   // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
   // it decided (their results go out with the batch) and its pace, for the host's release.
   try {
+    // The host's partition as last read. It is read again only when something may have changed that
+    // the visit does not know of: a read of a large host is thousands of items, and every visit
+    // starts with one (docs/frontier.md, "The loop").
+    let urls: HostUrl[] = [];
+    let stale = true;
+    let wokenAtRead: number | undefined;
     for (;;) {
       // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
       // host's pace do not hold them, so a cancelled crawl's hosts drain on their first visit.
       const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
-      const urls = await deps.hostUrls.urls(crawlId, host);
-      for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      const fresh = stale;
+      if (stale) {
+        // Counted before the read: a wake during it makes the visit read again.
+        wokenAtRead = deps.wokenHere?.();
+        urls = await deps.hostUrls.urls(crawlId, host);
+        stale = false;
+        for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      }
       const now = deps.now();
-      // As many results awaited as the host item may hold: none is fetched until some are in.
-      if (inflight.size >= FRONTIER_LIMITS.inflightKeys)
-        return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
+      // As many results awaited as the host item may hold: none is fetched until some are in (a read
+      // clears those finalized since).
+      if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
+        if (fresh) return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
+        stale = true;
+        continue;
+      }
       const ready = urls
         .filter(
-          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (url.retryAt ?? 0) <= now),
+          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (retryAtOf(url) ?? 0) <= now),
         )
         .sort((a, b) => a.depth - b.depth);
       if (ready.length === 0) {
+        // Done as read: a URL decided since the read is in `inflight`, so it is open here.
         const open = urls.filter((url) => url.st !== 'done');
         if (open.length === 0) {
           const parts = await partsWritten(urls, deps);
@@ -156,19 +184,27 @@ export async function visitHost(
         }
         // Settling waits for the batch's running flush: worth it only if a request could still start.
         const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+        let settled = false;
         if (unsettled > 0 && deps.settle && canStart) {
           unsettled = 0;
           await deps.settle();
+          settled = true;
+        }
+        // Read again only if the batch's admissions reached the host since the read (or, not knowing,
+        // after a settle). Links of other batches wake the host too: its next visit reads them, and a
+        // drain fails on them.
+        const woken = deps.wokenHere ? deps.wokenHere() !== wokenAtRead : settled;
+        if (canStart && woken) {
+          stale = true;
           continue;
         }
         const retries = open.flatMap((url) =>
-          url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
+          url.st === 'new' && !inflight.has(url.key) ? [retryAtOf(url) ?? now] : [],
         );
         const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
         return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
       }
       for (const url of ready) {
-        // Full: look again (the read clears the URLs finalized since), and hand back if it still is.
         if (inflight.size >= FRONTIER_LIMITS.inflightKeys) break;
         await deps.room?.();
         // Wait for the host's pace here, not inside the decision: the wait must fit before the deadline.
@@ -207,11 +243,13 @@ export async function visitHost(
               visitAt: deps.now() + decision.delaySeconds * 1000,
               why: 'robots',
             });
+          stale = true;
           break;
         }
         if (decision.kind === 'drop' || decision.kind === 'reject')
           return report({ kind: 'stop', why: decision.kind === 'drop' ? decision.why : decision.code });
         // 'retry' is a task's infrastructure failure (a claim held, which a visit never meets): look again.
+        stale = true;
         break;
       }
     }

@@ -113,17 +113,17 @@ export async function visitHost(
 
   // The visit owns the host: the URL needs no claim; a retry is recorded on its item.
   let attemptsOf = 0;
-  /** Retries postponed by this visit (their items say so too, once read again). */
-  const postponed = new Map<string, number>();
+  /** Retries postponed by this visit: attempts made and when the next may start, as their items say once read again. */
+  const postponed = new Map<string, { attempts: number; retryAt: number }>();
   const frontier: UrlClaims = {
     claim: async () => ({ status: 'claimed', attempts: attemptsOf, relink: false }),
     release: async () => {},
     postpone: async (_crawlId, key, attempts, retryAt) => {
       await deps.hostUrls.postpone(crawlId, host, key, attempts, retryAt);
-      postponed.set(key, retryAt);
+      postponed.set(key, { attempts, retryAt });
     },
   };
-  const retryAtOf = (url: HostUrl) => postponed.get(url.key) ?? url.retryAt;
+  const retryAtOf = (url: HostUrl) => postponed.get(url.key)?.retryAt ?? url.retryAt;
 
   // Every request of the visit (robots.txt and its redirects, pages) leaves through the pacer's
   // last check, and none starts that could not end before the deadline (after a slot wait, a
@@ -214,7 +214,7 @@ export async function visitHost(
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
         if (!(await waitUntil(startAt, requestBudget, deps)))
           return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-        attemptsOf = url.attempts ?? 0;
+        attemptsOf = postponed.get(url.key)?.attempts ?? url.attempts ?? 0;
         let decision: TaskDecision;
         try {
           decision = await decideTask(

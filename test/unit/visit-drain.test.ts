@@ -4,9 +4,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { visitHost } from '../../lambdas/core/host-visit.ts';
+import { CRAWL_LIMITS } from '../../lambdas/core/limits.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
 import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 
 const CRAWL = 'drain-test';
@@ -138,5 +141,79 @@ describe('a visit drains a host of 100,000 URLs naming 3,200 index parts (20 ms 
     const report = await visit(clock.t + TIMEOUT_MS - 10_000);
     assert.equal(report.end.kind, 'hand-back');
     assert.ok(report.end.kind === 'hand-back' && report.end.why === 'waiting');
+  });
+});
+
+function keyOf(url: string): string {
+  const normalized = normalizeUrl(url);
+  if (!normalized.ok) throw new Error(url);
+  return normalized.key;
+}
+
+describe('a URL that fails again within one long visit', () => {
+  it('counts on from the attempts it postponed: each request is one more attempt on its item', async () => {
+    const clock = new VirtualClock();
+    const paths: string[] = [];
+    const fetcher: PageFetcher = {
+      fetch: async (request) => {
+        const path = request.url.pathname;
+        paths.push(path);
+        const at = clock.now();
+        return {
+          url: request.url.href,
+          requestLine: `GET ${path} HTTP/1.1`,
+          requestHeaders: [],
+          httpVersion: '1.1',
+          status: path === '/robots.txt' ? 404 : path === '/broken' ? 500 : 200,
+          statusText: 'Status',
+          headers: [['content-type', 'text/html']],
+          body: new TextEncoder().encode('<p>page</p>'),
+          truncated: undefined,
+          remoteAddress: '127.0.0.2',
+          startedAt: new Date(at),
+          sentAt: at,
+          elapsedMs: 0,
+        };
+      },
+    };
+    const item = (path: string, depth: number): HostUrl => {
+      const url = `http://${HOST}${path}`;
+      return { key: keyOf(url), url, depth, st: 'new' };
+    };
+    const urls = new MemoryFrontierUrls();
+    // The pages after it keep the visit going past the failed URL's backoff (1-2 s): it comes due again.
+    urls.seed(CRAWL, [item('/broken', 1), ...Array.from({ length: 40 }, (_, i) => item(`/p/${i}`, 2))]);
+    const crawl = parseCrawlConfig({
+      crawlId: CRAWL,
+      seeds: [`http://${HOST}/`],
+      allowPrivate: true,
+      delayMs: 100,
+      createdAt: new Date().toISOString(),
+    });
+    await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      {
+        fetcher,
+        configs: { get: async () => crawl },
+        robots: new MemoryRobotsStore(),
+        robotsCache: createRobotsCache(10),
+        hostUrls: urls,
+        deadline: clock.t + 3_600_000,
+        now: clock.now,
+        sleep: clock.sleep,
+        settle: async () => {},
+        wokenHere: () => 0,
+      },
+      () => {},
+    );
+    const requests = paths.filter((path) => path === '/broken').length;
+    assert.equal(requests, 2, 'fetched, then again once due');
+    assert.deepEqual(
+      urls.postponed.map((retry) => retry.attempts),
+      [1, 2],
+      'the second request is the second attempt',
+    );
+    assert.ok(requests <= CRAWL_LIMITS.maxAttempts);
   });
 });

@@ -338,8 +338,8 @@ async function endVisit(
       ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
       visitAt: deps.now(),
       ticket,
-      // The message itself comes back (retried), carrying its ticket: a wake need not send.
-      sent: run.visit.ticket !== undefined,
+      // Not `sent`: the message itself comes back, but a visit that keeps failing spends its receives
+      // and ends in the TaskDLQ; a wake past VISIT_GRACE_MS then rescues the host, as before.
     });
     report.retries.push(failedRetry(run.message, error));
     return;

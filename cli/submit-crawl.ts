@@ -18,7 +18,7 @@ import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
 import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
 import { SEED_LIMITS } from '../lambdas/core/limits.ts';
-import { admitLinks } from '../lambdas/core/link-admission.ts';
+import { admitLinks, confirmSent } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
 import { type SeedLine, scanSeeds, seedLines } from '../lambdas/core/seed-lines.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
@@ -178,6 +178,8 @@ export async function submitCrawl(
     chunks++;
     // An invalid seed goes to the queue as a task, to end there as an `invalid` result with its reason.
     await tasks.sendVisits(admitted.visits);
+    // A seed's visit may wait long in a large crawl's queue: no wake sends it again meanwhile.
+    await confirmSent(admitted.visits, frontier);
     await tasks.sendTasks(invalid.map((url) => ({ v: 1 as const, crawlId: config.crawlId, url, depth: 0 })));
     await results.sendResults(admitted.results);
     summary.tasks += admitted.admitted - admitted.results.length + invalid.length;

@@ -15,7 +15,7 @@ import { listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
 import { FrontierHosts } from '../lambdas/adapters/frontier-hosts.ts';
 import { resolveOptions } from '../lambdas/adapters/frontier-schema.ts';
 import { SqsTaskSender } from '../lambdas/adapters/queues.ts';
-import { visitOf } from '../lambdas/core/link-admission.ts';
+import { confirmSent, visitOf } from '../lambdas/core/link-admission.ts';
 import type { OutgoingVisit } from '../lambdas/core/ports.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 
@@ -35,5 +35,6 @@ export async function sweepStrandedHosts(
       visits.push({ visit: visitOf(crawlId, host, ticket) });
   }
   await new SqsTaskSender(clients.sqs, taskQueueUrl).sendVisits(visits);
+  await confirmSent(visits, hosts);
   return visits.length;
 }

@@ -39,22 +39,30 @@ import {
 } from './frontier-schema.ts';
 
 /**
- * A visit message sent this recently is taken to be on its way (queued, or being received), so a
- * wake does not send another. Past it with no lease taken, the message is presumed lost (its sender
- * crashed between claiming the send and sending) and the next wake sends again. It must stay below
- * the task queue's redelivery delay (visibility timeout: 6 × 60 s + 1 s), so the redelivered parent
- * of a crashed send finds it stale and re-sends.
+ * A claimed visit send not confirmed sent (`sent`) within this is presumed lost (its sender crashed
+ * between the claim and the send), and the next wake sends again. A send known to have happened
+ * (confirmed, or a hand-back's, which sends before it releases) is never sent again by a wake,
+ * however long its message waits in the queue: a backlog of 10,000 hosts keeps messages queued for
+ * 20 minutes, and re-sending them would only make stale copies and send the host to the back of the
+ * queue. It must stay below the task queue's redelivery delay (visibility timeout: 6 × 60 s + 1 s),
+ * so the redelivered parent of a crashed send finds it stale and re-sends.
  */
 export const VISIT_GRACE_MS = 120_000;
 
 const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
 const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
+/** No visit claimed, or one claimed before `:stale` whose send was never confirmed. */
+const NO_VISIT_ON_ITS_WAY = `(attribute_not_exists(#${ATTR.visitAt}) OR (attribute_not_exists(#${ATTR.sent}) AND #${ATTR.visitAt} < :stale))`;
 
 /** The host item's state as `wake` reads it: true when no visit is live or on its way. */
 function needsVisit(item: Item | undefined, now: number): boolean {
   const lease = num(item, ATTR.lease);
   const visitAt = num(item, ATTR.visitAt);
-  return (lease === undefined || lease < now) && (visitAt === undefined || visitAt < now - VISIT_GRACE_MS);
+  const sent = item?.[ATTR.sent] !== undefined;
+  return (
+    (lease === undefined || lease < now) &&
+    (visitAt === undefined || (!sent && visitAt < now - VISIT_GRACE_MS))
+  );
 }
 
 function paceOf(item: Item | undefined): HostPace {
@@ -125,19 +133,21 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       }),
     );
     if (!needsVisit(out.Attributes, now)) return undefined;
-    return this.claimSend(crawlId, host, now, now - VISIT_GRACE_MS);
+    return this.claimSend(crawlId, host, now, now - VISIT_GRACE_MS, NO_VISIT_ON_ITS_WAY);
   }
 
   /**
    * Claims the sending of the host's visit (`visitAt = now`, `visitBy = <ticket>`) when no lease is
-   * live and no visit was claimed at or after `staleBefore`: the ticket, or undefined when another
-   * claim or a visit is there (or the host is gone: a host drained since is not re-created).
+   * live and no visit was claimed at or after `staleBefore` (`due`: a wake also needs the claim
+   * unconfirmed): the ticket, or undefined when another claim or a visit is there (or the host is
+   * gone: a host drained since is not re-created). The claim is unconfirmed until `confirmSent`.
    */
   private async claimSend(
     crawlId: string,
     host: string,
     now: number,
     staleBefore: number,
+    due: string,
   ): Promise<string | undefined> {
     const ticket = randomUUID();
     try {
@@ -145,9 +155,16 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         new UpdateItemCommand({
           TableName: this.table,
           Key: hostKey(crawlId, host),
-          UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :token, #${ATTR.expiresAt} = :expiresAt`,
-          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (#${ATTR.visitBy} = :token OR (${NO_LIVE_LEASE} AND ${NO_RECENT_VISIT}))`,
-          ExpressionAttributeNames: names(ATTR.pk, ATTR.lease, ATTR.visitAt, ATTR.visitBy, ATTR.expiresAt),
+          UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :token, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.sent}`,
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (#${ATTR.visitBy} = :token OR (${NO_LIVE_LEASE} AND ${due}))`,
+          ExpressionAttributeNames: names(
+            ATTR.pk,
+            ATTR.lease,
+            ATTR.visitAt,
+            ATTR.visitBy,
+            ATTR.expiresAt,
+            ATTR.sent,
+          ),
           ExpressionAttributeValues: {
             ':now': N(now),
             ':stale': N(staleBefore),
@@ -173,10 +190,32 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         new UpdateItemCommand({
           TableName: this.table,
           Key: hostKey(crawlId, host),
-          UpdateExpression: `REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}`,
+          UpdateExpression: `REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}`,
           ConditionExpression: `#${ATTR.visitBy} = :ticket`,
-          ExpressionAttributeNames: names(ATTR.visitAt, ATTR.visitBy),
+          ExpressionAttributeNames: names(ATTR.visitAt, ATTR.visitBy, ATTR.sent),
           ExpressionAttributeValues: { ':ticket': S(ticket) },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+
+  /**
+   * Records that the visit message carrying `ticket` was sent (if the host still expects it): from
+   * then on no wake sends another, however long it waits in the queue. Sets nothing else, not even
+   * `expiresAt`: the claim it follows set it.
+   */
+  async confirmSent(crawlId: string, host: string, ticket: string): Promise<void> {
+    try {
+      await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `SET #${ATTR.sent} = :sent`,
+          ConditionExpression: `#${ATTR.visitBy} = :ticket`,
+          ExpressionAttributeNames: names(ATTR.sent, ATTR.visitBy),
+          ExpressionAttributeValues: { ':ticket': S(ticket), ':sent': { BOOL: true } },
         }),
       );
     } catch (err) {
@@ -204,7 +243,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         new UpdateItemCommand({
           TableName: this.table,
           Key: hostKey(crawlId, host),
-          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}`,
+          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}`,
           // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
           // The message must be the one the host expects (its ticket), or the host expects none.
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder) AND (attribute_not_exists(#${ATTR.visitBy}) OR #${ATTR.visitBy} = :ticket)`,
@@ -214,6 +253,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
             ATTR.holder,
             ATTR.visitAt,
             ATTR.visitBy,
+            ATTR.sent,
             ATTR.expiresAt,
           ),
           ExpressionAttributeValues: {
@@ -254,12 +294,13 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
   /**
    * Saves the visit's pace and inflight and the time its next visit message is due, and gives up the
    * lease. A visit that lost its lease has nothing to hand back: the visit that took the host saves.
+   * `sent`: that message is already on its way (a hand-back sends it first), so no wake sends again.
    */
   async release(
     crawlId: string,
     host: string,
     holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
+    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
   ): Promise<void> {
     const update = new Update()
       .state(state)
@@ -268,6 +309,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       .setAttr(ATTR.expiresAt, expiresAt(this.options))
       .removeAttr(ATTR.lease)
       .removeAttr(ATTR.holder);
+    if (state.sent) update.setAttr(ATTR.sent, { BOOL: true });
+    else update.removeAttr(ATTR.sent);
     try {
       await this.updateHeld(crawlId, host, holder, update);
     } catch (err) {
@@ -367,7 +410,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       const visitAt = num(item, ATTR.visitAt);
       if ((lease !== undefined && lease >= now) || (visitAt !== undefined && visitAt >= dueBefore)) continue;
       const host = (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length);
-      const ticket = await this.claimSend(crawlId, host, now, dueBefore);
+      // Sent or not: the process that sent it is gone, and its queue may not have kept it.
+      const ticket = await this.claimSend(crawlId, host, now, dueBefore, NO_RECENT_VISIT);
       if (ticket !== undefined) claimed.push({ host, ticket });
     }
     return claimed;

@@ -67,6 +67,7 @@ export const ATTR = {
   holder: 'holder',
   visitAt: 'visitAt',
   visitBy: 'visitBy',
+  sent: 'sent',
   inflight: 'inflight',
   // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)
   total: 'total',

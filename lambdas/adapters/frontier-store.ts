@@ -51,6 +51,7 @@ export function createFrontierStore(
     // HostVisits
     wake: (crawlId, host, now) => hosts.wake(crawlId, host, now),
     unwake: (crawlId, host, ticket) => hosts.unwake(crawlId, host, ticket),
+    confirmSent: (crawlId, host, ticket) => hosts.confirmSent(crawlId, host, ticket),
     acquire: (crawlId, host, holder, leaseUntil, now, ticket) =>
       hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket),
     release: (crawlId, host, holder, state) => hosts.release(crawlId, host, holder, state),

@@ -20,7 +20,14 @@ import { isCrawlError } from './errors.ts';
 import type { UrlStepDeps } from './fetch-task.ts';
 import { type VisitDecision, type VisitEnd, VisitFailedError, visitHost } from './host-visit.ts';
 import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
-import { admitEnded, admitLinks, type DiscoveringPage, giveBack, visitOf } from './link-admission.ts';
+import {
+  admitEnded,
+  admitLinks,
+  confirmSent,
+  type DiscoveringPage,
+  giveBack,
+  visitOf,
+} from './link-admission.ts';
 import type { LruSet } from './lru.ts';
 import type {
   CrawlBudget,
@@ -303,6 +310,7 @@ async function startVisit(
       ...deps,
       hostUrls: deps.frontier,
       settle: () => output.admitFound(),
+      wokenHere: () => output.wokenCount(crawlId, host),
       room: () => output.room(),
       // Read at each check: it moves earlier as slow flushes are seen.
       get deadline() {
@@ -338,6 +346,8 @@ async function endVisit(
       ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
       visitAt: deps.now(),
       ticket,
+      // Not `sent`: the message itself comes back, but a visit that keeps failing spends its receives
+      // and ends in the TaskDLQ; a wake past VISIT_GRACE_MS then rescues the host, as before.
     });
     report.retries.push(failedRetry(run.message, error));
     return;
@@ -380,6 +390,7 @@ async function handBack(
     inflight,
     visitAt: deps.now() + delaySeconds * 1000,
     ticket,
+    sent: true,
   });
 }
 
@@ -427,10 +438,34 @@ class BatchOutput {
   private flushStartedAt: number | undefined;
   /** A flush for a full output is on its way (one at a time: the next takes what came meanwhile). */
   private flushDue = false;
+  /** Wakes of each host (`<crawlId>\n<host>`) by this batch's admissions. */
+  private readonly wakes = new Map<string, number>();
+  /** The hosts as admission uses them, counting each host's wakes (wokenCount). */
+  private readonly wakingHosts: HostVisits;
 
   constructor(deps: FetchBatchDeps) {
     this.deps = deps;
     this.writer = this.newWriter();
+    const { hosts } = deps;
+    this.wakingHosts = {
+      wake: (crawlId, host, now) => {
+        const id = `${crawlId}\n${host}`;
+        this.wakes.set(id, (this.wakes.get(id) ?? 0) + 1);
+        return hosts.wake(crawlId, host, now);
+      },
+      unwake: (...args) => hosts.unwake(...args),
+      confirmSent: (...args) => hosts.confirmSent(...args),
+      acquire: (...args) => hosts.acquire(...args),
+      release: (...args) => hosts.release(...args),
+      drain: (...args) => hosts.drain(...args),
+      anyActive: (...args) => hosts.anyActive(...args),
+      doneTotals: (...args) => hosts.doneTotals(...args),
+    };
+  }
+
+  /** How many times this batch's admissions have woken the host (a visit reads it again when this moves). */
+  wokenCount(crawlId: string, host: string): number {
+    return this.wakes.get(`${crawlId}\n${host}`) ?? 0;
   }
 
   private newWriter(): WarcBatchWriter {
@@ -580,11 +615,12 @@ class BatchOutput {
     if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [] };
     const deps = this.deps;
     const now = new Date(deps.now());
+    const hosts = this.wakingHosts;
     const admitted = await retryStep(() =>
-      admitLinks(discovering, { frontier: deps.frontier, hosts: deps.hosts, seen: deps.seen, now }),
+      admitLinks(discovering, { frontier: deps.frontier, hosts, seen: deps.seen, now }),
     );
     const endedVisits = await retryStep(() =>
-      admitEnded(ended, { frontier: deps.frontier, hosts: deps.hosts, now }),
+      admitEnded(ended, { frontier: deps.frontier, hosts, now }),
     ).catch(async (error: unknown) => {
       await giveBack(admitted.visits, deps.hosts);
       throw error;
@@ -597,6 +633,7 @@ class BatchOutput {
       await giveBack(visits, deps.hosts);
       throw error;
     });
+    await confirmSent(visits, deps.hosts);
     this.sentVisits.push(...visits);
     return { results: admitted.results, seenKeys: admitted.seenKeys };
   }

@@ -14,6 +14,7 @@ import type { CrawlConfig } from './crawl-config.ts';
 import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { OutOfTime } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
+import { FRONTIER_LIMITS } from './limits.ts';
 import type { CrawlStateCheck, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
@@ -32,6 +33,12 @@ export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
    */
   settle?: () => Promise<void>;
   /**
+   * How many times the batch's admissions have woken this host so far. After a settle the visit reads
+   * the host's partition again only if this moved: else nothing of the batch reached the host, and a
+   * read of a large host costs thousands of items. Absent: it always reads again.
+   */
+  wokenHere?: () => number;
+  /**
    * Resolves once the batch's output has room for another page. A visit that fetches faster than its
    * output goes out waits here: no flush grows past what fits before the deadline, and a kill or a
    * timeout loses at most that much.
@@ -40,7 +47,7 @@ export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   /**
    * Whether an index part exists. A host is drained only once every part its done URLs name is
    * written: a URL finalized by an aggregate invocation that died before its PUT is repointed and
-   * written by the redelivery, and its host waits for that.
+   * written by the redelivery, and its host waits for that. Called many at once (partsWritten).
    */
   partExists?: (key: string) => Promise<boolean>;
 }
@@ -110,6 +117,13 @@ export async function visitHost(
     decided,
   });
 
+  /**
+   * Retries postponed by this visit: attempts made and when the next may start, as their items say
+   * once read again (the visit does not read its partition after each pass).
+   */
+  const postponed = new Map<string, { attempts: number; retryAt: number }>();
+  const retryAtOf = (url: HostUrl) => postponed.get(url.key)?.retryAt ?? url.retryAt;
+
   // Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
   // (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
   // none starts that could not end before the deadline: the visit then hands its host back, no
@@ -127,38 +141,71 @@ export async function visitHost(
   // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
   // it decided (their results go out with the batch) and its pace, for the host's release.
   try {
+    // The host's partition as last read. It is read again only when something may have changed that
+    // the visit does not know of: a read of a large host is thousands of items, and every visit
+    // starts with one (docs/frontier.md, "The loop").
+    let urls: HostUrl[] = [];
+    let stale = true;
+    let wokenAtRead: number | undefined;
     for (;;) {
       // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
       // host's pace do not hold them, so a cancelled crawl's hosts drain on their first visit.
       const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
-      const urls = await deps.hostUrls.urls(crawlId, host);
-      for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      const fresh = stale;
+      if (stale) {
+        // Counted before the read: a wake during it makes the visit read again.
+        wokenAtRead = deps.wokenHere?.();
+        urls = await deps.hostUrls.urls(crawlId, host);
+        stale = false;
+        for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      }
       const now = deps.now();
+      // As many results awaited as the host item may hold: none is fetched until some are in (a read
+      // clears those finalized since).
+      if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
+        if (fresh) return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
+        stale = true;
+        continue;
+      }
       const ready = urls
         .filter(
-          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (url.retryAt ?? 0) <= now),
+          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (retryAtOf(url) ?? 0) <= now),
         )
         .sort((a, b) => a.depth - b.depth);
       if (ready.length === 0) {
+        // Done as read: a URL decided since the read is in `inflight`, so it is open here.
         const open = urls.filter((url) => url.st !== 'done');
         if (open.length === 0) {
-          if (await allPartsWritten(urls, deps.partExists)) return report({ kind: 'drained', urls });
+          const parts = await partsWritten(urls, deps);
+          if (parts === 'written') return report({ kind: 'drained', urls });
+          if (parts === 'out-of-time')
+            return report({ kind: 'hand-back', visitAt: deps.now(), why: 'deadline' });
           return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
         }
         // Settling waits for the batch's running flush: worth it only if a request could still start.
         const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+        let settled = false;
         if (unsettled > 0 && deps.settle && canStart) {
           unsettled = 0;
           await deps.settle();
+          settled = true;
+        }
+        // Read again only if the batch's admissions reached the host since the read (or, not knowing,
+        // after a settle). Links of other batches wake the host too: its next visit reads them, and a
+        // drain fails on them.
+        const woken = deps.wokenHere ? deps.wokenHere() !== wokenAtRead : settled;
+        if (canStart && woken) {
+          stale = true;
           continue;
         }
         const retries = open.flatMap((url) =>
-          url.st === 'new' && !inflight.has(url.key) ? [url.retryAt ?? now] : [],
+          url.st === 'new' && !inflight.has(url.key) ? [retryAtOf(url) ?? now] : [],
         );
         const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
         return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
       }
       for (const url of ready) {
+        if (inflight.size >= FRONTIER_LIMITS.inflightKeys) break;
         await deps.room?.();
         // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
         // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
@@ -176,15 +223,22 @@ export async function visitHost(
           decision =
             state === 'cancelled'
               ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
-              : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
+              : await fetchUrl(
+                  crawlId,
+                  { ...url, attempts: postponed.get(url.key)?.attempts ?? url.attempts },
+                  config,
+                  { ...deps, fetcher, pace: pacer },
+                );
         } catch (error) {
           if (!(error instanceof OutOfTime)) throw error;
           const visitAt = Math.max(deps.now(), pacer.state.nextAt);
           return report({ kind: 'hand-back', visitAt, why: 'deadline' });
         }
         // A retry is postponed on its item: visits skip the URL until then.
-        if (decision.kind === 'retry')
+        if (decision.kind === 'retry') {
           await deps.hostUrls.postpone(crawlId, host, url.key, decision.attempts, decision.retryAt);
+          postponed.set(url.key, { attempts: decision.attempts, retryAt: decision.retryAt });
+        }
         decided++;
         if (decision.kind === 'retry') continue;
         // robots.txt not known yet: no URL of the host is fetched before it is.
@@ -224,12 +278,32 @@ async function waitUntil(at: number, requestBudget: number, deps: VisitDeps): Pr
   return at + requestBudget <= deps.deadline;
 }
 
-async function allPartsWritten(
+/**
+ * Whether every index part the host's done URLs name is written. A large host names thousands of
+ * parts: they are checked a bounded number at a time (one at a time at ~20 ms, 3,000 used up a 60 s
+ * function), and none starts once the deadline is near, so a drain never outlives its invocation;
+ * out of time, the host is handed back, and the parts found stay in the container's cache
+ * (fetch-deps.ts: a part once written is never removed), so the next check goes on from there.
+ */
+async function partsWritten(
   urls: readonly HostUrl[],
-  partExists: ((key: string) => Promise<boolean>) | undefined,
-): Promise<boolean> {
-  if (!partExists) return true;
-  const parts = new Set(urls.flatMap((url) => (url.part ? [url.part] : [])));
-  for (const part of parts) if (!(await partExists(part))) return false;
-  return true;
+  deps: VisitDeps,
+): Promise<'written' | 'missing' | 'out-of-time'> {
+  const exists = deps.partExists;
+  if (!exists) return 'written';
+  const parts = [...new Set(urls.flatMap((url) => (url.part ? [url.part] : [])))];
+  let next = 0;
+  let result: 'written' | 'missing' | 'out-of-time' = 'written';
+  const worker = async () => {
+    while (result === 'written' && next < parts.length) {
+      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline) {
+        result = 'out-of-time';
+        return;
+      }
+      if (!(await exists(parts[next++] as string))) result = 'missing';
+    }
+  };
+  const workers = Math.min(FRONTIER_LIMITS.partChecksAtOnce, parts.length);
+  await Promise.all(Array.from({ length: workers }, worker));
+  return result;
 }

@@ -78,6 +78,22 @@ export const ROBOTS_LIMITS = {
   cacheEntries: 1000,
 } as const;
 
+/** A host's state as its visits keep it (host-visit.ts, docs/frontier.md). */
+export const FRONTIER_LIMITS = {
+  /**
+   * Index-part checks (S3 HEADs) a drain keeps in flight at once: a host of 100,000 URLs names
+   * thousands of parts, and one at a time at ~20 ms each 3,000 of them used up a 60 s function.
+   */
+  partChecksAtOnce: 32,
+  /**
+   * URLs a host keeps in flight (fetched, results not yet finalized): the host item's `inflight` set
+   * (64-character keys) stays under ~27 KB, since every write of the item costs a unit per KB (a
+   * wake's `ADD` too) and one past 400 KB fails. A visit at delay 0 (~100 pages/s, results finalized
+   * ~3 s after their fetch) stays below it; a visit that reaches it hands its host back to wait.
+   */
+  inflightKeys: 400,
+} as const;
+
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */
 export const MARKDOWN_NAME_LIMITS = {
   /**

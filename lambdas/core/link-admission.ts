@@ -219,6 +219,21 @@ export async function giveBack(visits: readonly OutgoingVisit[], hosts: HostVisi
 }
 
 /**
+ * Confirms the sends of visits just sent, so no wake sends them again while they wait in the queue.
+ * A confirm that fails leaves its claim to expire after VISIT_GRACE_MS: at worst one more visit
+ * message, whose copy is stale.
+ */
+export async function confirmSent(visits: readonly OutgoingVisit[], hosts: HostVisits): Promise<void> {
+  await Promise.all(
+    visits.map(({ visit }) =>
+      visit.ticket === undefined
+        ? undefined
+        : hosts.confirmSent(visit.crawlId, visit.host, visit.ticket).catch(() => {}),
+    ),
+  );
+}
+
+/**
  * URLs that end at once with a result of their own (an invalid task, a task of a cancelled crawl):
  * admitted `held`, so their result is indexed and counted like any other, in their host's tally.
  */

@@ -318,6 +318,12 @@ export interface HostVisits {
   /** Gives back a wake's claim to send (its visit message could not be sent), if still this ticket's. */
   unwake(crawlId: string, host: string, ticket: string): Promise<void>;
   /**
+   * Records that a wake's visit message was sent, if the host still expects its ticket: no wake sends
+   * another however long it waits in the queue. An unconfirmed claim is presumed lost after
+   * VISIT_GRACE_MS (a crash between the claim and the send), and the next wake sends again.
+   */
+  confirmSent(crawlId: string, host: string, ticket: string): Promise<void>;
+  /**
    * Takes the host for a visit. A visit message carries the ticket its sender was given (`wake`, or
    * the hand-back): only the message the host expects may take it, so duplicates and late copies
    * die out instead of multiplying. `held`: a live visit has it until `until` (try again then);
@@ -331,12 +337,15 @@ export interface HostVisits {
     now: number,
     ticket?: string,
   ): Promise<HostLease | HostBusy>;
-  /** Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease is ignored. */
+  /**
+   * Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease
+   * is ignored. `sent`: that message was sent already (confirmed, as confirmSent does).
+   */
   release(
     crawlId: string,
     host: string,
     holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
+    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
   ): Promise<void>;
   /**
    * Records the drained host's tally and pace (kept for when it is woken again), then deletes its host

@@ -47,6 +47,33 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       assert.equal(await hosts.anyActive(crawl()), false, 'hosts are per crawl');
     });
 
+    it('a send confirmed (or a hand-back’s, sent before its release) is never sent again by a wake, however late; an unconfirmed one is, past the grace', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const late = T0 + 20 * 60_000;
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      await hosts.confirmSent(crawlId, HOST, 'not-the-ticket');
+      await hosts.confirmSent(crawlId, HOST, ticket);
+      assert.equal(await hosts.wake(crawlId, HOST, late), undefined, 'confirmed: on its way');
+      leased(await hosts.acquire(crawlId, HOST, 'a', late + LEASE_MS, late, ticket));
+      await hosts.release(crawlId, HOST, 'a', {
+        nextAt: late,
+        inflight: [],
+        visitAt: late,
+        ticket: 'b',
+        sent: true,
+      });
+      assert.equal(
+        await hosts.wake(crawlId, HOST, late + 20 * 60_000),
+        undefined,
+        'a hand-back’s: on its way',
+      );
+      const other = crawl();
+      ticketOf(await hosts.wake(other, HOST, T0));
+      await hosts.confirmSent(other, HOST, 'not-the-ticket');
+      ticketOf(await hosts.wake(other, HOST, T0 + VISIT_GRACE_MS + 1));
+    });
+
     it('a send given back (unwake with its ticket) lets the next wake send; another ticket gives back nothing', async () => {
       const hosts = make();
       const crawlId = crawl();

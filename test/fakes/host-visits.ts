@@ -1,7 +1,8 @@
 /**
  * Imitates the FrontierTable's host items and drained-host tallies (lambdas/adapters/frontier-hosts.ts,
  * FrontierHosts) in memory, as the port HostVisits: a wake counts every admission and claims the
- * visit message's send (a ticket) only while no lease is live and no message is due; only the message
+ * visit message's send (a ticket) only while no lease is live and no message is on its way (a
+ * claim confirmed sent never expires; an unconfirmed one does after VISIT_GRACE_MS); only the message
  * carrying the expected ticket takes the host; a lease is exclusive until it runs out; a release
  * needs the lease; a drain loses to a wake it did not see. Each step is one conditional
  * write, with a yield between the two writes of `wake` and of `drain` as the adapter has. Checked
@@ -22,6 +23,8 @@ export interface HostItem {
   /** When the visit message a wake or a release claimed is due, and its ticket. */
   visitAt?: number;
   visitBy?: string;
+  /** The message carrying `visitBy` is known to be sent: no wake sends another. */
+  sent?: boolean;
   next?: number;
   pausedUntil?: number;
   inflight: string[];
@@ -33,6 +36,7 @@ export interface DoneItem extends HostTally, HostPace {}
 export type HostVisitsMethod =
   | 'wake'
   | 'unwake'
+  | 'confirmSent'
   | 'acquire'
   | 'release'
   | 'drain'
@@ -40,8 +44,9 @@ export type HostVisitsMethod =
   | 'doneTotals';
 
 const noLiveLease = (item: HostItem, now: number) => item.lease === undefined || item.lease < now;
-const noRecentVisit = (item: HostItem, now: number) =>
-  item.visitAt === undefined || item.visitAt < now - VISIT_GRACE_MS;
+/** No visit claimed, or one claimed past the grace whose send was never confirmed. */
+const noVisitOnItsWay = (item: HostItem, now: number) =>
+  item.visitAt === undefined || (!item.sent && item.visitAt < now - VISIT_GRACE_MS);
 
 export class MemoryHostVisits implements HostVisits {
   readonly #hosts = new Map<string, HostItem>();
@@ -64,15 +69,16 @@ export class MemoryHostVisits implements HostVisits {
       const item = this.#hosts.get(id) ?? { wake: 0, inflight: [] };
       item.wake += 1;
       this.#hosts.set(id, item);
-      if (!(noLiveLease(item, now) && noRecentVisit(item, now))) return undefined;
+      if (!(noLiveLease(item, now) && noVisitOnItsWay(item, now))) return undefined;
       // The claim is a second write under the same condition: a concurrent waker may win it meanwhile.
       await new Promise((resolve) => setImmediate(resolve));
       const current = this.#hosts.get(id);
-      if (current === undefined || !(noLiveLease(current, now) && noRecentVisit(current, now)))
+      if (current === undefined || !(noLiveLease(current, now) && noVisitOnItsWay(current, now)))
         return undefined;
       const ticket = randomUUID();
       current.visitAt = now;
       current.visitBy = ticket;
+      delete current.sent;
       return ticket;
     });
   }
@@ -83,7 +89,15 @@ export class MemoryHostVisits implements HostVisits {
       if (item?.visitBy === ticket) {
         delete item.visitAt;
         delete item.visitBy;
+        delete item.sent;
       }
+    });
+  }
+
+  async confirmSent(crawlId: string, host: string, ticket: string): Promise<void> {
+    return this.faults.run('confirmSent', [crawlId, host, ticket], async () => {
+      const item = this.host(crawlId, host);
+      if (item?.visitBy === ticket) item.sent = true;
     });
   }
 
@@ -109,6 +123,7 @@ export class MemoryHostVisits implements HostVisits {
       item.holder = holder;
       delete item.visitAt;
       delete item.visitBy;
+      delete item.sent;
       // A fresh host item (woken after a drain, or new) takes its pace from the drained tally.
       const done = this.done(crawlId, host);
       const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
@@ -120,7 +135,7 @@ export class MemoryHostVisits implements HostVisits {
     crawlId: string,
     host: string,
     holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
+    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
   ): Promise<void> {
     const args = [crawlId, host, holder, state];
     return this.faults.run('release', args, async () => {
@@ -130,6 +145,8 @@ export class MemoryHostVisits implements HostVisits {
         saveState(item, state);
         item.visitAt = state.visitAt;
         item.visitBy = state.ticket;
+        if (state.sent) item.sent = true;
+        else delete item.sent;
         delete item.lease;
         delete item.holder;
       }

@@ -369,6 +369,72 @@ describe('tickets: only the visit message the host expects takes it', () => {
   });
 });
 
+describe('a backlog: a visit message known to be queued is never sent again', () => {
+  const MINUTE = 60_000;
+
+  it('a wake’s confirmed send: wakes for 20 minutes send nothing, and the one message takes the host', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    await hosts.confirmSent(crawlId, HOST, ticket);
+    for (let t = now + MINUTE; t <= now + 20 * MINUTE; t += MINUTE)
+      assert.equal(await hosts.wake(crawlId, HOST, t), undefined, `a wake ${(t - now) / MINUTE} min later`);
+    const item = await rawItem(crawlId, `HOST#${HOST}`);
+    assert.equal(item?.visitBy?.S, ticket);
+    assert.equal(item?.wake?.N, '21', 'every wake still counted');
+    const late = now + 20 * MINUTE + 1;
+    const lease = leased(await hosts.acquire(crawlId, HOST, 'visit-1', late + LEASE_MS, late, ticket));
+    assert.equal(lease.wake, 21);
+    // Taken: the next wake after the visit may send again (the visit's hand-back or drain decides).
+    assert.equal((await rawItem(crawlId, `HOST#${HOST}`))?.sent, undefined);
+  });
+
+  it('a hand-back’s message (sent before the release) waits 20 minutes: no wake sends another', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    leased(await hosts.acquire(crawlId, HOST, 'visit-1', now + LEASE_MS, now, ticket));
+    const handBack = randomUUID();
+    await hosts.release(crawlId, HOST, 'visit-1', {
+      nextAt: now,
+      inflight: [],
+      visitAt: now + 1000,
+      ticket: handBack,
+      sent: true,
+    });
+    for (let t = now + MINUTE; t <= now + 20 * MINUTE; t += MINUTE)
+      assert.equal(await hosts.wake(crawlId, HOST, t), undefined, `a wake ${(t - now) / MINUTE} min later`);
+    const late = now + 20 * MINUTE + 1;
+    leased(await hosts.acquire(crawlId, HOST, 'visit-2', late + LEASE_MS, late, handBack));
+  });
+
+  it('an unconfirmed claim (its sender died before the send) is still sent again past the grace; a confirm of a ticket no longer expected does nothing', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const lost = sent(await hosts.wake(crawlId, HOST, now));
+    const rescue = sent(await hosts.wake(crawlId, HOST, now + VISIT_GRACE_MS + 1));
+    await hosts.confirmSent(crawlId, HOST, lost);
+    assert.equal(
+      (await rawItem(crawlId, `HOST#${HOST}`))?.sent,
+      undefined,
+      'the lost ticket confirms nothing',
+    );
+    await hosts.confirmSent(crawlId, HOST, rescue);
+    assert.equal(await hosts.wake(crawlId, HOST, now + 30 * MINUTE), undefined);
+    await hosts.confirmSent(newCrawl(), HOST, rescue); // no host item: nothing happens
+  });
+
+  it('the takeover sweep still claims a host whose confirmed message a killed process sent', async () => {
+    const crawlId = newCrawl();
+    const now = Date.now();
+    const ticket = sent(await hosts.wake(crawlId, HOST, now));
+    await hosts.confirmSent(crawlId, HOST, ticket);
+    const swept = await hosts.sweep(crawlId, now + 10, now + 1);
+    assert.equal(swept.length, 1);
+    assert.notEqual(swept[0]?.ticket, ticket);
+  });
+});
+
 describe('release', () => {
   it('release saves the pace, visitAt and ticket and frees the host; a lost lease is ignored', async () => {
     const crawlId = newCrawl();

@@ -16,8 +16,9 @@ import {
   type FetchBatchReport,
   processFetchBatch,
 } from '../../lambdas/core/fetch-batch.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/limits.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { FrontierUrl } from '../../lambdas/core/ports.ts';
+import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import type { TaskMessage, VisitMessage } from '../../lambdas/core/task.ts';
@@ -370,6 +371,87 @@ describe('processFetchBatch: results on the queue', () => {
     );
     assert.equal(body?.crawlId, CRAWL);
     assert.deepEqual(urls(body?.results ?? []), urls(w.results.results));
+  });
+});
+
+describe('processFetchBatch: a backlog', () => {
+  it('a host whose visit message waits in the queue for 20 minutes while another host’s pages link to it gets exactly one visit message', async () => {
+    const w = await world({ pagesPerHost: 8 });
+    // HOST's pages each link to a page of OTHER.
+    const linking: PageFetcher = {
+      async fetch(request: PageRequest): Promise<PageResponse> {
+        const response = await w.web.fetch(request);
+        if (request.url.hostname !== HOST || request.url.pathname === '/robots.txt') return response;
+        const href = `http://${OTHER}/p/${1 + (Number(request.url.pathname.split('/').at(-1)) || 0)}`;
+        return { ...response, body: new TextEncoder().encode(`<a href="${href}">other</a>`) };
+      },
+    };
+    const at = (offsetMs: number) => ({
+      fetcher: linking,
+      now: () => Date.now() + offsetMs,
+      deadline: Date.now() + offsetMs + 30_000,
+    });
+    const first = await w.run([await wokenHost(w, HOST, ['/p/1'])], at(0));
+    assert.deepEqual(first.retries, []);
+    const toOther = () => w.tasks.visits.filter(({ visit }) => visit.host === OTHER);
+    assert.equal(toOther().length, 1, 'the first link to OTHER sends its visit');
+    // OTHER's message waits behind a backlog of hosts. Twenty minutes later HOST's next visit fetches
+    // more pages that link to OTHER (its hand-back's message; the URLs admitted meanwhile).
+    const later = 20 * 60_000;
+    await w.frontier.finalizeHost(CRAWL, HOST, 1);
+    await w.frontier.admit(CRAWL, 'seed', [frontierUrl(HOST, '/p/2'), frontierUrl(HOST, '/p/3')]);
+    const handBack = w.tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
+    assert.ok(handBack);
+    const second = await w.run([message(handBack.visit)], at(later));
+    assert.deepEqual(second.retries, []);
+    assert.deepEqual(requested(w, HOST), ['/p/1', '/p/2', '/p/3', '/robots.txt']);
+    assert.equal(toOther().length, 1, 'no second visit message: the first is known to be queued');
+    // The one message, received at last, takes OTHER and fetches every URL the links admitted.
+    const only = toOther()[0];
+    assert.ok(only);
+    const third = await w.run([message(only.visit)], at(later + 1_000));
+    assert.deepEqual(third.retries, []);
+    const other = requested(w, OTHER);
+    for (const path of ['/p/2', '/p/3', '/p/4']) assert.ok(other.includes(path), `${path} in ${other}`);
+    assert.equal(new Set(other).size, other.length, 'each fetched once');
+  });
+});
+
+describe('processFetchBatch: results awaited', () => {
+  it('a host of 1,000 URLs whose results are not finalized: its host item never holds more than the cap in flight, and it drains once they are', async () => {
+    const cap = FRONTIER_LIMITS.inflightKeys;
+    const w = await world({ pagesPerHost: 1_000 });
+    let largest = 0;
+    const release = w.hosts.release.bind(w.hosts);
+    w.hosts.release = async (crawlId, host, holder, state) => {
+      largest = Math.max(largest, state.inflight.length);
+      return release(crawlId, host, holder, state);
+    };
+    const pages = () => requested(w, HOST).filter((path) => path !== '/robots.txt');
+    const handBack = () => {
+      const last = w.tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
+      assert.ok(last, 'the host was handed back');
+      return message(last.visit);
+    };
+    await w.run([await wokenHost(w, HOST, ['/'])]);
+    assert.equal(pages().length, cap, 'the visit stops at the cap');
+    assert.equal(w.hosts.host(CRAWL, HOST)?.inflight.length, cap);
+    await w.run([handBack()]);
+    assert.equal(pages().length, cap, 'nothing more while no result is in');
+    // The aggregate function finalizes the results sent so far.
+    const finalizeSent = async () => {
+      for (const result of w.results.results)
+        await w.frontier.finalize(CRAWL, { ...result, bytes: 1, requests: 1, rid: result.key, part: 'p' });
+    };
+    let visits = 0;
+    for (; w.hosts.host(CRAWL, HOST) !== undefined && visits < 20; visits++) {
+      await finalizeSent();
+      await w.run([handBack()]);
+    }
+    assert.equal(w.hosts.host(CRAWL, HOST), undefined, `drained after ${visits} more visits`);
+    assert.equal(pages().length, 1_000);
+    assert.equal(new Set(pages()).size, 1_000, 'each page fetched once');
+    assert.ok(largest <= cap, `a release wrote ${largest} keys in flight`);
   });
 });
 

@@ -176,3 +176,48 @@ describe('visitHost: a cancelled crawl', () => {
     assert.equal(report.inflight.length, 3);
   });
 });
+
+describe('visitHost: reads of the host partition', () => {
+  it('reads the partition once a visit unless the batch’s admissions reach the host, then once more', async () => {
+    const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 1 });
+    const urls = partition([item('/p/1'), item('/p/2')]);
+    let reads = 0;
+    const read = urls.urls.bind(urls);
+    urls.urls = async (crawlId, host) => {
+      reads++;
+      return read(crawlId, host);
+    };
+    // The batch's admissions: a settle that admits a URL of this host wakes it.
+    let wakes = 0;
+    let admitting: HostUrl[] = [];
+    const settle = async () => {
+      if (admitting.length === 0) return;
+      urls.seed(CRAWL, admitting);
+      admitting = [];
+      wakes++;
+    };
+    const crawl = config(0);
+    const visit = (start: { pace: { nextAt: number }; inflight: readonly string[] }) =>
+      visitHost(
+        { crawlId: CRAWL, host: HOST, ...start },
+        crawl,
+        { ...deps(web, urls, Date.now() + 30_000, crawl), settle, wokenHere: () => wakes },
+        () => {},
+      );
+    const first = await visit({ pace: { nextAt: 0 }, inflight: [] });
+    assert.equal(first.end.kind, 'hand-back');
+    assert.equal(first.inflight.length, 2);
+    assert.equal(reads, 1, 'its links reached no URL of the host: nothing new to read');
+
+    reads = 0;
+    urls.seed(CRAWL, [item('/p/4')]);
+    admitting = [item('/p/3')];
+    const second = await visit({ pace: first.pace, inflight: first.inflight });
+    assert.equal(second.end.kind, 'hand-back');
+    assert.equal(reads, 2, 'read again once, after the settle that admitted /p/3');
+    assert.deepEqual(
+      web.requests.map((request) => request.path).filter((path) => path !== '/robots.txt'),
+      [...['/p/1', '/p/2'].toSorted((a, b) => (item(a).key < item(b).key ? -1 : 1)), '/p/4', '/p/3'],
+    );
+  });
+});

@@ -49,6 +49,8 @@ describe('visitHost: a visit that fails part way', () => {
       createdAt: new Date().toISOString(),
     });
     const decisions: VisitDecision[] = [];
+    // The pages' links, admitted when the visit settles, wake the host: it reads the host again.
+    let wakes = 0;
     const failure = await visitHost(
       { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: ['earlier'] },
       crawl,
@@ -57,6 +59,10 @@ describe('visitHost: a visit that fails part way', () => {
         robots: new MemoryRobotsStore(),
         robotsCache: createRobotsCache(10),
         hostUrls: failingSecondRead(items),
+        settle: async () => {
+          wakes++;
+        },
+        wokenHere: () => wakes,
         deadline: Date.now() + 30_000,
         now: () => Date.now(),
         sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),

@@ -1,0 +1,199 @@
+/**
+ * Reads of a host's URL partition per fetched page, for one host of N URLs crawled by visits at the
+ * default pace (1 s) in a 60 s function, on the in-memory fakes with a virtual clock
+ * (docs/frontier.md, "What each step costs"). Between visits every result sent is finalized, as the
+ * aggregate function would. Shapes: `admitted` (all N URLs known at the start, each page linking to
+ * two of them) and `growing` (one seed; page i links to pages 2i+1 and 2i+2, a binary tree of N).
+ *
+ *   npx node bench/host-reads.ts [--urls 1000,50000] [--shape admitted|growing] [--visits 40]
+ *
+ * Prints, per size: pages fetched, visits, partition reads, items read and read units (a Query is
+ * billed 1 unit per 4 KB read; a URL item is ~400 bytes) per fetched page.
+ */
+import { parseArgs } from 'node:util';
+import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
+import { processFetchBatch } from '../lambdas/core/fetch-batch.ts';
+import { LruSet } from '../lambdas/core/lru.ts';
+import type { HostUrl, PageFetcher, PageRequest, PageResponse } from '../lambdas/core/ports.ts';
+import { createRobotsCache } from '../lambdas/core/robots-gate.ts';
+import type { TaskMessage, VisitMessage } from '../lambdas/core/task.ts';
+import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
+import { MemoryBlobs } from '../test/fakes/blobs.ts';
+import { MemoryCrawlConfigs } from '../test/fakes/crawl-configs.ts';
+import { MemoryFrontierUrls } from '../test/fakes/frontier-urls.ts';
+import { MemoryHostVisits } from '../test/fakes/host-visits.ts';
+import { MemoryDeadLetterQueue, MemoryResultsQueue, MemoryTaskQueue } from '../test/fakes/queues.ts';
+import { MemoryRobotsStore } from '../test/fakes/robots-store.ts';
+
+const CRAWL = 'reads';
+const HOST = 'big.sim.test';
+const ITEM_BYTES = 400;
+const FUNCTION_MS = 60_000;
+const SEND_RESERVE_MS = 10_000;
+
+/** Virtual time: sleepers wake in order of their time, once every other promise has settled. */
+class VirtualClock {
+  t = Date.UTC(2026, 0, 1);
+  private sleepers: Array<{ at: number; wake: () => void }> = [];
+  private pumping = false;
+  readonly now = () => this.t;
+  readonly sleep = (ms: number) =>
+    new Promise<void>((wake) => {
+      this.sleepers.push({ at: this.t + Math.max(0, ms), wake });
+      this.pump();
+    });
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    setImmediate(() => {
+      this.pumping = false;
+      if (this.sleepers.length === 0) return;
+      const at = Math.min(...this.sleepers.map((sleeper) => sleeper.at));
+      const due = this.sleepers.filter((sleeper) => sleeper.at === at);
+      this.sleepers = this.sleepers.filter((sleeper) => sleeper.at !== at);
+      this.t = Math.max(this.t, at);
+      for (const sleeper of due) sleeper.wake();
+      if (this.sleepers.length > 0) this.pump();
+    });
+  }
+}
+
+/** Answers at once: robots.txt allows all; page i links to pages 2i+1 and 2i+2. */
+function site(clock: VirtualClock): PageFetcher & { pages: number } {
+  const web = {
+    pages: 0,
+    async fetch(request: PageRequest): Promise<PageResponse> {
+      const path = request.url.pathname;
+      const robots = path === '/robots.txt';
+      if (!robots) web.pages++;
+      const i = Number(path.split('/').at(-1)) || 0;
+      const body = robots
+        ? 'User-agent: *\nAllow: /\n'
+        : `<p>page ${i}</p><a href="/p/${2 * i + 1}">a</a><a href="/p/${2 * i + 2}">b</a>`;
+      const at = clock.now();
+      return {
+        url: request.url.href,
+        requestLine: `GET ${path} HTTP/1.1`,
+        requestHeaders: [],
+        httpVersion: '1.1',
+        status: 200,
+        statusText: 'OK',
+        headers: [['content-type', robots ? 'text/plain' : 'text/html']],
+        body: new TextEncoder().encode(body),
+        truncated: undefined,
+        remoteAddress: '192.0.2.1',
+        startedAt: new Date(at),
+        sentAt: at,
+        elapsedMs: 0,
+      };
+    },
+  };
+  return web;
+}
+
+function urlItem(i: number): HostUrl {
+  const normalized = normalizeUrl(`http://${HOST}/p/${i}`);
+  if (!normalized.ok) throw new Error(String(i));
+  return { key: normalized.key, url: normalized.url, depth: 1, st: 'new', parent: 'seed' };
+}
+
+async function measure(size: number, shape: string, maxVisits: number) {
+  const clock = new VirtualClock();
+  const web = site(clock);
+  // Pages past the host's size are not linked: the binary tree ends at N pages.
+  const fetcher: PageFetcher = {
+    fetch: async (request) => {
+      const response = await web.fetch(request);
+      const i = Number(request.url.pathname.split('/').at(-1)) || 0;
+      if (2 * i + 1 < size) return response;
+      return { ...response, body: new TextEncoder().encode(`<p>page ${i}</p>`) };
+    },
+  };
+  const configs = new MemoryCrawlConfigs();
+  const config = parseCrawlConfig({
+    crawlId: CRAWL,
+    seeds: [`http://${HOST}/p/0`],
+    allowPrivate: true,
+    createdAt: new Date(clock.t).toISOString(),
+  });
+  await configs.put(config);
+  const frontier = new MemoryFrontierUrls();
+  frontier.seed(
+    CRAWL,
+    shape === 'admitted' ? Array.from({ length: size }, (_, i) => urlItem(i)) : [urlItem(0)],
+  );
+  const reads = { queries: 0, items: 0, units: 0 };
+  const urls = frontier.urls.bind(frontier);
+  frontier.urls = async (crawlId, host) => {
+    const items = await urls(crawlId, host);
+    reads.queries++;
+    reads.items += items.length;
+    reads.units += Math.max(1, Math.ceil((items.length * ITEM_BYTES) / 4096));
+    return items;
+  };
+  const hosts = new MemoryHostVisits();
+  const tasks = new MemoryTaskQueue();
+  const results = new MemoryResultsQueue();
+  const ticket = await hosts.wake(CRAWL, HOST, clock.t);
+  let next: VisitMessage = { v: 1, kind: 'visit', crawlId: CRAWL, host: HOST, ...(ticket ? { ticket } : {}) };
+  let finalized = 0;
+  let visits = 0;
+  const started = performance.now();
+  for (; visits < maxVisits; visits++) {
+    const message: TaskMessage = { id: `m${visits}`, body: JSON.stringify(next), receiveCount: 1 };
+    const start = clock.t;
+    await processFetchBatch([message], {
+      fetcher,
+      configs,
+      robots: new MemoryRobotsStore(),
+      robotsCache: createRobotsCache(10),
+      frontier,
+      hosts,
+      deadLetters: new MemoryDeadLetterQueue(),
+      blobs: new MemoryBlobs(),
+      results,
+      tasks,
+      seen: new LruSet(100_000),
+      invocationId: `inv-${visits}`,
+      deadline: start + FUNCTION_MS - SEND_RESERVE_MS,
+      end: start + FUNCTION_MS,
+      now: clock.now,
+      sleep: clock.sleep,
+    });
+    // The aggregate function finalizes what was sent.
+    for (const result of results.results.slice(finalized))
+      await frontier.finalize(CRAWL, { ...result, bytes: 1, requests: 1, rid: result.key, part: 'p' });
+    finalized = results.results.length;
+    if (hosts.host(CRAWL, HOST) === undefined) {
+      visits++;
+      break;
+    }
+    const handBack = tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
+    if (!handBack) throw new Error('the host was neither drained nor handed back');
+    // The next visit when its message is due (virtual time).
+    clock.t = Math.max(clock.t, start + (handBack.delaySeconds ?? 0) * 1000);
+    next = handBack.visit;
+  }
+  const pages = web.pages;
+  return {
+    urls: size,
+    shape,
+    pages,
+    visits,
+    drained: hosts.host(CRAWL, HOST) === undefined,
+    queries: reads.queries,
+    itemsPerPage: +(reads.items / pages).toFixed(1),
+    unitsPerPage: +(reads.units / pages).toFixed(2),
+    wallS: +((performance.now() - started) / 1000).toFixed(1),
+  };
+}
+
+const { values } = parseArgs({
+  options: {
+    urls: { type: 'string', default: '1000,50000' },
+    shape: { type: 'string', default: 'admitted' },
+    visits: { type: 'string', default: '40' },
+  },
+});
+for (const size of values.urls.split(',').map(Number))
+  console.log(JSON.stringify(await measure(size, values.shape, Number(values.visits))));

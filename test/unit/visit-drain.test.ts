@@ -1,0 +1,217 @@
+// A large host drains inside its invocation: the index parts its done URLs name (thousands, for a host
+// of 100,000 URLs) are checked a bounded number at a time, and none starts past the deadline.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { visitHost } from '../../lambdas/core/host-visit.ts';
+import { CRAWL_LIMITS } from '../../lambdas/core/limits.ts';
+import { LruSet } from '../../lambdas/core/lru.ts';
+import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/ports.ts';
+import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { MemoryRobotsStore } from '../fakes/robots-store.ts';
+
+const CRAWL = 'drain-test';
+const HOST = 'big.sim.test';
+const URLS = 100_000;
+const PARTS = 3_200;
+/** An S3 HEAD. */
+const HEAD_MS = 20;
+/** The function's timeout. */
+const TIMEOUT_MS = 60_000;
+
+/** Virtual time: sleepers wake in order of their time, once every other promise has settled. */
+class VirtualClock {
+  t = 1_000_000;
+  private sleepers: Array<{ at: number; wake: () => void }> = [];
+  private pumping = false;
+  readonly now = () => this.t;
+  readonly sleep = (ms: number) =>
+    new Promise<void>((wake) => {
+      this.sleepers.push({ at: this.t + Math.max(0, ms), wake });
+      this.pump();
+    });
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    setImmediate(() => {
+      this.pumping = false;
+      const at = Math.min(...this.sleepers.map((sleeper) => sleeper.at));
+      const due = this.sleepers.filter((sleeper) => sleeper.at === at);
+      this.sleepers = this.sleepers.filter((sleeper) => sleeper.at !== at);
+      this.t = Math.max(this.t, at);
+      for (const sleeper of due) sleeper.wake();
+      if (this.sleepers.length > 0) this.pump();
+    });
+  }
+}
+
+/** 100,000 done URLs whose lines are spread over 3,200 parts (those of many aggregate batches). */
+function doneHost(): HostUrl[] {
+  return Array.from({ length: URLS }, (_, i) => ({
+    key: i.toString(16).padStart(64, '0'),
+    url: `http://${HOST}/p/${i}`,
+    depth: 1,
+    st: 'done',
+    outcome: 'fetched',
+    bytes: 100,
+    requests: 1,
+    part: `results/${CRAWL}/part-${i % PARTS}.jsonl.gz`,
+  }));
+}
+
+function setup(clock: VirtualClock, missing: ReadonlySet<string> = new Set()) {
+  const urls = doneHost();
+  const heads: string[] = [];
+  // The container's cache of parts found, as lambdas/fetch/fetch-deps.ts keeps it.
+  const written = new LruSet(10_000);
+  const partExists = async (key: string) => {
+    if (written.has(key)) return true;
+    heads.push(key);
+    await clock.sleep(HEAD_MS);
+    if (missing.has(key)) return false;
+    written.add(key);
+    return true;
+  };
+  const hostUrls: HostUrlStore = { urls: async () => urls, postpone: async () => {} };
+  const noFetch: PageFetcher = {
+    fetch: async () => {
+      throw new Error('a drained host is not fetched');
+    },
+  };
+  const crawl = parseCrawlConfig({
+    crawlId: CRAWL,
+    seeds: [`http://${HOST}/`],
+    allowPrivate: true,
+    createdAt: new Date().toISOString(),
+  });
+  const visit = (deadline: number) =>
+    visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      {
+        fetcher: noFetch,
+        robots: new MemoryRobotsStore(),
+        robotsCache: createRobotsCache(10),
+        hostUrls,
+        partExists,
+        deadline,
+        now: clock.now,
+        sleep: clock.sleep,
+      },
+      () => {},
+    );
+  return { visit, heads };
+}
+
+describe('a visit drains a host of 100,000 URLs naming 3,200 index parts (20 ms a check)', () => {
+  it('drains inside one 60 s invocation, each part checked once', async () => {
+    const clock = new VirtualClock();
+    const started = clock.t;
+    const { visit, heads } = setup(clock);
+    const report = await visit(started + TIMEOUT_MS - 10_000);
+    assert.equal(report.end.kind, 'drained');
+    const took = clock.t - started;
+    assert.ok(took < 10_000, `the drain's checks took ${took} ms of virtual time`);
+    assert.equal(heads.length, PARTS, 'every part checked once');
+  });
+
+  it('a deadline in the middle of the checks hands the host back before it, and the next visit goes on from there', async () => {
+    const clock = new VirtualClock();
+    const started = clock.t;
+    const { visit, heads } = setup(clock);
+    const deadline = started + 2_000;
+    const first = await visit(deadline);
+    assert.equal(first.end.kind, 'hand-back');
+    assert.ok(first.end.kind === 'hand-back' && first.end.why === 'deadline');
+    assert.ok(clock.t <= deadline, `${clock.t - deadline} ms past the deadline`);
+    const checked = heads.length;
+    assert.ok(checked > 0 && checked < PARTS, `${checked} parts checked before the deadline`);
+
+    const second = await visit(clock.t + TIMEOUT_MS - 10_000);
+    assert.equal(second.end.kind, 'drained');
+    assert.equal(heads.length, PARTS, 'the parts found by the first visit are not checked again');
+  });
+
+  it('one part still missing (its aggregate invocation died before the PUT): the host is not drained', async () => {
+    const clock = new VirtualClock();
+    const { visit } = setup(clock, new Set([`results/${CRAWL}/part-${PARTS - 1}.jsonl.gz`]));
+    const report = await visit(clock.t + TIMEOUT_MS - 10_000);
+    assert.equal(report.end.kind, 'hand-back');
+    assert.ok(report.end.kind === 'hand-back' && report.end.why === 'waiting');
+  });
+});
+
+function keyOf(url: string): string {
+  const normalized = normalizeUrl(url);
+  if (!normalized.ok) throw new Error(url);
+  return normalized.key;
+}
+
+describe('a URL that fails again within one long visit', () => {
+  it('counts on from the attempts it postponed: each request is one more attempt on its item', async () => {
+    const clock = new VirtualClock();
+    const paths: string[] = [];
+    const fetcher: PageFetcher = {
+      fetch: async (request) => {
+        const path = request.url.pathname;
+        paths.push(path);
+        const at = clock.now();
+        return {
+          url: request.url.href,
+          requestLine: `GET ${path} HTTP/1.1`,
+          requestHeaders: [],
+          httpVersion: '1.1',
+          status: path === '/robots.txt' ? 404 : path === '/broken' ? 500 : 200,
+          statusText: 'Status',
+          headers: [['content-type', 'text/html']],
+          body: new TextEncoder().encode('<p>page</p>'),
+          truncated: undefined,
+          remoteAddress: '127.0.0.2',
+          startedAt: new Date(at),
+          sentAt: at,
+          elapsedMs: 0,
+        };
+      },
+    };
+    const item = (path: string, depth: number): HostUrl => {
+      const url = `http://${HOST}${path}`;
+      return { key: keyOf(url), url, depth, st: 'new' };
+    };
+    const urls = new MemoryFrontierUrls();
+    // The pages after it keep the visit going past the failed URL's backoff (1-2 s): it comes due again.
+    urls.seed(CRAWL, [item('/broken', 1), ...Array.from({ length: 40 }, (_, i) => item(`/p/${i}`, 2))]);
+    const crawl = parseCrawlConfig({
+      crawlId: CRAWL,
+      seeds: [`http://${HOST}/`],
+      allowPrivate: true,
+      delayMs: 100,
+      createdAt: new Date().toISOString(),
+    });
+    await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      {
+        fetcher,
+        robots: new MemoryRobotsStore(),
+        robotsCache: createRobotsCache(10),
+        hostUrls: urls,
+        deadline: clock.t + 3_600_000,
+        now: clock.now,
+        sleep: clock.sleep,
+        settle: async () => {},
+        wokenHere: () => 0,
+      },
+      () => {},
+    );
+    const requests = paths.filter((path) => path === '/broken').length;
+    assert.equal(requests, 2, 'fetched, then again once due');
+    assert.deepEqual(
+      urls.postponed.map((retry) => retry.attempts),
+      [1, 2],
+      'the second request is the second attempt',
+    );
+    assert.ok(requests <= CRAWL_LIMITS.maxAttempts);
+  });
+});

@@ -91,9 +91,24 @@ function valueSize(value: unknown): number {
 const urlsPk = (crawlId: string, host: string) => `URLS#${crawlId}#${host}`;
 const crawlPk = (crawlId: string) => `CRAWL#${crawlId}`;
 
+/**
+ * A URL item's size, attribute by attribute (names as frontier-schema.ts ATTR spells them, short):
+ * computed without building the item, as a visit's Query meters every item of its host.
+ */
 function urlItemBytes(crawlId: string, item: Partial<UrlItem> & { key: string; url: string }): number {
-  const { key, ...rest } = item;
-  return itemSize({ pk: urlsPk(crawlId, frontierHost(item.url)), sk: key, ...rest, expiresAt: EXPIRES_AT });
+  // pk (URLS#<crawl>#<host>), sk (64 hex), url, depth, st, expiresAt.
+  let size = 2 + 6 + crawlId.length + frontierHost(item.url).length + 2 + 64 + 3 + item.url.length;
+  size += 5 + 2 + 2 + 4 + 9 + 6;
+  if (item.parent !== undefined) size += 6 + item.parent.length;
+  if (item.redirects !== undefined) size += 9 + 2;
+  if (item.attempts !== undefined) size += 3 + 2;
+  if (item.retryAt !== undefined) size += 7 + 8;
+  if (item.outcome !== undefined) size += 7 + item.outcome.length;
+  if (item.bytes !== undefined) size += 5 + 4;
+  if (item.requests !== undefined) size += 8 + 2;
+  if (item.part !== undefined) size += 4 + item.part.length;
+  if (item.rid !== undefined) size += 3 + item.rid.length;
+  return size;
 }
 
 const COUNTERS_BYTES = 400;
@@ -163,7 +178,8 @@ export class MeteredFrontierUrls implements FrontierAdmission, HostUrlStore {
   async urls(crawlId: string, host: string): Promise<HostUrl[]> {
     const urls = await this.#urls.urls(crawlId, host);
     let bytes = 0;
-    for (const url of urls) bytes += urlItemBytes(crawlId, url) + 60; // + rid, not projected but billed
+    // `rid` is not projected but billed: ~40 bytes more on a done item.
+    for (const url of urls) bytes += urlItemBytes(crawlId, url) + (url.st === 'done' ? 40 : 0);
     const pages: AwsRequest[] = [];
     for (let left = Math.max(1, bytes); left > 0; left -= QUERY_PAGE_BYTES)
       pages.push({

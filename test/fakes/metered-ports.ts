@@ -11,7 +11,7 @@
  * - urls: one consistent Query of the host's partition, paginated at 1 MB; postpone, finalize,
  *   repoint: one UpdateItem (billed on the larger of the item before and after);
  * - wake: UpdateItem (ADD), plus the claim's UpdateItem when it claims the send; acquire: UpdateItem
- *   (plus the DONE# GetItem of a host woken after a drain); release: UpdateItem; drain: PutItem of
+ *   (plus the DONE# GetItem of a host item without a pace: new, or woken after a drain); release: UpdateItem; drain: PutItem of
  *   DONE#, DeleteItem of HOST#; anyActive: Query Limit 1; doneTotals: Query of every DONE# item;
  * - robots: GetItem / UpdateItem of ROBOTS#; configs: one consistent GetItem per crawl per container
  *   (cached); crawl state: one eventually consistent GetItem per crawl per container per 5 s;
@@ -277,7 +277,8 @@ export class MeteredHostVisits implements HostVisits {
     const fresh = this.#hosts.host(crawlId, host)?.next === undefined;
     await this.#meter.request(this.#hostWrite(crawlId, host, 80));
     const lease = await this.#hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket);
-    if (!('busy' in lease) && fresh && this.#hosts.done(crawlId, host) !== undefined)
+    // A host item without a pace (new, or woken after a drain) takes it from DONE#: one more read.
+    if (!('busy' in lease) && fresh)
       await this.#meter.request({ op: 'DynamoDB:GetItem', kind: 'done', pk: crawlPk(crawlId), rcu: 1 });
     return lease;
   }

@@ -302,6 +302,10 @@ async function simulate(options: ScaleOptions, clock: VirtualClock, wallStart: n
   const submittedAt = clock.now();
   const main = async () => {
     await submit();
+    options.progress?.(
+      `submitted ${config.seeds.length} seeds in ${((clock.now() - submittedAt) / 1000).toFixed(0)} s virtual, ` +
+        `${Math.round((performance.now() - wallStart) / 1000)} s wall`,
+    );
     const progress = async () => {
       while (!finished()) {
         await clock.sleep(PROGRESS_EVERY_MS);

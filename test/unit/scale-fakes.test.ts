@@ -41,6 +41,9 @@ describe('VirtualClock', () => {
   });
 });
 
+/** Virtual time a test's run may take: past it, the run fails rather than spins. */
+const HOUR = 3_600_000;
+
 function setup(timeoutSeconds = 60) {
   const clock = new VirtualClock(0);
   const meter = new AwsMeter(clock, () => 0);
@@ -75,6 +78,7 @@ describe('Lambda event source on a SimQueue', () => {
         },
         () => queue.dlq.length > 0,
       ),
+      HOUR,
     );
     assert.equal(receives.length, 2, 'received maxReceiveCount times');
     assert.deepEqual(
@@ -110,6 +114,7 @@ describe('Lambda event source on a SimQueue', () => {
         },
         () => handled.length >= 4 && queue.size === 0,
       ),
+      HOUR,
     );
     const at = (body: string) => handled.filter((h) => h.body === body).map((h) => h.at);
     // Each receive waits the batching window (1 s) and the request's latency (10 ms).

@@ -74,6 +74,8 @@ export class VirtualClock {
   /** Points the global timers at this clock until the returned function is called. */
   install(): () => void {
     const g = globalThis as unknown as Record<string, unknown>;
+    /** Per immediate queued through the global, how to uncount it if it is cleared before it runs. */
+    const pending = new WeakMap<object, () => void>();
     g.setTimeout = (fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
       const handle = new VirtualTimeout();
       handle.timer = this.schedule(ms ?? 0, () => fn(...args));
@@ -107,7 +109,6 @@ export class VirtualClock {
       });
       return immediate;
     };
-    const pending = new WeakMap<object, () => void>();
     g.clearImmediate = (immediate: NodeJS.Immediate) => {
       pending.get(immediate)?.();
       real.clearImmediate(immediate);

@@ -235,9 +235,12 @@ export async function runEventSource(
       for (let i = 0; i < emptyPolls; i++) await meter.request({ op: 'SQS:ReceiveMessage', bytes: 0 });
       if (stopped()) break;
       if (!queue.hasVisible()) continue;
-      // The batching window: a batch is gathered until it is full or the window ends.
-      if (options.maxBatchingWindowSeconds > 0) await clock.sleep(options.maxBatchingWindowSeconds * 1000);
+      // The batching window: a batch that is not full at once is gathered until the window ends.
       const messages = queue.receive(options.batchSize);
+      if (messages.length < options.batchSize && options.maxBatchingWindowSeconds > 0) {
+        await clock.sleep(options.maxBatchingWindowSeconds * 1000);
+        messages.push(...queue.receive(options.batchSize - messages.length));
+      }
       if (messages.length === 0) continue;
       for (let start = 0; start < messages.length; start += RECEIVE_MAX) {
         const chunk = messages.slice(start, start + RECEIVE_MAX);

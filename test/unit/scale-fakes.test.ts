@@ -96,6 +96,33 @@ describe('Lambda event source on a SimQueue', () => {
     assert.equal(queue.size, 0);
   });
 
+  it('invokes a full batch at once, without waiting for the batching window', async () => {
+    const { clock, meter, queue, options } = setup();
+    const batches: Array<{ size: number; at: number }> = [];
+    queue.send(Array.from({ length: 12 }, (_, i) => ({ body: `m${i}` })));
+    await clock.run(
+      runEventSource(
+        queue,
+        clock,
+        meter,
+        options,
+        async (messages) => {
+          batches.push({ size: messages.length, at: clock.now() });
+          return [];
+        },
+        () => queue.size === 0,
+      ),
+      HOUR,
+    );
+    const full = batches.find((b) => b.size === options.batchSize);
+    assert.ok(full, 'one batch of batchSize');
+    assert.ok(full.at < 100, `at ${full.at} ms: only the receive's latency`);
+    assert.equal(
+      batches.reduce((sum, b) => sum + b.size, 0),
+      12,
+    );
+  });
+
   it('deletes what succeeded, brings batch item failures back after their delay, honours DelaySeconds', async () => {
     const { clock, meter, queue, options } = setup();
     const handled: Array<{ body: string; at: number }> = [];

@@ -83,6 +83,8 @@ export class ScaleWeb {
   readonly #robotsRequests: Uint8Array;
   readonly #otherRequests = new Map<string, number>();
   readonly #lastAt: Float64Array;
+  /** Requests answered per in-scope host. */
+  readonly #hostRequests: Uint32Array;
   /** Gaps between two requests to one host shorter than the delay, and the shortest gap. */
   shortGaps = 0;
   minGapMs = Number.POSITIVE_INFINITY;
@@ -108,6 +110,7 @@ export class ScaleWeb {
     this.#pageRequests = Array.from(this.sizes, (size) => new Uint8Array(size));
     this.#robotsRequests = new Uint8Array(options.hosts);
     this.#lastAt = new Float64Array(options.hosts).fill(Number.NEGATIVE_INFINITY);
+    this.#hostRequests = new Uint32Array(options.hosts);
     this.#delayMs = delayMs;
     this.#now = clock.now;
     this.#sleep = clock.sleep;
@@ -216,6 +219,7 @@ export class ScaleWeb {
     const host = match ? Number(match[1]) : -1;
     this.requests++;
     if (host >= 0 && host < this.hosts) {
+      this.#hostRequests[host]!++;
       const gap = sentAt - this.#lastAt[host]!;
       if (gap < this.minGapMs) this.minGapMs = gap;
       if (gap < this.#delayMs) this.shortGaps++;
@@ -302,15 +306,14 @@ export class ScaleWeb {
     return { pagesNotOnce, robotsNotOnce, outOfScopeRequests, deadRequests };
   }
 
-  /** Requests each host needs at least (robots.txt and its pages, a 503's retry): the politeness bound. */
-  boundRequests(): number {
+  /**
+   * The requests of the busiest host, as answered: at one request per delay, no crawl fetches what
+   * this one did in less than that many delays (the politeness bound; for a run stopped part way, the
+   * bound of what it did fetch).
+   */
+  busiestHostRequests(): number {
     let most = 0;
-    for (let host = 0; host < this.hosts; host++) {
-      let requests = 1 + this.sizes[host]!;
-      for (let page = 0; page < this.sizes[host]!; page++) if (this.#isTransient(host, page)) requests++;
-      for (let page = 0; page < this.sizes[host]!; page++) if (this.isDead(host, page)) requests++;
-      most = Math.max(most, requests);
-    }
+    for (const requests of this.#hostRequests) most = Math.max(most, requests);
     return most;
   }
 }

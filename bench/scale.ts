@@ -403,7 +403,7 @@ async function simulate(options: ScaleOptions, clock: VirtualClock, wallStart: n
 
   const fetchedPages = counters?.byOutcome.fetched ?? 0;
   const virtualSeconds = ((summaryAt ?? clock.now()) - submittedAt) / 1000;
-  const boundSeconds = (web.boundRequests() * config.delayMs) / 1000;
+  const boundSeconds = (web.busiestHostRequests() * config.delayMs) / 1000;
   const pagesPerSecond = fetchedPages / virtualSeconds;
   const usage = [fetchUsage!, aggregateUsage!];
   const counts = meter.snapshot();

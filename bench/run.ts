@@ -29,6 +29,10 @@
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
+ *
+ * - The scale simulation (bench/scale.ts, issue 23): `--only scale`, not in the default set (10,000
+ *   hosts and 1,000,000 pages take well over 15 minutes of wall time); --scale-hosts N (10000),
+ *   --urls N (1000000), --seed N (1). The same runs alone as `node bench/scale.ts --hosts N --urls N`.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -46,6 +50,7 @@ import {
   realisticTable,
   runRealistic,
 } from './realistic.ts';
+import { runScale, type ScaleReport, scaleTable } from './scale.ts';
 import { judgeCrawl, type SitePlan } from './site.ts';
 import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
 import { runStartup, STARTUP_TARGET_SECONDS, type StartupRun } from './startup.ts';
@@ -75,6 +80,10 @@ const { values } = parseArgs({
     'host-pages': { type: 'string' },
     latency: { type: 'string', default: String(DEFAULT_LATENCY_MS) },
     quick: { type: 'boolean', default: false },
+    // The scale simulation (bench/scale.ts).
+    'scale-hosts': { type: 'string', default: '10000' },
+    urls: { type: 'string', default: '1000000' },
+    seed: { type: 'string', default: '1' },
     json: { type: 'string' },
   },
 });
@@ -271,6 +280,7 @@ const report: {
   micro?: { core: number[]; bare: number[] };
   memory?: MemoryResult[];
   realistic?: RealisticReport;
+  scale?: ScaleReport;
   startup?: StartupRun[];
   /** bench/content-quality.ts's Markdown table. */
   content?: string;
@@ -361,6 +371,15 @@ if (realisticCrawlers.size > 0) {
     latencyMs: Number(values.latency),
     crawlers: realisticCrawlers,
     log,
+  });
+}
+if (only.has('scale')) {
+  log(`scale simulation: ${values['scale-hosts']} hosts, ${values.urls} pages, seed ${values.seed} ...`);
+  report.scale = await runScale({
+    seed: Number(values.seed),
+    hosts: Number(values['scale-hosts']),
+    urls: Number(values.urls),
+    progress: log,
   });
 }
 report.seconds = (performance.now() - benchStarted) / 1000;
@@ -485,6 +504,7 @@ if (report.memory) {
 if (report.content) lines.push(...(lines.length ? [''] : []), report.content);
 if (report.realistic?.runs.length)
   lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
+if (report.scale) lines.push(...(lines.length ? [''] : []), scaleTable(report.scale));
 lines.push(
   '',
   `bench finished in ${fixed(report.seconds, 0)} s (${report.machine.cpus} CPUs, Node ${report.machine.node})`,

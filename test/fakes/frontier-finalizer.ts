@@ -1,0 +1,109 @@
+/**
+ * Imitates the aggregate side of the FrontierTable (FrontierFinalizer: lambdas/adapters/frontier-urls.ts
+ * `finalize` and `repoint`, frontier-counters.ts for the counters and `confirmCompletion`) over the
+ * existing fakes: URL items are MemoryFrontierUrls' (its `finalize` is the adapter's condition), hosts
+ * MemoryHostVisits' (completion asks `anyActive`, then sums `doneTotals`, as the adapter does), and the
+ * counters item lives here: ADDs that may drift, and the conditional flip running → complete that
+ * rewrites every counter from the drained hosts' tallies, true for exactly one caller.
+ */
+import type { Outcome } from '../../lambdas/core/outcome.ts';
+import { frontierHost } from '../../lambdas/core/politeness.ts';
+import type {
+  CounterDeltas,
+  CrawlCounters,
+  FinalizeEntry,
+  FinalizeOutcome,
+  FrontierFinalizer,
+} from '../../lambdas/core/ports.ts';
+import type { MemoryFrontierUrls } from './frontier-urls.ts';
+import type { MemoryHostVisits } from './host-visits.ts';
+
+export class MemoryFrontierFinalizer implements FrontierFinalizer {
+  readonly #urls: MemoryFrontierUrls;
+  readonly #hosts: MemoryHostVisits;
+  readonly #counters = new Map<string, CrawlCounters>();
+
+  constructor(urls: MemoryFrontierUrls, hosts: MemoryHostVisits) {
+    this.#urls = urls;
+    this.#hosts = hosts;
+  }
+
+  /** The counters item as stored (a copy), if any. */
+  counters(crawlId: string): CrawlCounters | undefined {
+    const counters = this.#counters.get(crawlId);
+    return counters && structuredClone(counters);
+  }
+
+  /** The crawl's counters item as submit creates it (its start time). */
+  start(crawlId: string, startedAt: Date): void {
+    this.#counter(crawlId).startedAt = startedAt.toISOString();
+  }
+
+  finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
+    return this.#urls.finalize(crawlId, entry);
+  }
+
+  async repoint(crawlId: string, url: string, key: string, rid: string, part: string): Promise<void> {
+    await tick();
+    const item = this.#urls.item(crawlId, frontierHost(url), key);
+    // Conditional on the result that won the URL: another result's repoint changes nothing.
+    if (item?.st === 'done' && item.rid === rid) item.part = part;
+  }
+
+  async addCounters(crawlId: string, deltas: CounterDeltas): Promise<CrawlCounters> {
+    await tick();
+    const counters = this.#counter(crawlId);
+    counters.queued += deltas.queued ?? 0;
+    counters.done += deltas.done ?? 0;
+    counters.bytes += deltas.bytes ?? 0;
+    counters.requests += deltas.requests ?? 0;
+    for (const [outcome, count] of Object.entries(deltas.byOutcome ?? {}) as Array<[Outcome, number]>)
+      counters.byOutcome[outcome] = (counters.byOutcome[outcome] ?? 0) + count;
+    return structuredClone(counters);
+  }
+
+  async readCounters(crawlId: string): Promise<CrawlCounters | undefined> {
+    await tick();
+    return this.counters(crawlId);
+  }
+
+  async confirmCompletion(
+    crawlId: string,
+    now: Date,
+    partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
+  ): Promise<{ completedNow: boolean; counters: CrawlCounters }> {
+    const notYet = async () => ({
+      completedNow: false,
+      counters: (await this.readCounters(crawlId)) ?? emptyCounters(),
+    });
+    if (await this.#hosts.anyActive(crawlId)) return notYet();
+    const totals = await this.#hosts.doneTotals(crawlId);
+    if (totals.total === 0 || !(await partsWritten(new Set(totals.parts)))) return notYet();
+    const counters = this.#counter(crawlId);
+    if (counters.state !== 'running') return notYet();
+    counters.queued = totals.total;
+    counters.done = totals.total;
+    counters.bytes = totals.bytes;
+    counters.requests = totals.requests;
+    counters.byOutcome = { ...totals.byOutcome };
+    counters.state = 'complete';
+    counters.endedAt = now.toISOString();
+    counters.startedAt ??= counters.endedAt;
+    return { completedNow: true, counters: structuredClone(counters) };
+  }
+
+  #counter(crawlId: string): CrawlCounters {
+    let counters = this.#counters.get(crawlId);
+    if (counters === undefined) {
+      counters = emptyCounters();
+      this.#counters.set(crawlId, counters);
+    }
+    return counters;
+  }
+}
+
+function emptyCounters(): CrawlCounters {
+  return { queued: 0, done: 0, admitted: 0, bytes: 0, requests: 0, byOutcome: {}, state: 'running' };
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -261,6 +261,11 @@ export class MeteredHostVisits implements HostVisits {
     return ticket;
   }
 
+  async confirmSent(crawlId: string, host: string, ticket: string): Promise<void> {
+    await this.#meter.request(this.#hostWrite(crawlId, host, 8));
+    return this.#hosts.confirmSent(crawlId, host, ticket);
+  }
+
   async unwake(crawlId: string, host: string, ticket: string): Promise<void> {
     await this.#meter.request(this.#hostWrite(crawlId, host));
     return this.#hosts.unwake(crawlId, host, ticket);

@@ -22,41 +22,16 @@ import { MemoryBlobs } from '../test/fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../test/fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../test/fakes/frontier-urls.ts';
 import { MemoryHostVisits } from '../test/fakes/host-visits.ts';
+import { syntheticResponse } from '../test/fakes/page-response.ts';
 import { MemoryDeadLetterQueue, MemoryResultsQueue, MemoryTaskQueue } from '../test/fakes/queues.ts';
 import { MemoryRobotsStore } from '../test/fakes/robots-store.ts';
+import { VirtualClock } from '../test/fakes/virtual-clock.ts';
 
 const CRAWL = 'reads';
 const HOST = 'big.sim.test';
 const ITEM_BYTES = 400;
 const FUNCTION_MS = 60_000;
 const SEND_RESERVE_MS = 10_000;
-
-/** Virtual time: sleepers wake in order of their time, once every other promise has settled. */
-class VirtualClock {
-  t = Date.UTC(2026, 0, 1);
-  private sleepers: Array<{ at: number; wake: () => void }> = [];
-  private pumping = false;
-  readonly now = () => this.t;
-  readonly sleep = (ms: number) =>
-    new Promise<void>((wake) => {
-      this.sleepers.push({ at: this.t + Math.max(0, ms), wake });
-      this.pump();
-    });
-  private pump(): void {
-    if (this.pumping) return;
-    this.pumping = true;
-    setImmediate(() => {
-      this.pumping = false;
-      if (this.sleepers.length === 0) return;
-      const at = Math.min(...this.sleepers.map((sleeper) => sleeper.at));
-      const due = this.sleepers.filter((sleeper) => sleeper.at === at);
-      this.sleepers = this.sleepers.filter((sleeper) => sleeper.at !== at);
-      this.t = Math.max(this.t, at);
-      for (const sleeper of due) sleeper.wake();
-      if (this.sleepers.length > 0) this.pump();
-    });
-  }
-}
 
 /** Answers at once: robots.txt allows all; page i links to pages 2i+1 and 2i+2. */
 function site(clock: VirtualClock): PageFetcher & { pages: number } {
@@ -70,22 +45,11 @@ function site(clock: VirtualClock): PageFetcher & { pages: number } {
       const body = robots
         ? 'User-agent: *\nAllow: /\n'
         : `<p>page ${i}</p><a href="/p/${2 * i + 1}">a</a><a href="/p/${2 * i + 2}">b</a>`;
-      const at = clock.now();
-      return {
-        url: request.url.href,
-        requestLine: `GET ${path} HTTP/1.1`,
-        requestHeaders: [],
-        httpVersion: '1.1',
-        status: 200,
-        statusText: 'OK',
-        headers: [['content-type', robots ? 'text/plain' : 'text/html']],
-        body: new TextEncoder().encode(body),
-        truncated: undefined,
-        remoteAddress: '192.0.2.1',
-        startedAt: new Date(at),
-        sentAt: at,
-        elapsedMs: 0,
-      };
+      return syntheticResponse(request, {
+        contentType: robots ? 'text/plain' : 'text/html',
+        body,
+        at: clock.now(),
+      });
     },
   };
   return web;
@@ -98,7 +62,17 @@ function urlItem(i: number): HostUrl {
 }
 
 async function measure(size: number, shape: string, maxVisits: number) {
-  const clock = new VirtualClock();
+  const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+  // The batch's periodic flush and the fakes' yields run on the virtual clock.
+  const restore = clock.install();
+  try {
+    return await measureOn(clock, size, shape, maxVisits);
+  } finally {
+    restore();
+  }
+}
+
+async function measureOn(clock: VirtualClock, size: number, shape: string, maxVisits: number) {
   const web = site(clock);
   // Pages past the host's size are not linked: the binary tree ends at N pages.
   const fetcher: PageFetcher = {
@@ -114,7 +88,7 @@ async function measure(size: number, shape: string, maxVisits: number) {
     crawlId: CRAWL,
     seeds: [`http://${HOST}/p/0`],
     allowPrivate: true,
-    createdAt: new Date(clock.t).toISOString(),
+    createdAt: new Date(clock.now()).toISOString(),
   });
   await configs.put(config);
   const frontier = new MemoryFrontierUrls();
@@ -134,32 +108,34 @@ async function measure(size: number, shape: string, maxVisits: number) {
   const hosts = new MemoryHostVisits();
   const tasks = new MemoryTaskQueue();
   const results = new MemoryResultsQueue();
-  const ticket = await hosts.wake(CRAWL, HOST, clock.t);
+  const ticket = await hosts.wake(CRAWL, HOST, clock.now());
   let next: VisitMessage = { v: 1, kind: 'visit', crawlId: CRAWL, host: HOST, ...(ticket ? { ticket } : {}) };
   let finalized = 0;
   let visits = 0;
   const started = performance.now();
   for (; visits < maxVisits; visits++) {
     const message: TaskMessage = { id: `m${visits}`, body: JSON.stringify(next), receiveCount: 1 };
-    const start = clock.t;
-    await processFetchBatch([message], {
-      fetcher,
-      configs,
-      robots: new MemoryRobotsStore(),
-      robotsCache: createRobotsCache(10),
-      frontier,
-      hosts,
-      deadLetters: new MemoryDeadLetterQueue(),
-      blobs: new MemoryBlobs(),
-      results,
-      tasks,
-      seen: new LruSet(100_000),
-      invocationId: `inv-${visits}`,
-      deadline: start + FUNCTION_MS - SEND_RESERVE_MS,
-      end: start + FUNCTION_MS,
-      now: clock.now,
-      sleep: clock.sleep,
-    });
+    const start = clock.now();
+    await clock.run(
+      processFetchBatch([message], {
+        fetcher,
+        configs,
+        robots: new MemoryRobotsStore(),
+        robotsCache: createRobotsCache(10),
+        frontier,
+        hosts,
+        deadLetters: new MemoryDeadLetterQueue(),
+        blobs: new MemoryBlobs(),
+        results,
+        tasks,
+        seen: new LruSet(100_000),
+        invocationId: `inv-${visits}`,
+        deadline: start + FUNCTION_MS - SEND_RESERVE_MS,
+        end: start + FUNCTION_MS,
+        now: clock.now,
+        sleep: clock.sleep,
+      }),
+    );
     // The aggregate function finalizes what was sent.
     for (const result of results.results.slice(finalized))
       await frontier.finalize(CRAWL, { ...result, bytes: 1, requests: 1, rid: result.key, part: 'p' });
@@ -171,7 +147,7 @@ async function measure(size: number, shape: string, maxVisits: number) {
     const handBack = tasks.visits.filter(({ visit }) => visit.host === HOST).at(-1);
     if (!handBack) throw new Error('the host was neither drained nor handed back');
     // The next visit when its message is due (virtual time).
-    clock.t = Math.max(clock.t, start + (handBack.delaySeconds ?? 0) * 1000);
+    await clock.run(clock.sleep(start + (handBack.delaySeconds ?? 0) * 1000 - clock.now()));
     next = handBack.visit;
   }
   const pages = web.pages;

@@ -71,7 +71,7 @@ export function s3RequestClass(operation: string): S3RequestClass {
   return S3_PUT_CLASS.test(operation) ? 'put' : 'get';
 }
 
-function emptyCount(): OperationCount {
+export function emptyCount(): OperationCount {
   return {
     calls: 0,
     requests: 0,

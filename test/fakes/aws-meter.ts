@@ -14,8 +14,13 @@
  * - records the item sizes against DynamoDB's 400 KB, and every limit crossed, by name.
  */
 
-import type { CounterSnapshot, OperationCount } from '../../lambdas/shared/aws-call-counter.ts';
-import { SQS_CHUNK_BYTES } from '../../lambdas/shared/aws-call-counter.ts';
+import {
+  type CounterSnapshot,
+  emptyCount,
+  type OperationCount,
+  SQS_CHUNK_BYTES,
+  s3RequestClass,
+} from '../../lambdas/shared/aws-call-counter.ts';
 import { DYNAMODB_MAX_ITEM_BYTES } from '../../local/strict-limits.ts';
 
 /** Typical request latencies inside a region (the figures). */
@@ -174,19 +179,8 @@ export class AwsMeter {
   #count(request: AwsRequest, succeeded: boolean): void {
     let count = this.operations[request.op];
     if (count === undefined) {
-      count = {
-        calls: 0,
-        requests: 0,
-        errors: 0,
-        bytesOut: 0,
-        sqsBilledRequests: 0,
-        writeUnits: 0,
-        readUnits: 0,
-        estimatedUnits: 0,
-        messages: 0,
-      };
-      if (request.op.startsWith('S3:'))
-        count.s3Class = /^S3:(Put|List|Copy|Post)/.test(request.op) ? 'put' : 'get';
+      count = emptyCount();
+      if (request.op.startsWith('S3:')) count.s3Class = s3RequestClass(request.op.slice('S3:'.length));
       this.operations[request.op] = count;
     }
     count.requests++;

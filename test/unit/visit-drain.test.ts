@@ -10,7 +10,9 @@ import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/port
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
+import { VirtualClock } from '../fakes/virtual-clock.ts';
 
 const CRAWL = 'drain-test';
 const HOST = 'big.sim.test';
@@ -20,32 +22,6 @@ const PARTS = 3_200;
 const HEAD_MS = 20;
 /** The function's timeout. */
 const TIMEOUT_MS = 60_000;
-
-/** Virtual time: sleepers wake in order of their time, once every other promise has settled. */
-class VirtualClock {
-  t = 1_000_000;
-  private sleepers: Array<{ at: number; wake: () => void }> = [];
-  private pumping = false;
-  readonly now = () => this.t;
-  readonly sleep = (ms: number) =>
-    new Promise<void>((wake) => {
-      this.sleepers.push({ at: this.t + Math.max(0, ms), wake });
-      this.pump();
-    });
-  private pump(): void {
-    if (this.pumping) return;
-    this.pumping = true;
-    setImmediate(() => {
-      this.pumping = false;
-      const at = Math.min(...this.sleepers.map((sleeper) => sleeper.at));
-      const due = this.sleepers.filter((sleeper) => sleeper.at === at);
-      this.sleepers = this.sleepers.filter((sleeper) => sleeper.at !== at);
-      this.t = Math.max(this.t, at);
-      for (const sleeper of due) sleeper.wake();
-      if (this.sleepers.length > 0) this.pump();
-    });
-  }
-}
 
 /** 100,000 done URLs whose lines are spread over 3,200 parts (those of many aggregate batches). */
 function doneHost(): HostUrl[] {
@@ -107,37 +83,37 @@ function setup(clock: VirtualClock, missing: ReadonlySet<string> = new Set()) {
 
 describe('a visit drains a host of 100,000 URLs naming 3,200 index parts (20 ms a check)', () => {
   it('drains inside one 60 s invocation, each part checked once', async () => {
-    const clock = new VirtualClock();
-    const started = clock.t;
+    const clock = new VirtualClock(1_000_000);
+    const started = clock.now();
     const { visit, heads } = setup(clock);
-    const report = await visit(started + TIMEOUT_MS - 10_000);
+    const report = await clock.run(visit(started + TIMEOUT_MS - 10_000));
     assert.equal(report.end.kind, 'drained');
-    const took = clock.t - started;
+    const took = clock.now() - started;
     assert.ok(took < 10_000, `the drain's checks took ${took} ms of virtual time`);
     assert.equal(heads.length, PARTS, 'every part checked once');
   });
 
   it('a deadline in the middle of the checks hands the host back before it, and the next visit goes on from there', async () => {
-    const clock = new VirtualClock();
-    const started = clock.t;
+    const clock = new VirtualClock(1_000_000);
+    const started = clock.now();
     const { visit, heads } = setup(clock);
     const deadline = started + 2_000;
-    const first = await visit(deadline);
+    const first = await clock.run(visit(deadline));
     assert.equal(first.end.kind, 'hand-back');
     assert.ok(first.end.kind === 'hand-back' && first.end.why === 'deadline');
-    assert.ok(clock.t <= deadline, `${clock.t - deadline} ms past the deadline`);
+    assert.ok(clock.now() <= deadline, `${clock.now() - deadline} ms past the deadline`);
     const checked = heads.length;
     assert.ok(checked > 0 && checked < PARTS, `${checked} parts checked before the deadline`);
 
-    const second = await visit(clock.t + TIMEOUT_MS - 10_000);
+    const second = await clock.run(visit(clock.now() + TIMEOUT_MS - 10_000));
     assert.equal(second.end.kind, 'drained');
     assert.equal(heads.length, PARTS, 'the parts found by the first visit are not checked again');
   });
 
   it('one part still missing (its aggregate invocation died before the PUT): the host is not drained', async () => {
-    const clock = new VirtualClock();
+    const clock = new VirtualClock(1_000_000);
     const { visit } = setup(clock, new Set([`results/${CRAWL}/part-${PARTS - 1}.jsonl.gz`]));
-    const report = await visit(clock.t + TIMEOUT_MS - 10_000);
+    const report = await clock.run(visit(clock.now() + TIMEOUT_MS - 10_000));
     assert.equal(report.end.kind, 'hand-back');
     assert.ok(report.end.kind === 'hand-back' && report.end.why === 'waiting');
   });
@@ -151,28 +127,19 @@ function keyOf(url: string): string {
 
 describe('a URL that fails again within one long visit', () => {
   it('counts on from the attempts it postponed: each request is one more attempt on its item', async () => {
-    const clock = new VirtualClock();
+    const clock = new VirtualClock(1_000_000);
     const paths: string[] = [];
     const fetcher: PageFetcher = {
       fetch: async (request) => {
         const path = request.url.pathname;
         paths.push(path);
         const at = clock.now();
-        return {
-          url: request.url.href,
-          requestLine: `GET ${path} HTTP/1.1`,
-          requestHeaders: [],
-          httpVersion: '1.1',
+        return syntheticResponse(request, {
           status: path === '/robots.txt' ? 404 : path === '/broken' ? 500 : 200,
-          statusText: 'Status',
-          headers: [['content-type', 'text/html']],
-          body: new TextEncoder().encode('<p>page</p>'),
-          truncated: undefined,
-          remoteAddress: '127.0.0.2',
-          startedAt: new Date(at),
-          sentAt: at,
-          elapsedMs: 0,
-        };
+          contentType: 'text/html',
+          body: '<p>page</p>',
+          at,
+        });
       },
     };
     const item = (path: string, depth: number): HostUrl => {
@@ -189,22 +156,28 @@ describe('a URL that fails again within one long visit', () => {
       delayMs: 100,
       createdAt: new Date().toISOString(),
     });
-    await visitHost(
-      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
-      crawl,
-      {
-        fetcher,
-        robots: new MemoryRobotsStore(),
-        robotsCache: createRobotsCache(10),
-        hostUrls: urls,
-        deadline: clock.t + 3_600_000,
-        now: clock.now,
-        sleep: clock.sleep,
-        settle: async () => {},
-        wokenHere: () => 0,
-      },
-      () => {},
-    );
+    // The fakes yield with setImmediate: counted, so time moves only once nothing can run.
+    const restore = clock.install();
+    await clock
+      .run(
+        visitHost(
+          { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+          crawl,
+          {
+            fetcher,
+            robots: new MemoryRobotsStore(),
+            robotsCache: createRobotsCache(10),
+            hostUrls: urls,
+            deadline: clock.now() + 3_600_000,
+            now: clock.now,
+            sleep: clock.sleep,
+            settle: async () => {},
+            wokenHere: () => 0,
+          },
+          () => {},
+        ),
+      )
+      .finally(restore);
     const requests = paths.filter((path) => path === '/broken').length;
     assert.equal(requests, 2, 'fetched, then again once due');
     assert.deepEqual(

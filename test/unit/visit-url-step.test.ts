@@ -16,6 +16,7 @@ import type {
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
+import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 
 const CRAWL = 'url-step';
@@ -53,21 +54,12 @@ class PacedHost implements PageFetcher {
     const text = robots
       ? `User-agent: *\nAllow: /\n${this.crawlDelay === undefined ? '' : `Crawl-delay: ${this.crawlDelay}\n`}`
       : '<p>page</p>';
-    return {
-      url: request.url.href,
-      requestLine: `GET ${path} HTTP/1.1`,
-      requestHeaders: [],
-      httpVersion: '1.1',
-      status: 200,
-      statusText: 'OK',
-      headers: [['content-type', robots ? 'text/plain' : 'text/html']],
-      body: new TextEncoder().encode(text),
-      truncated: undefined,
-      remoteAddress: '192.0.2.1',
-      startedAt: new Date(at),
-      sentAt: at,
+    return syntheticResponse(request, {
+      contentType: robots ? 'text/plain' : 'text/html',
+      body: text,
+      at,
       elapsedMs: 1,
-    };
+    });
   }
 }
 

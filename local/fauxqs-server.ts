@@ -6,6 +6,7 @@
 // those URLs break handlers. We build the stores ourselves (host unset -> queue URLs use the request
 // host, e.g. http://127.0.0.1:PORT/000000000000/name) and listen on loopback.
 import { buildApp } from 'fauxqs';
+import { isFileS3Persistence, makeS3WritesAtomic } from './atomic-s3-files.ts';
 import { guardServer } from './request-guard.ts';
 import {
   installStrictLimits,
@@ -139,8 +140,11 @@ async function createStores(
     if (options.s3Dir) {
       const FileS3Persistence = await loadClass(entry, './s3/fileS3Persistence.js', 'FileS3Persistence');
       const persistence = new FileS3Persistence(options.s3Dir);
-      if (!isS3Persistence(persistence)) throw internalsMoved('FileS3Persistence');
+      if (!isS3Persistence(persistence) || !isFileS3Persistence(persistence)) {
+        throw internalsMoved('FileS3Persistence');
+      }
       closers.push(() => persistence.close());
+      makeS3WritesAtomic(persistence);
       persistence.loadS3(s3Store);
       Object.assign(s3Store, { persistence });
     }

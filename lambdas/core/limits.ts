@@ -124,6 +124,13 @@ export const CONTENT_LIMITS = {
    * takes 4 ms, a 5 MiB page of tiny linked paragraphs ~1 s (measured on a loaded 2-core machine).
    */
   extractionCpuMs: 500,
+  /**
+   * Characters of a <title> read: titles are a line, and a hostile megabyte one would be carried
+   * into every record, front matter and llms.txt line of its page.
+   */
+  titleChars: 2_000,
+  /** Characters of one JSON-LD block read; a longer block is cut off, fails to parse and is ignored. */
+  jsonLdChars: 1_000_000,
 } as const;
 
 /** A crawl's seeds (cli/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */

@@ -870,7 +870,11 @@ class TreeBuilder implements HtmlHandler {
       return;
     }
     if (this.skipDepth > 0) {
-      if (this.capture !== 0 && this.captured.length < 1_000_000) this.captured += source.slice(start, end);
+      if (this.capture !== 0) {
+        const room =
+          (this.capture === 1 ? CONTENT_LIMITS.titleChars : CONTENT_LIMITS.jsonLdChars) - this.captured.length;
+        if (room > 0) this.captured += source.slice(start, Math.min(end, start + room));
+      }
       return;
     }
     const cur = this.cur;

@@ -14,6 +14,7 @@ import type { ContentRecord } from '../../lambdas/core/content-record.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch-task.ts';
 import { extractLinks } from '../../lambdas/core/links.ts';
+import { CONTENT_LIMITS } from '../../lambdas/core/limits.ts';
 import { extractMainContent } from '../../lambdas/core/main-content.ts';
 import { escapeMarkdownText } from '../../lambdas/core/markdown-escape.ts';
 import type { PageFetcher, PageResponse } from '../../lambdas/core/ports.ts';
@@ -256,6 +257,17 @@ describe('extraction is linear: attributes and metadata', () => {
       1_000,
       100_000,
     );
+  });
+  test('a megabyte title, even split over many text runs, is kept to its first CONTENT_LIMITS.titleChars', () => {
+    const words = 'word '.repeat(200_000);
+    for (const html of [
+      `<title>${words}</title><p>t</p>`,
+      `<title>${words.replaceAll(' ', ' &amp; ')}</title><p>t</p>`,
+    ]) {
+      const title = extractMainContent(html, PAGE).metadata.title ?? '';
+      assert.ok(title.startsWith('word '), title.slice(0, 40));
+      assert.ok(title.length <= CONTENT_LIMITS.titleChars, `a title of ${title.length} characters`);
+    }
   });
   test('nested JSON-LD author lists do not throw', () => {
     const deep = 200_000;

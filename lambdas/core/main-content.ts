@@ -872,7 +872,8 @@ class TreeBuilder implements HtmlHandler {
     if (this.skipDepth > 0) {
       if (this.capture !== 0) {
         const room =
-          (this.capture === 1 ? CONTENT_LIMITS.titleChars : CONTENT_LIMITS.jsonLdChars) - this.captured.length;
+          (this.capture === 1 ? CONTENT_LIMITS.titleChars : CONTENT_LIMITS.jsonLdChars) -
+          this.captured.length;
         if (room > 0) this.captured += source.slice(start, Math.min(end, start + room));
       }
       return;

@@ -1,5 +1,5 @@
 /**
- * The shared robots.txt cache (`CRAWL#<id>` / `ROBOTS#<origin>`): who fetches it (a leased claim),
+ * The shared robots.txt cache (`CRAWL#<id>#<shard>` / `ROBOTS#<origin>`): who fetches it (a leased claim),
  * the parsed policy once fetched, and the retry schedule while it is unavailable
  * (docs/frontier.md, "robots.txt").
  *

@@ -94,6 +94,18 @@ export const FRONTIER_LIMITS = {
   inflightKeys: 400,
 } as const;
 
+/**
+ * Partition keys a crawl's host, `DONE#` and robots items are spread over (`CRAWL#<crawlId>#00` ..
+ * `#31`, adapters/frontier-schema.ts). One key takes at most 1,000 write units/s, and those items take
+ * ~2.15 units a fetched page (a wake at 2, acquire and release 4 ÷ 27): one key was full at ~450
+ * pages/s, below what deploy.md's largest concurrency asks of a crawl (16 invocations × 25 visits ÷
+ * 1.1 s ≈ 364 pages/s at 80 %, more at a shorter delay). 32 keys take ~0.07 units a page each (plus
+ * one popular host's wakes, 0.08), so the crawl's own keys are no longer what binds (docs/scale.md);
+ * a completion check reads each key twice over (docs/frontier.md, "Completion"), so more would only
+ * cost reads.
+ */
+export const FRONTIER_SHARDS = 32;
+
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */
 export const MARKDOWN_NAME_LIMITS = {
   /**

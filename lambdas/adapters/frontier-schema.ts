@@ -248,7 +248,11 @@ export abstract class FrontierTableAdapter {
   }
 
   /** Every item of the crawl's shards whose sort key begins with `prefix`, shard after shard (`attrs` projected). */
-  protected async *queryShards(crawlId: string, prefix: string, attrs: readonly string[]): AsyncGenerator<Item> {
+  protected async *queryShards(
+    crawlId: string,
+    prefix: string,
+    attrs: readonly string[],
+  ): AsyncGenerator<Item> {
     for (const pk of crawlShardPks(crawlId))
       yield* this.queryAll({
         KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,

@@ -1,8 +1,8 @@
 /**
  * Host items of visits (`CRAWL#<id>#<shard>` / `HOST#<host>`) and the tallies of drained hosts
- * (`CRAWL#<id>#<shard>` / `DONE#<host>`), docs/design/host-visits.md. A host item exists exactly while its
- * host has work: an admission wakes it (creating it), a visit leases it, and the visit that finds it
- * drained deletes it after recording its exact counts. So the crawl is complete when no `HOST#` item
+ * (`CRAWL#<id>#<shard>` / `DONE#<host>`), docs/design/host-visits.md. A host item exists exactly
+ * while its host has work: an admission wakes it (creating it), a visit leases it, and the visit that
+ * finds it drained deletes it after recording its exact counts. So the crawl is complete when no `HOST#` item
  * is left, and its totals are the sum of the `DONE#` items: O(hosts), never O(URLs).
  *
  * Every step is one conditional write on one item (no transactions: dynalite has none).

@@ -247,7 +247,7 @@ export abstract class FrontierTableAdapter {
     } while (startKey !== undefined);
   }
 
-  /** Every item of the crawl's shards whose sort key begins with `prefix`, shard after shard (`attrs` projected). */
+  /** Every item of the crawl's shards whose sort key begins with `prefix` (`attrs` projected), shard after shard. */
   protected async *queryShards(
     crawlId: string,
     prefix: string,

@@ -11,13 +11,23 @@ import type { HostTally, HostVisits } from './ports.ts';
 
 export type SettledTotals = HostTally & { hosts: number };
 
-export async function settledTotals(
+/** The drained hosts' sums once no host is active, settled as above; undefined while one may be. */
+export async function drainedTotals(
   hosts: Pick<HostVisits, 'anyActive' | 'doneTotals'>,
   crawlId: string,
 ): Promise<SettledTotals | undefined> {
   if (await hosts.anyActive(crawlId)) return undefined;
   const before = await hosts.doneTotals(crawlId);
-  if (before.total === 0 || (await hosts.anyActive(crawlId))) return undefined;
+  if (await hosts.anyActive(crawlId)) return undefined;
   const after = await hosts.doneTotals(crawlId);
   return after.total === before.total && after.hosts === before.hosts ? after : undefined;
+}
+
+/** drainedTotals, for completion: a crawl no host of which has drained yet is not complete. */
+export async function settledTotals(
+  hosts: Pick<HostVisits, 'anyActive' | 'doneTotals'>,
+  crawlId: string,
+): Promise<SettledTotals | undefined> {
+  const totals = await drainedTotals(hosts, crawlId);
+  return totals !== undefined && totals.total > 0 ? totals : undefined;
 }

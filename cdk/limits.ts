@@ -97,7 +97,7 @@ export const CRAWL_LOAD = {
      * a host item holding ~27 `inflight` keys is ~2 KB) and a visit's acquire and release (2 + 2
      * units per ~27 pages), a shard's share of them; on the shard of a host linked from every page,
      * that host's wake per flush of 25 too (2 units), rounded up. The completion check's first
-     * `HOST#` Query per aggregate batch reads shard 00.
+     * `HOST#` Query per aggregate batch (on the shard where the last look found a host).
      */
     'CRAWL#<crawlId>#NN holding a host linked from every page': {
       writeUnits: Math.ceil(((2 + 4 / 27) / FRONTIER_SHARDS + 2 / 25) * 100) / 100,

@@ -35,6 +35,7 @@ import {
   num,
   outcomeAttr,
   S,
+  SHARD_READ_ATTEMPTS,
   str,
 } from './frontier-schema.ts';
 
@@ -48,6 +49,9 @@ import {
  * so the redelivered parent of a crashed send finds it stale and re-sends.
  */
 export const VISIT_GRACE_MS = 120_000;
+
+/** Crawls whose last active shard a container remembers (FrontierHosts.anyActive). */
+const LAST_SHARD_CRAWLS = 1_000;
 
 const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
 const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
@@ -412,25 +416,37 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     return claimed;
   }
 
+  /** Per crawl, the shard where this container last found a host: where the next look starts. */
+  private readonly lastActiveShard = new Map<string, number>();
+
   /**
-   * Whether any shard holds a `HOST#` item: one consistent Query `Limit 1` per shard, in shard order,
-   * stopping at the first found (a running crawl's first shard usually has one). The shards are read
-   * one after another, so a false answer alone proves nothing: docs/frontier.md, "Completion".
+   * Whether any shard holds a `HOST#` item: one consistent Query `Limit 1` per shard (each tried
+   * SHARD_READ_ATTEMPTS times), stopping at the first found. The look starts at the shard where the
+   * last one found a host, so a crawl of few hosts costs one Query a look, not up to 32 (a running
+   * crawl of many hosts finds one at once anyway). The shards are read one after another, so a false
+   * answer alone proves nothing: docs/frontier.md, "Completion".
    */
   async anyActive(crawlId: string): Promise<boolean> {
-    for (const pk of crawlShardPks(crawlId)) {
-      const out = await this.dynamodb.send(
-        new QueryCommand({
-          TableName: this.table,
-          ConsistentRead: true,
-          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-          ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
-          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
-          ExpressionAttributeValues: { ':pk': S(pk), ':prefix': S(HOST_SK_PREFIX) },
-          Limit: 1,
-        }),
-      );
-      if ((out.Items?.length ?? 0) > 0) return true;
+    const pks = crawlShardPks(crawlId);
+    const start = this.lastActiveShard.get(crawlId) ?? 0;
+    for (let i = 0; i < pks.length; i++) {
+      const shard = (start + i) % pks.length;
+      const query = new QueryCommand({
+        TableName: this.table,
+        ConsistentRead: true,
+        KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+        ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
+        ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
+        ExpressionAttributeValues: { ':pk': S(pks[shard]!), ':prefix': S(HOST_SK_PREFIX) },
+        Limit: 1,
+      });
+      const out = await retryStep(() => this.dynamodb.send(query), SHARD_READ_ATTEMPTS);
+      if ((out.Items?.length ?? 0) > 0) {
+        // Bounded: a container serves few crawls at once, and forgetting one costs only a longer look.
+        if (this.lastActiveShard.size >= LAST_SHARD_CRAWLS) this.lastActiveShard.clear();
+        this.lastActiveShard.set(crawlId, shard);
+        return true;
+      }
     }
     return false;
   }

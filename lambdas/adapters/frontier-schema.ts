@@ -101,6 +101,8 @@ export const crawlShardPk = (crawlId: string, shard: number): string =>
 /** The shard of a host or origin: the first 4 bytes of its SHA-256, modulo FRONTIER_SHARDS. */
 export const shardOf = (name: string): number =>
   createHash('sha256').update(name, 'utf8').digest().readUInt32BE(0) % FRONTIER_SHARDS;
+/** Tries of each read of a shard (after the SDK's own): frontier-schema.ts `queryShards`. */
+export const SHARD_READ_ATTEMPTS = 3;
 /** Every shard partition of a crawl, in shard order. */
 export const crawlShardPks = (crawlId: string): string[] =>
   Array.from({ length: FRONTIER_SHARDS }, (_, shard) => crawlShardPk(crawlId, shard));
@@ -228,38 +230,48 @@ export abstract class FrontierTableAdapter {
     this.options = options;
   }
 
-  /** Every item a Query of the table matches, page after page, each page a consistent read. */
+  /**
+   * Every item a Query of the table matches, page after page, each page a consistent read, tried up
+   * to `pageAttempts` times (a read is safe to repeat).
+   */
   protected async *queryAll(
     input: Omit<QueryCommandInput, 'TableName' | 'ConsistentRead' | 'ExclusiveStartKey'>,
+    pageAttempts = 1,
   ): AsyncGenerator<Item> {
     let startKey: Item | undefined;
     do {
-      const page = await this.dynamodb.send(
-        new QueryCommand({
-          ...input,
-          TableName: this.table,
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
+      const command = new QueryCommand({
+        ...input,
+        TableName: this.table,
+        ConsistentRead: true,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      const page = await retryStep(() => this.dynamodb.send(command), pageAttempts);
       yield* page.Items ?? [];
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
   }
 
-  /** Every item of the crawl's shards whose sort key begins with `prefix` (`attrs` projected), shard after shard. */
+  /**
+   * Every item of the crawl's shards whose sort key begins with `prefix` (`attrs` projected), shard
+   * after shard. Each page is tried SHARD_READ_ATTEMPTS times: a listing of 32 shards or more must not
+   * fail for one failed read where the one Query of a single key did not.
+   */
   protected async *queryShards(
     crawlId: string,
     prefix: string,
     attrs: readonly string[],
   ): AsyncGenerator<Item> {
     for (const pk of crawlShardPks(crawlId))
-      yield* this.queryAll({
-        KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-        ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
-        ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...attrs),
-        ExpressionAttributeValues: { ':pk': S(pk), ':prefix': S(prefix) },
-      });
+      yield* this.queryAll(
+        {
+          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+          ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...attrs),
+          ExpressionAttributeValues: { ':pk': S(pk), ':prefix': S(prefix) },
+        },
+        SHARD_READ_ATTEMPTS,
+      );
   }
 }
 

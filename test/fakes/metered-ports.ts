@@ -241,6 +241,8 @@ function counterWrite(crawlId: string): AwsRequest {
 export class MeteredHostVisits implements HostVisits {
   readonly #hosts: MemoryHostVisits;
   readonly #meter: AwsMeter;
+  /** FrontierHosts.anyActive's memory of the shard where it last found a host (per container there, one here). */
+  readonly #lastActiveShard = new Map<string, number>();
 
   constructor(hosts: MemoryHostVisits, meter: AwsMeter) {
     this.#hosts = hosts;
@@ -328,13 +330,18 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.drain(crawlId, host, holder, wakeSeen, tally, pace);
   }
 
-  /** A Query Limit 1 per shard in shard order, up to the first that holds a host item. */
+  /** A Query Limit 1 per shard, from the shard where the last look found a host, up to the first that holds one. */
   async anyActive(crawlId: string): Promise<boolean> {
     const active = new Set(this.#hosts.hosts(crawlId, 'active').map(shardOf));
+    const start = this.#lastActiveShard.get(crawlId) ?? 0;
     const queries: AwsRequest[] = [];
-    for (let shard = 0; shard < FRONTIER_SHARDS; shard++) {
+    for (let i = 0; i < FRONTIER_SHARDS; i++) {
+      const shard = (start + i) % FRONTIER_SHARDS;
       queries.push({ op: 'DynamoDB:Query', kind: 'host', pk: crawlShardPk(crawlId, shard), rcu: 1 });
-      if (active.has(shard)) break;
+      if (active.has(shard)) {
+        this.#lastActiveShard.set(crawlId, shard);
+        break;
+      }
     }
     await this.#meter.serial(queries);
     return this.#hosts.anyActive(crawlId);

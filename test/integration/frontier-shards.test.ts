@@ -109,6 +109,24 @@ describe('sharded crawl items', () => {
     assert.equal((await store.doneTotals(crawlId)).hosts, hosts.length);
   });
 
+  it('a look starts at the shard where the last look found a host: one Query a look for a crawl of one host', async () => {
+    const crawlId = newCrawl();
+    const host = hostWhere((shard) => shard >= 16);
+    await activate(crawlId, host);
+    let queries = 0;
+    const counting = Object.create(table.dynamodb) as DynamoDBClient;
+    counting.send = ((command: unknown, ...rest: unknown[]) => {
+      queries++;
+      return (table.dynamodb.send as (...args: unknown[]) => Promise<unknown>)(command, ...rest);
+    }) as DynamoDBClient['send'];
+    const looking = createFrontierStore(counting, FRONTIER_TABLE);
+    assert.equal(await looking.anyActive(crawlId), true);
+    assert.equal(queries, shardOf(host) + 1, 'the first look reads up to the host’s shard');
+    queries = 0;
+    assert.equal(await looking.anyActive(crawlId), true);
+    assert.equal(queries, 1, 'the next starts there');
+  });
+
   it('a host woken on a shard already read, by a host that drains before its own shard is read, keeps the crawl running', async () => {
     const crawlId = newCrawl();
     // b's shard is read before a's.

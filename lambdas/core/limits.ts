@@ -92,6 +92,18 @@ export const FRONTIER_LIMITS = {
    * ~3 s after their fetch) stays below it; a visit that reaches it hands its host back to wait.
    */
   inflightKeys: 400,
+  /**
+   * URL items a visit reads of its host's partition in one page at most: about 1 MB of items (a done
+   * item is 400-650 bytes), the most one DynamoDB Query returns, so a page is one call.
+   */
+  hostUrlPage: 1_600,
+  /**
+   * The first page a visit reads; each further page of the visit doubles, up to hostUrlPage. About
+   * what a visit fetches at the default pace (~27 pages in its ~29 s of requests): a visit that stops
+   * there has read little it did not use, and one that walks on (done items, a fast host) soon reads
+   * full pages.
+   */
+  hostUrlFirstPage: 32,
 } as const;
 
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */

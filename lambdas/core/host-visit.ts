@@ -268,10 +268,10 @@ export async function visitHost(
       settled = true;
     }
     // Walk again only if the batch's admissions reached the host during the pass (or, not knowing,
-    // after a settle). Links of other batches wake the host too: its next visit meets them, and a
-    // drain fails on them.
+    // after a settle), or a retry met is due by now. Links of other batches wake the host too: its
+    // next visit meets them, and a drain fails on them.
     const woken = deps.wokenHere ? deps.wokenHere() !== pass.woken : settled;
-    if (canStart && woken) return undefined;
+    if (canStart && (woken || pass.retryAt <= deps.now())) return undefined;
     const awaited = pass.awaited || inflight.size > 0 ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
     const visitAt = Math.min(awaited, pass.retryAt);
     return { kind: 'hand-back', visitAt: Number.isFinite(visitAt) ? visitAt : now, why: 'waiting' };

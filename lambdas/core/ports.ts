@@ -370,12 +370,7 @@ export interface HostVisits {
    * Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease
    * is ignored. `sent`: that message was sent already (confirmed, as confirmSent does).
    */
-  release(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostRelease,
-  ): Promise<void>;
+  release(crawlId: string, host: string, holder: string, state: HostRelease): Promise<void>;
   /**
    * Records the drained host's tally and pace (kept for when it is woken again), then deletes its host
    * item if this visit still holds it and no admission woke it since `wakeSeen`. True: no host item is

@@ -16,6 +16,7 @@ import type {
   HostUrlStore,
 } from '../../lambdas/core/ports.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 
 export type FrontierUrlsUnderTest = FrontierAdmission & HostUrlStore & Pick<FrontierFinalizer, 'finalize'>;
 
@@ -64,7 +65,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       await frontier.admit(crawlId, 'page-1', [a]);
       const again = await frontier.admit(crawlId, 'page-1', [{ ...a, depth: 5 }]);
       assert.deepEqual(again, { admitted: [{ ...a, depth: 5, fresh: false }], settled: [] });
-      assert.equal((await frontier.urls(crawlId, HOST))[0]?.depth, 1, 'the item is as first admitted');
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.depth, 1, 'the item is as first admitted');
       await frontier.postpone(crawlId, HOST, a.key, 1, 1_000);
       assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), { admitted: [], settled: [a.key] });
     });
@@ -80,12 +81,12 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         [true, true],
       );
       assert.deepEqual(
-        [...byKey(await frontier.urls(crawlId, HOST)).values()].map((url) => url.st),
+        [...byKey(await allUrls(frontier, crawlId, HOST)).values()].map((url) => url.st),
         ['held', 'held'],
       );
       assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [] });
       await frontier.promote(crawlId, [a]);
-      const urls = byKey(await frontier.urls(crawlId, HOST));
+      const urls = byKey(await allUrls(frontier, crawlId, HOST));
       assert.equal(urls.get(a.key)?.st, 'new');
       assert.equal(urls.get(b.key)?.st, 'held');
       assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
@@ -107,7 +108,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       const elsewhere = { ...link('/e'), url: 'https://elsewhere.test/e' };
       await frontier.admit(crawlId, 'page-1', [a, r, elsewhere]);
       await frontier.postpone(crawlId, HOST, a.key, 2, 123_456);
-      const urls = byKey(await frontier.urls(crawlId, HOST));
+      const urls = byKey(await allUrls(frontier, crawlId, HOST));
       assert.deepEqual([...urls.keys()].sort(), [a.key, r.key].sort());
       assert.deepEqual(urls.get(a.key), {
         key: a.key,
@@ -126,8 +127,8 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         parent: 'page-1',
         redirects: 2,
       });
-      assert.equal((await frontier.urls(crawlId, 'elsewhere.test')).length, 1);
-      assert.deepEqual(await frontier.urls(crawlId, 'nobody.test'), []);
+      assert.equal((await allUrls(frontier, crawlId, 'elsewhere.test')).length, 1);
+      assert.deepEqual(await allUrls(frontier, crawlId, 'nobody.test'), []);
     });
 
     it('the first result finalizes a URL; its repeat wins again with the part it first named; another result loses; a done URL is settled, never postponed nor promoted', async () => {
@@ -155,7 +156,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       });
       await frontier.postpone(crawlId, HOST, a.key, 2, 1_000);
       await frontier.promote(crawlId, [a]);
-      const [done] = await frontier.urls(crawlId, HOST);
+      const [done] = await allUrls(frontier, crawlId, HOST);
       assert.deepEqual(done, {
         key: a.key,
         url: a.url,
@@ -181,11 +182,11 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         repeat: false,
         part: 'results/c/part-1.jsonl.gz',
       });
-      const [item] = await frontier.urls(crawlId, HOST);
+      const [item] = await allUrls(frontier, crawlId, HOST);
       assert.equal(item?.st, 'done');
       assert.equal(item?.depth, 0);
       await frontier.postpone(crawlId, HOST, link('/other').key, 1, 5);
-      assert.equal((await frontier.urls(crawlId, HOST)).length, 1);
+      assert.equal((await allUrls(frontier, crawlId, HOST)).length, 1);
     });
 
     it('page budget: concurrent reservations never grant more than maxPages in all', async () => {

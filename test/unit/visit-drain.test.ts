@@ -6,7 +6,7 @@ import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { visitHost } from '../../lambdas/core/host-visit.ts';
 import { CRAWL_LIMITS } from '../../lambdas/core/limits.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/ports.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
@@ -50,7 +50,8 @@ function setup(clock: VirtualClock, missing: ReadonlySet<string> = new Set()) {
     written.add(key);
     return true;
   };
-  const hostUrls: HostUrlStore = { urls: async () => urls, postpone: async () => {} };
+  const hostUrls = new MemoryFrontierUrls();
+  hostUrls.seed(CRAWL, urls);
   const noFetch: PageFetcher = {
     fetch: async () => {
       throw new Error('a drained host is not fetched');

@@ -6,7 +6,7 @@ import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { visitHost } from '../../lambdas/core/host-visit.ts';
 import { CRAWL_LIMITS } from '../../lambdas/core/limits.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
+import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
@@ -50,8 +50,16 @@ function setup(clock: VirtualClock, missing: ReadonlySet<string> = new Set()) {
     written.add(key);
     return true;
   };
-  const hostUrls = new MemoryFrontierUrls();
-  hostUrls.seed(CRAWL, urls);
+  // The partition in key order (the keys are the indexes in hex), read a page at a time.
+  const hostUrls: HostUrlStore = {
+    page: async (_crawlId, _host, after, limit) => {
+      const from = after === undefined ? 0 : Number.parseInt(after, 16) + 1;
+      const page = urls.slice(from, from + limit);
+      return page.length === limit ? { urls: page, next: page.at(-1)?.key as string } : { urls: page };
+    },
+    get: async () => [],
+    postpone: async () => {},
+  };
   const noFetch: PageFetcher = {
     fetch: async () => {
       throw new Error('a drained host is not fetched');

@@ -131,6 +131,55 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       assert.deepEqual(await allUrls(frontier, crawlId, 'nobody.test'), []);
     });
 
+    it('page reads the partition in key order from after a key, at most `limit` items, and names where to go on until its end', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const links = Array.from({ length: 5 }, (_, i) => link(`/page/${i}`));
+      await frontier.admit(crawlId, 'page-1', links);
+      const keys = links.map((url) => url.key).sort();
+      const first = await frontier.page(crawlId, HOST, undefined, 2);
+      assert.deepEqual(
+        first.urls.map((url) => url.key),
+        keys.slice(0, 2),
+      );
+      assert.equal(first.next, keys[1]);
+      const rest = await frontier.page(crawlId, HOST, first.next, 10);
+      assert.deepEqual(
+        rest.urls.map((url) => url.key),
+        keys.slice(2),
+      );
+      assert.equal(rest.next, undefined, 'the end of the partition');
+      // After a key that is not an item's: from the next item on.
+      const fromBetween = await frontier.page(crawlId, HOST, `${keys[1]}0`, 1);
+      assert.deepEqual(
+        fromBetween.urls.map((url) => url.key),
+        [keys[2]],
+      );
+      assert.deepEqual(await frontier.page(crawlId, HOST, keys[4], 3), { urls: [] });
+      assert.deepEqual(await frontier.page(crawlId, 'nobody.test', undefined, 3), { urls: [] });
+    });
+
+    it('get reads the items of the keys that exist, as page reads them', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      const b = link('/b');
+      await frontier.admit(crawlId, 'page-1', [a, b]);
+      await frontier.finalize(crawlId, entry(a, 'r1', 'p1'));
+      const got = byKey(await frontier.get(crawlId, HOST, [a.key, link('/never').key, b.key]));
+      assert.deepEqual([...got.keys()].sort(), [a.key, b.key].sort());
+      assert.deepEqual(got, byKey(await allUrls(frontier, crawlId, HOST)));
+      assert.equal(got.get(a.key)?.st, 'done');
+      const many = Array.from({ length: 150 }, (_, i) => link(`/many/${i}`));
+      await frontier.admit(crawlId, 'page-2', many);
+      const all = await frontier.get(
+        crawlId,
+        HOST,
+        many.map((url) => url.key),
+      );
+      assert.equal(all.length, 150, 'more keys than one BatchGetItem takes');
+    });
+
     it('the first result finalizes a URL; its repeat wins again with the part it first named; another result loses; a done URL is settled, never postponed nor promoted', async () => {
       const frontier = make();
       const crawlId = crawl();

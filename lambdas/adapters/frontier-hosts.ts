@@ -282,13 +282,14 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       num(item, ATTR.next) === undefined
         ? paceOf(await this.read(doneKey(crawlId, host), [ATTR.next, ATTR.pausedUntil]))
         : paceOf(item);
+    const cursor = str(item, ATTR.cursor);
     return {
       holder,
       leaseUntil,
       wake: num(item, ATTR.wake) ?? 0,
       ...pace,
       inflight: item[ATTR.inflight]?.SS ?? [],
-      ...(str(item, ATTR.cursor) === undefined ? {} : { cursor: str(item, ATTR.cursor) }),
+      ...(cursor === undefined ? {} : { cursor }),
     };
   }
 

@@ -94,7 +94,7 @@ const markdownIt = new MarkdownIt();
 /** The link destinations of a Markdown document, as a renderer reads them. */
 export function markdownLinks(markdown: string): string[] {
   const out: string[] = [];
-  const walk = (tokens: ReturnType<MarkdownIt['parse']>): void => {
+  const walk = (tokens: ReturnType<typeof markdownIt.parse>): void => {
     for (const token of tokens) {
       if (token.type === 'link_open') {
         const href = token.attrGet('href');

@@ -98,7 +98,7 @@ export function markdownLinks(markdown: string): string[] {
     for (const token of tokens) {
       if (token.type === 'link_open') {
         const href = token.attrGet('href');
-        if (href !== null) out.push(href);
+        if (typeof href === 'string') out.push(href);
       }
       if (token.children !== null) walk(token.children);
     }

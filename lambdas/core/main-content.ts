@@ -1115,7 +1115,7 @@ function isItem(el: El): boolean {
   if (kind !== K_LI && kind !== K_BOX && kind !== K_P && !(kind === K_A && el.flags & F_HAS_BLOCK))
     return false;
   return (
-    (el.flags & (F_UNLIKELY | F_HAS_GROUP | F_LANDMARK)) === 0 &&
+    (el.flags & (F_UNLIKELY | F_HAS_GROUP | F_MAIN)) === 0 &&
     el.title !== null &&
     el.titleAt <= ITEM_LEAD_CHARS &&
     el.links > 0 &&

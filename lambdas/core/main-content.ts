@@ -1218,9 +1218,9 @@ function lineText(el: El, skip: El | null, cap: number): string {
     }
     return true;
   };
-  walk(el);
+  const whole = walk(el);
   let line = collapse(parts.join(''));
-  if (line.length > cap) {
+  if (!whole || line.length > cap) {
     let end = cap;
     // not between the halves of a surrogate pair
     if (end > 0 && (line.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
@@ -1441,7 +1441,10 @@ class Renderer {
     const name = lineText(title, null, CONTENT_LIMITS.titleChars);
     const cap = CONTENT_LIMITS.itemDescriptionChars;
     let about = lineText(item, title, cap);
-    if (more !== null && about.length < cap) about = lineText(more, null, cap - about.length);
+    if (more !== null && about.length < cap) {
+      const added = lineText(more, null, cap - about.length);
+      if (added !== '') about = about === '' ? added : `${about} ${added}`;
+    }
     if (name === '' && about === '') return;
     const head = name === '' ? '' : escapeMarkdownText(name, false);
     const linked = url === undefined || head === '' ? head : `[${head}](${url})`;

@@ -256,8 +256,9 @@ class El {
   /** The first heading or link with text in the subtree, and the characters of text before it. */
   title: El | null = null;
   titleAt = 0;
-  /** Text of the listing items in the subtree (set by markGroups). */
+  /** Text of the listing items in the subtree, and its paragraphs of prose outside them (markGroups). */
   itemText = 0;
+  prose = 0;
 
   constructor(kind: number, tag: string, parent: El | null, depth: number, cls: string) {
     this.kind = kind;
@@ -1104,6 +1105,14 @@ const ITEM_LEAD_CHARS = 80;
 const ITEM_MAX_LINKS = 4;
 const LISTING_SHARE = 0.5;
 const ARTICLE_PROSE_CHARS = 500;
+const ARTICLE_PARAGRAPHS = 3;
+const PROSE_PARAGRAPH_CHARS = 80;
+
+/** Paragraphs of prose (not link text) in `el` and its subtree, outside listing items. */
+function proseIn(el: El): number {
+  const own = el.kind === K_P && el.textLen >= PROSE_PARAGRAPH_CHARS && el.linkLen * 2 < el.textLen ? 1 : 0;
+  return el.prose + own;
+}
 
 function isInPageLink(href: string): boolean {
   const trimmed = href.trim();
@@ -1130,10 +1139,12 @@ function markGroups(el: El): number {
   let text = 0;
   let items = 0;
   let blocks = 0;
+  let prose = 0;
   for (const kid of kids) {
     if (typeof kid === 'string' || kid.flags & F_UNLIKELY) continue;
     if (kid.kind < K_A || kid.flags & F_HAS_BLOCK) {
       const inner = markGroups(kid);
+      prose += proseIn(kid);
       if (inner > 0 || kid.flags & F_GROUP) {
         kid.flags |= F_HAS_GROUP;
         text += inner;
@@ -1143,6 +1154,7 @@ function markGroups(el: El): number {
     }
   }
   el.itemText = text;
+  el.prose = prose;
   if (items < LISTING_MIN_ITEMS || items * 2 < blocks) return text;
   // the items of the most common tag: a group is one kind of card
   const byTag = new Map<string, number>();
@@ -1161,11 +1173,13 @@ function markGroups(el: El): number {
   el.flags |= F_GROUP;
   for (const kid of kids) {
     if (typeof kid === 'string' || kid.tag !== tag || !isItem(kid)) continue;
+    prose -= proseIn(kid);
     kid.flags |= F_ITEM;
     kid.itemText = kid.textLen;
     text += kid.textLen;
   }
   el.itemText = text;
+  el.prose = prose;
   return text;
 }
 
@@ -1187,10 +1201,14 @@ function listingRegion(parsed: Parsed, chosen: El[]): El | null {
   const itemText = markGroups(region);
   if (itemText === 0 || itemText < region.textLen * LISTING_SHARE) return null;
   if (chosen.length === 1 && chosen[0] === region) return region;
-  // an article chosen outside the groups (link boxes around a story) stays an article
-  let prose = 0;
-  for (const el of chosen) prose += el.textLen - el.itemText;
-  return prose < ARTICLE_PROSE_CHARS ? region : null;
+  // an article chosen apart from the groups (link boxes around a story) stays an article
+  let chars = 0;
+  let paragraphs = 0;
+  for (const el of chosen) {
+    chars += el.textLen - el.itemText;
+    if ((el.flags & F_ITEM) === 0) paragraphs += proseIn(el);
+  }
+  return chars < ARTICLE_PROSE_CHARS && paragraphs < ARTICLE_PARAGRAPHS ? region : null;
 }
 
 /**

@@ -22,6 +22,8 @@
  * class/id hints such as sidebar, cookie, comment) count for nothing and are not rendered; within
  * the content, forms, negative-hint headings and link-dense containers are dropped. When that leaves
  * no text, the whole page is rendered without cleaning (a page of one short <p> still has text).
+ * A listing page (a section or docs index, search results, a product grid: see "listings") is
+ * rendered instead from its main region, its groups of cards and link lists as lists of links.
  *
  * Bounds for hostile HTML: elements nested deeper than `maxDepth` are flattened into their
  * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth open elements
@@ -1096,7 +1098,9 @@ function endsWithPeriod(el: El): boolean {
  * starts with its title (a heading or a link with text, within ITEM_LEAD_CHARS characters), has a
  * link and at most ITEM_MAX_LINKS, and holds no group itself. When the groups' items hold at least
  * LISTING_SHARE of the region's text, the region is rendered with each group as a Markdown list of
- * `- [Title](url) — description`; otherwise (an article with a related-links box) nothing changes.
+ * `- [Title](url) — description`. Otherwise, or when the content chosen by the article rules has
+ * ARTICLE_PROSE_CHARS of text or ARTICLE_PARAGRAPHS paragraphs of prose outside the groups (a story
+ * with boxes of links around it), nothing changes.
  * Navigation, footers, share bars and pagination stay out as before (unlikely elements are never
  * looked at). One walk over the region, each item's text read once: linear.
  */

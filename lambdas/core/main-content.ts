@@ -1098,9 +1098,10 @@ function endsWithPeriod(el: El): boolean {
  * starts with its title (a heading or a link with text, within ITEM_LEAD_CHARS characters), has a
  * link and at most ITEM_MAX_LINKS, and holds no group itself. When the groups' items hold at least
  * LISTING_SHARE of the region's text, the region is rendered with each group as a Markdown list of
- * `- [Title](url) — description`. Otherwise, or when the content chosen by the article rules has
- * ARTICLE_PROSE_CHARS of text or ARTICLE_PARAGRAPHS paragraphs of prose outside the groups (a story
- * with boxes of links around it), nothing changes.
+ * `- [Title](url) — description`. Otherwise nothing changes, and neither does it when the region
+ * has ARTICLE_PARAGRAPHS paragraphs of prose outside the groups, or the content chosen by the
+ * article rules has that many or ARTICLE_PROSE_CHARS of text outside them (a story with boxes of
+ * links around it).
  * Navigation, footers, share bars and pagination stay out as before (unlikely elements are never
  * looked at). One walk over the region, each item's text read once: linear.
  */
@@ -1130,7 +1131,8 @@ function isItem(el: El): boolean {
   return (
     (el.flags & (F_UNLIKELY | F_HAS_GROUP | F_MAIN)) === 0 &&
     el.title !== null &&
-    el.titleAt <= ITEM_LEAD_CHARS &&
+    // a paragraph is an item only when it starts with its link (a <dt>), not prose with a link in it
+    el.titleAt <= (kind === K_P ? 0 : ITEM_LEAD_CHARS) &&
     el.links > 0 &&
     el.links <= ITEM_MAX_LINKS
   );
@@ -1204,8 +1206,9 @@ function listingRegion(parsed: Parsed, chosen: El[]): El | null {
   }
   const itemText = markGroups(region);
   if (itemText === 0 || itemText < region.textLen * LISTING_SHARE) return null;
+  // a story (link boxes around it, or links in its lists) stays an article
+  if (proseIn(region) >= ARTICLE_PARAGRAPHS) return null;
   if (chosen.length === 1 && chosen[0] === region) return region;
-  // an article chosen apart from the groups (link boxes around a story) stays an article
   let chars = 0;
   let paragraphs = 0;
   for (const el of chosen) {

@@ -131,6 +131,12 @@ export const CONTENT_LIMITS = {
   titleChars: 2_000,
   /** Characters of one JSON-LD block read; a longer block is cut off, fails to parse and is ignored. */
   jsonLdChars: 1_000_000,
+  /**
+   * Characters of one listing item's description (main-content.ts renders a section index, product
+   * grid or search results as `- [Title](url) — description`): an item is a line that says what is
+   * behind its link, and a card's megabyte of text would otherwise become one line of the Markdown.
+   */
+  itemDescriptionChars: 500,
 } as const;
 
 /** A crawl's seeds (cli/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */

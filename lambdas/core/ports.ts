@@ -119,7 +119,10 @@ export interface FrontierUrl {
   carried?: boolean;
 }
 
-/** `carried`: the item is a carried link (as the item is, which a re-admission may find otherwise). */
+/**
+ * `carried` says what the item is, not what was asked: a page fetched again may find a link carried
+ * that it now asks held (past the cap), or held that it now asks carried.
+ */
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
 export interface Admission {

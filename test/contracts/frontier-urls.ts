@@ -128,6 +128,20 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       assert.equal(byKey(await frontier.urls(crawlId, HOST)).get(b.key)?.st, 'held');
     });
 
+    it('a page admitting its carried link many times at once (an SDK repeat, a retried flush) gets it fresh once and carried again otherwise', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/carried-race', { carried: true });
+      const all = await Promise.all(Array.from({ length: 4 }, () => frontier.admit(crawlId, 'page-1', [a])));
+      const admitted = all.flatMap((admission) => admission.admitted);
+      assert.deepEqual(admitted.map((url) => [url.fresh, url.carried]).toSorted(), [
+        [false, true],
+        [false, true],
+        [false, true],
+        [true, true],
+      ]);
+    });
+
     it("finalize records on the page's item how many skipped links its winning result carries", async () => {
       const frontier = make();
       const crawlId = crawl();

@@ -92,6 +92,14 @@ export const FRONTIER_LIMITS = {
    * ~3 s after their fetch) stays below it; a visit that reaches it hands its host back to wait.
    */
   inflightKeys: 400,
+  /**
+   * Bytes of the skipped links (scope, depth, nofollow) a page's result carries (`skipped`, JSON): the
+   * aggregate writes their lines with the page's, so they need no host item and no visit. Results go
+   * out packed into SQS messages of at most 256 KiB (AWS_LIMITS.sqsMaxMessageBytes): a quarter leaves
+   * the page's own record and its neighbours room. Past it a page's other skipped links are admitted
+   * held and get results of their own (docs/frontier.md, "Skipped links").
+   */
+  carriedBytes: 64 * KiB,
 } as const;
 
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */

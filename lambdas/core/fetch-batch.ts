@@ -23,6 +23,7 @@ import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import {
   admitEnded,
   admitLinks,
+  type CarriedLinks,
   confirmSent,
   type DiscoveringPage,
   giveBack,
@@ -411,6 +412,8 @@ class BatchOutput {
   private invalid: DeadLetter[] = [];
   /** Keys of admitted links, marked seen once the flush that sends their results succeeds. */
   private seenKeys: string[] = [];
+  /** Skipped links admitted carried, by `<crawlId>\n<page key>`: sent in their page's result. */
+  private carried = new Map<string, CarriedLinks['links']>();
   /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
   private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
   /** Serializes flushes (the periodic one and the last). */
@@ -527,6 +530,8 @@ class BatchOutput {
         config: decision.config,
         parentKey: decision.page.result.key,
         parentUrl: decision.page.result.url,
+        // Its result goes out with the flush that admits its links, or a later one: it carries them.
+        carrier: true,
         depth: decision.page.result.depth,
         links: decision.links,
       });
@@ -588,14 +593,15 @@ class BatchOutput {
     // Their skipped results and seen keys go with the next flush, as do their pages' results.
     this.results.push(...admitted.results);
     this.seenKeys.push(...admitted.seenKeys);
+    addCarried(this.carried, admitted.carried);
   }
 
   /** Admits links (and ended task URLs), wakes their hosts and sends the visits the wakes asked for. */
   private async admit(
     discovering: DiscoveringPage[],
     ended: Array<{ crawlId: string; url: FrontierUrl }>,
-  ): Promise<{ results: CrawlResult[]; seenKeys: string[] }> {
-    if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [] };
+  ): Promise<{ results: CrawlResult[]; seenKeys: string[]; carried: CarriedLinks[] }> {
+    if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [], carried: [] };
     const deps = this.deps;
     const now = new Date(deps.now());
     const hosts = this.wakingHosts;
@@ -618,7 +624,7 @@ class BatchOutput {
     });
     await confirmSent(visits, deps.hosts);
     this.sentVisits.push(...visits);
-    return { results: admitted.results, seenKeys: admitted.seenKeys };
+    return { results: admitted.results, seenKeys: admitted.seenKeys, carried: admitted.carried };
   }
 
   /** When the visits stop starting requests: the deadline, or earlier if the last flush would not fit. */
@@ -651,6 +657,7 @@ class BatchOutput {
     const leaves = this.results;
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
+    const carried = this.carried;
     this.flushes++;
     this.writer = this.newWriter();
     this.written = [];
@@ -659,6 +666,7 @@ class BatchOutput {
     this.results = [];
     this.invalid = [];
     this.seenKeys = [];
+    this.carried = new Map();
     if (deps.budget && written.length > 0) {
       const pages = new Map<string, number>();
       for (const { crawlId } of written) pages.set(crawlId, (pages.get(crawlId) ?? 0) + 1);
@@ -666,9 +674,14 @@ class BatchOutput {
     }
     const admitted = await this.admit(discovering, ended);
     const stored = await retryStep(() => writer.finish());
+    addCarried(carried, admitted.carried);
     // One send for the flush's records, leaves before pages (a crawl's records go packed, as few
-    // messages as fit: SQS is paid per flush, not per URL).
-    const results = [...leaves, ...admitted.results, ...stored.results];
+    // messages as fit: SQS is paid per flush, not per URL). A page carries its skipped links.
+    const pages = stored.results.map((result) => {
+      const skipped = carried.get(`${result.crawlId}\n${result.key}`);
+      return skipped === undefined ? result : { ...result, skipped };
+    });
+    const results = [...leaves, ...admitted.results, ...pages];
     await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
@@ -676,6 +689,14 @@ class BatchOutput {
     for (const key of [...seenKeys, ...admitted.seenKeys]) deps.seen.add(key);
     this.sentResults.push(...results);
     this.sentWarcKeys.push(...stored.keys);
+  }
+}
+
+/** Adds an admission's carried links to those waiting for their pages' results. */
+function addCarried(into: Map<string, CarriedLinks['links']>, carried: readonly CarriedLinks[]): void {
+  for (const { crawlId, parentKey, links } of carried) {
+    const id = `${crawlId}\n${parentKey}`;
+    into.set(id, [...(into.get(id) ?? []), ...links]);
   }
 }
 

@@ -12,7 +12,10 @@ export const emptyTally = (): HostTally => ({ total: 0, byOutcome: {}, bytes: 0,
 
 /** Adds one done URL item to the tally (and returns it, so a list folds with `reduce`). */
 export function addToTally(tally: HostTally, url: HostUrl): HostTally {
-  tally.total++;
+  // A carried link counts in its page's `kids`, in the page's host: counted here it would count twice.
+  if (url.carried) return tally;
+  tally.total += 1 + (url.kids ?? 0);
+  if (url.kids) tally.byOutcome.skipped = (tally.byOutcome.skipped ?? 0) + url.kids;
   if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
   tally.bytes += url.bytes ?? 0;
   tally.requests += url.requests ?? 0;

@@ -112,8 +112,17 @@ export interface FrontierUrl {
   redirects?: number;
   /** Admitted as skipped (scope, depth, nofollow, page budget): never fetched; its result is on its way. */
   held?: boolean;
+  /**
+   * A skipped link its page's result carries: created done, its line written with the page's, so its
+   * host gets no host item and no visit (docs/frontier.md, "Skipped links").
+   */
+  carried?: boolean;
 }
 
+/**
+ * `carried` says what the item is, not what was asked: a page fetched again may find a link carried
+ * that it now asks held (past the cap), or held that it now asks carried.
+ */
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
 export interface Admission {
@@ -134,7 +143,8 @@ export interface Admission {
 export interface FrontierAdmission {
   /**
    * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
-   * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted).
+   * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted),
+   * or carried (carried again: the page's result, sent again, carries them again).
    */
   admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
@@ -166,6 +176,10 @@ export interface HostUrl {
   bytes?: number;
   requests?: number;
   part?: string;
+  /** A carried link (done at admission): counted in its page's `kids`, not in its own host's tally. */
+  carried?: boolean;
+  /** Done pages: the skipped links their winning result carried (each a line and a `skipped` count). */
+  kids?: number;
 }
 
 /** A page of a host's URL items, in key order. */
@@ -274,6 +288,8 @@ export interface FinalizeEntry {
   rid: string;
   /** The index part this result's line is written to. */
   part: string;
+  /** The skipped links the result carries (their lines go to `part` too): recorded on the item. */
+  kids?: number;
 }
 
 /**

@@ -92,6 +92,69 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
     });
 
+    it('a carried link is created done, admitted again only to the page that carried it (as carried), settled for another; no result wins it', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/carried', { carried: true });
+      const first = await frontier.admit(crawlId, 'page-1', [a]);
+      assert.deepEqual(first, { admitted: [{ ...a, fresh: true }], settled: [] });
+      assert.deepEqual(await allUrls(frontier, crawlId, HOST), [
+        { key: a.key, url: a.url, depth: 1, st: 'done', parent: 'page-1', carried: true },
+      ]);
+      // Its page fetched again: carried again, whether it comes carried or (past the cap) held.
+      const { carried: _carried, ...plain } = a;
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), {
+        admitted: [{ ...a, fresh: false }],
+        settled: [],
+      });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [{ ...plain, held: true }]), {
+        admitted: [{ ...plain, held: true, carried: true, fresh: false }],
+        settled: [],
+      });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [plain]), { admitted: [], settled: [a.key] });
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r1')), {
+        won: false,
+        created: false,
+        repeat: false,
+      });
+      // A page's own held admission met by a carried candidate stays held (its result is on its way).
+      const b = link('/held', { held: true });
+      await frontier.admit(crawlId, 'page-1', [b]);
+      const { held: _held, ...bare } = b;
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [{ ...bare, carried: true }]), {
+        admitted: [{ ...bare, fresh: false }],
+        settled: [],
+      });
+      assert.equal(byKey(await allUrls(frontier, crawlId, HOST)).get(b.key)?.st, 'held');
+    });
+
+    it('a page admitting its carried link many times at once (an SDK repeat, a retried flush) gets it fresh once and carried again otherwise', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/carried-race', { carried: true });
+      const all = await Promise.all(Array.from({ length: 4 }, () => frontier.admit(crawlId, 'page-1', [a])));
+      const admitted = all.flatMap((admission) => admission.admitted);
+      assert.deepEqual(admitted.map((url) => [url.fresh, url.carried]).toSorted(), [
+        [false, true],
+        [false, true],
+        [false, true],
+        [true, true],
+      ]);
+    });
+
+    it("finalize records on the page's item how many skipped links its winning result carries", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const page = link('/page');
+      await frontier.admit(crawlId, 'seed', [page]);
+      await frontier.finalize(crawlId, { ...entry(page, 'r1', 'p1'), kids: 3 });
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.kids, 3);
+      // Another result of the page loses, and its links with it.
+      await frontier.finalize(crawlId, { ...entry(page, 'r2', 'p2'), kids: 5 });
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.kids, 3);
+    });
+
     it('duplicate keys in one admission are admitted once', async () => {
       const frontier = make();
       const crawlId = crawl();

@@ -4,8 +4,8 @@
  * `addQueued`): FrontierAdmission and HostUrlStore, plus `finalize` (FrontierFinalizer's), which is
  * what makes a URL done. Each URL item lives in its host's partition (frontierHost of its URL), and
  * every decision has the adapter's condition: admission creates an item once (a page's own earlier
- * admission, not yet attempted, is admitted again unchanged), a postponed retry never touches a done
- * item, the first result to finalize a URL wins it. Checked against the DynamoDB adapter on dynalite
+ * admission, not yet attempted or carried, is admitted again unchanged; a carried link is created
+ * done), a postponed retry never touches a done item, the first result to finalize a URL wins it. Checked against the DynamoDB adapter on dynalite
  * by test/integration/port-contracts.test.ts (frontierUrlsContract in test/contracts/frontier-urls.ts).
  */
 import { frontierHost } from '../../lambdas/core/politeness.ts';
@@ -105,15 +105,17 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
       for (const candidate of unique) {
         const partition = this.#partition(crawlId, frontierHost(candidate.url));
         const existing = partition.get(candidate.key);
+        const { carried: _carried, ...url } = candidate;
         if (existing === undefined) {
           const item: UrlItem = {
             key: candidate.key,
             url: candidate.url,
             depth: candidate.depth,
-            st: candidate.held ? 'held' : 'new',
+            st: candidate.carried ? 'done' : candidate.held ? 'held' : 'new',
             parent: parentKey,
           };
           if (candidate.redirects !== undefined) item.redirects = candidate.redirects;
+          if (candidate.carried) item.carried = true;
           partition.set(candidate.key, item);
           admission.admitted.push({ ...candidate, fresh: true });
         } else if (
@@ -122,7 +124,10 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
           existing.attempts === undefined
         ) {
           // This page's own earlier admission, not yet attempted: admitted again, the item unchanged.
-          admission.admitted.push({ ...candidate, fresh: false });
+          admission.admitted.push({ ...url, fresh: false });
+        } else if (existing.carried && existing.parent === parentKey) {
+          // Carried by this page: its result, sent again, carries it again.
+          admission.admitted.push({ ...url, carried: true, fresh: false });
         } else if (existing.st !== 'held') admission.settled.push(candidate.key);
       }
       return admission;
@@ -239,6 +244,7 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
         part: before?.part ?? entry.part,
         bytes: entry.bytes,
         requests: entry.requests,
+        ...(entry.kids ? { kids: entry.kids } : {}),
       };
       delete item.retryAt;
       partition.set(entry.key, item);

@@ -357,15 +357,17 @@ describe('processFetchBatch: a visit', () => {
 });
 
 describe('processFetchBatch: results on the queue', () => {
-  it("a flush's records go in one send, packed: the pages' results and their links' skipped results in one message", async () => {
-    // Links of a page at depth 1 are beyond --max-depth 1: each is a skipped result, sent with the page's.
+  it("a flush's records go in one send, packed: the page's result carries its links' skips in one message", async () => {
+    // Links of a page at depth 1 are beyond --max-depth 1: each is skipped, carried by the page's result.
     const w = await world({ crawl: { maxDepth: 1 } });
     const visit = await wokenHost(w, HOST, ['/']);
     const report = await w.run([visit]);
     assert.deepEqual(report.retries, []);
-    const outcomes = w.results.results.map((result) => result.outcome).sort();
-    assert.deepEqual(outcomes, ['fetched', 'skipped', 'skipped']);
-    assert.equal(w.results.messages.length, 1, 'one message for its three records');
+    assert.deepEqual(
+      w.results.results.map((result) => [result.outcome, result.skipped?.map((link) => link.code)]),
+      [['fetched', ['depth', 'depth']]],
+    );
+    assert.equal(w.results.messages.length, 1, 'one message for its records');
     const [body] = w.results.messages.map(
       (m) => JSON.parse(m) as { crawlId: string; results: CrawlResult[] },
     );

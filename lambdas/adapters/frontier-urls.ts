@@ -3,7 +3,9 @@
  * host's URLs as a visit reads them, postponed retries, and finalization (docs/frontier.md, "A URL's
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
-import { BatchGetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { backoffPause } from '../core/backoff.ts';
+import { RETRY_BACKOFF } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
@@ -12,6 +14,7 @@ import type {
   FinalizeOutcome,
   FrontierUrl,
   HostUrl,
+  HostUrlPage,
   HostUrlStore,
 } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -33,6 +36,8 @@ import {
 
 /** BatchGetItem reads at most 100 keys a call. */
 const BATCH_GET_KEYS = 100;
+/** Rounds of a BatchGetItem whose keys DynamoDB keeps leaving unprocessed before `get` gives up. */
+const UNPROCESSED_ROUNDS = 5;
 
 /**
  * URL item attributes of carried links (docs/frontier.md, "Skipped links"), kept here while
@@ -42,7 +47,7 @@ const BATCH_GET_KEYS = 100;
  */
 const CARRY_ATTR = { carried: 'carried', kids: 'kids' } as const;
 
-/** What `urls` reads of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
+/** What `page` and `get` read of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
 const HOST_URL_ATTRS = [
   ATTR.sk,
   ATTR.url,
@@ -338,18 +343,60 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   }
 
   /**
-   * Every URL item of the host: one consistent Query of its partition, paginated. Done items come
-   * too (a fraction of a read unit each): they clear a visit's `inflight` and make the host's tally.
+   * Up to `limit` URL items of the host after key `after`: one consistent Query (`Limit`, and the
+   * partition's own 1 MB a call). Done items come too (a fraction of a read unit each): they clear a
+   * visit's `inflight` and make the host's tally.
    */
-  async urls(crawlId: string, host: string): Promise<HostUrl[]> {
+  async page(crawlId: string, host: string, after: string | undefined, limit: number): Promise<HostUrlPage> {
+    const pk = S(urlsPk(crawlId, host));
+    const out = await this.dynamodb.send(
+      new QueryCommand({
+        TableName: this.table,
+        ConsistentRead: true,
+        KeyConditionExpression: `#${ATTR.pk} = :pk`,
+        ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+        ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
+        ExpressionAttributeValues: { ':pk': pk },
+        Limit: limit,
+        ...(after === undefined ? {} : { ExclusiveStartKey: { pk, sk: S(after) } }),
+      }),
+    );
+    const page: HostUrlPage = { urls: (out.Items ?? []).map(hostUrl) };
+    const next = str(out.LastEvaluatedKey, ATTR.sk);
+    if (next !== undefined) page.next = next;
+    return page;
+  }
+
+  /**
+   * The URL items of `keys` that exist: consistent BatchGetItem, 100 keys a call; keys DynamoDB
+   * leaves unprocessed (throttling) are asked again after a pause, a bounded number of times.
+   */
+  async get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]> {
     const urls: HostUrl[] = [];
-    const items = this.queryAll({
-      KeyConditionExpression: `#${ATTR.pk} = :pk`,
-      ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
-      ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
-      ExpressionAttributeValues: { ':pk': S(urlsPk(crawlId, host)) },
-    });
-    for await (const item of items) urls.push(hostUrl(item));
+    for (let start = 0; start < keys.length; start += BATCH_GET_KEYS) {
+      let left: Item[] = keys.slice(start, start + BATCH_GET_KEYS).map((key) => urlKey(crawlId, host, key));
+      for (let round = 0; left.length > 0; round++) {
+        if (round >= UNPROCESSED_ROUNDS) throw new Error(`BatchGetItem left ${left.length} keys unprocessed`);
+        if (round > 0) await backoffPause(round, RETRY_BACKOFF.awsStep);
+        const request = left;
+        const out = await retryStep(() =>
+          this.dynamodb.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.table]: {
+                  Keys: request,
+                  ConsistentRead: true,
+                  ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+                  ExpressionAttributeNames: names(...HOST_URL_ATTRS),
+                },
+              },
+            }),
+          ),
+        );
+        for (const item of out.Responses?.[this.table] ?? []) urls.push(hostUrl(item));
+        left = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      }
+    }
     return urls;
   }
 

@@ -39,8 +39,7 @@ import type {
   FrontierAdmission,
   FrontierUrl,
   HostLease,
-  HostTally,
-  HostUrl,
+  HostRelease,
   HostUrlStore,
   HostVisits,
   OutgoingVisit,
@@ -305,7 +304,7 @@ async function startVisit(
     done: Promise.resolve({ failed: undefined }),
   };
   run.done = visitHost(
-    { crawlId, host, pace: lease, inflight: lease.inflight },
+    { crawlId, host, pace: lease, inflight: lease.inflight, cursor: lease.cursor },
     config,
     {
       ...deps,
@@ -344,7 +343,7 @@ async function endVisit(
     const ticket = run.visit.ticket ?? crypto.randomUUID();
     await deps.hosts.release(crawlId, host, holder, {
       ...run.lease,
-      ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
+      ...(progress ? { ...progress.pace, inflight: progress.inflight, cursor: progress.cursor } : {}),
       visitAt: deps.now(),
       ticket,
       // Not `sent`: the message itself comes back, but a visit that keeps failing spends its receives
@@ -353,12 +352,12 @@ async function endVisit(
     report.retries.push(failedRetry(run.message, error));
     return;
   }
-  const { end, pace, inflight } = ended;
+  const { end, pace, inflight, cursor } = ended;
   report.outcomes.push({ crawlId, host, end: end.kind, fetched: run.fetched });
   if (end.kind === 'drained') {
-    const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, tallyOf(end.urls), pace);
+    const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, end.tally, pace);
     // Woken meanwhile: a new URL came in; visit again at once.
-    if (!drained) await handBack(run, deps.now(), pace, inflight, deps, report);
+    if (!drained) await handBack(run, deps.now(), { ...pace, inflight, cursor }, deps, report);
     else await deps.results.sendDrained(crawlId);
     return;
   }
@@ -367,14 +366,13 @@ async function endVisit(
     await deps.hosts.release(crawlId, host, holder, { ...pace, inflight, visitAt: deps.now(), ticket: '-' });
     return;
   }
-  await handBack(run, end.visitAt, pace, inflight, deps, report);
+  await handBack(run, end.visitAt, { ...pace, inflight, cursor }, deps, report);
 }
 
 async function handBack(
   run: RunningVisit,
   visitAt: number,
-  pace: { nextAt: number; pausedUntil?: number },
-  inflight: readonly string[],
+  state: Omit<HostRelease, 'visitAt' | 'ticket' | 'sent'>,
   deps: FetchBatchDeps,
   report: FetchBatchReport,
 ): Promise<void> {
@@ -387,29 +385,11 @@ async function handBack(
   await retryStep(() => deps.tasks.sendVisits([next]));
   report.visits.push(next);
   await deps.hosts.release(crawlId, host, deps.invocationId, {
-    ...pace,
-    inflight,
+    ...state,
     visitAt: deps.now() + delaySeconds * 1000,
     ticket,
     sent: true,
   });
-}
-
-/** The exact counts of a drained host, from its URL items (all done). */
-export function tallyOf(urls: readonly HostUrl[]): HostTally {
-  // No parts: the visit drained the host only once every part its URLs name was written
-  // (host-visit.ts), and a host's parts would outgrow one item on a large crawl.
-  const tally: HostTally = { total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
-  for (const url of urls) {
-    // A carried link counts in its page's `kids`, in the page's host: counted here it would count twice.
-    if (url.carried) continue;
-    tally.total += 1 + (url.kids ?? 0);
-    if (url.kids) tally.byOutcome.skipped = (tally.byOutcome.skipped ?? 0) + url.kids;
-    if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
-    tally.bytes += url.bytes ?? 0;
-    tally.requests += url.requests ?? 0;
-  }
-  return tally;
 }
 
 /**

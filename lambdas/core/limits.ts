@@ -93,6 +93,18 @@ export const FRONTIER_LIMITS = {
    */
   inflightKeys: 400,
   /**
+   * URL items a visit reads of its host's partition in one page at most: about 1 MB of items (a done
+   * item is 400-650 bytes), the most one DynamoDB Query returns, so a page is one call.
+   */
+  hostUrlPage: 1_600,
+  /**
+   * The first page a visit reads; each further page of the visit doubles, up to hostUrlPage. About
+   * what a visit fetches at the default pace (~27 pages in its ~29 s of requests): a visit that stops
+   * there has read little it did not use, and one that walks on (done items, a fast host) soon reads
+   * full pages.
+   */
+  hostUrlFirstPage: 32,
+  /**
    * Bytes of the skipped links (scope, depth, nofollow) a page's result carries (`skipped`, JSON): the
    * aggregate writes their lines with the page's, so they need no host item and no visit. Results go
    * out packed into SQS messages of at most 256 KiB (AWS_LIMITS.sqsMaxMessageBytes): a quarter leaves

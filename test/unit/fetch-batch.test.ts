@@ -303,9 +303,9 @@ describe('processFetchBatch: a visit', () => {
   it('a visit that fails part way (a Query that keeps failing) sends what it did, hands its host to its own message with the URLs in flight, and that message comes back', async () => {
     const w = await world();
     const visit = await wokenHost(w, HOST, ['/', '/p/1']);
-    w.frontier.faults.fail('urls', {
+    w.frontier.faults.fail('page', {
       times: Number.POSITIVE_INFINITY,
-      when: () => w.frontier.faults.calls('urls') > 1,
+      when: () => w.frontier.faults.calls('page') > 1,
       error: throttled,
     });
     const report = await w.run([visit]);

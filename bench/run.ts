@@ -21,7 +21,8 @@
  *
  * - Content extraction (issue 15): `ours` again with `--content none`, for the pages/s that main-content
  *   extraction costs; and bench/content-quality.ts, shingle F1 of our extractor and Readability.js on
- *   the labelled pages of test/data/article-extraction, with pages/s of each on one core.
+ *   the labelled pages of test/data/article-extraction, with pages/s of each on one core, and the
+ *   recall of listing pages' items (bench/listing-recall.ts, test/data/listing-pages).
  *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
  * (micro-benchmark rounds, 5; content-quality rounds are 4 × N), --only

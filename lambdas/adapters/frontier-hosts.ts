@@ -17,7 +17,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import type { HostBusy, HostLease, HostPace, HostTally, HostVisits } from '../core/ports.ts';
+import type { HostBusy, HostLease, HostPace, HostRelease, HostTally, HostVisits } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
 import {
   ATTR,
@@ -286,26 +286,24 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       num(item, ATTR.next) === undefined
         ? paceOf(await this.read(doneKey(crawlId, host), [ATTR.next, ATTR.pausedUntil]))
         : paceOf(item);
+    const cursor = str(item, ATTR.cursor);
     return {
       holder,
       leaseUntil,
       wake: num(item, ATTR.wake) ?? 0,
       ...pace,
       inflight: item[ATTR.inflight]?.SS ?? [],
+      ...(cursor === undefined ? {} : { cursor }),
     };
   }
 
   /**
-   * Saves the visit's pace and inflight and the time its next visit message is due, and gives up the
-   * lease. A visit that lost its lease has nothing to hand back: the visit that took the host saves.
-   * `sent`: that message is already on its way (a hand-back sends it first), so no wake sends again.
+   * Saves the visit's pace, inflight and cursor and the time its next visit message is due, and gives
+   * up the lease. A visit that lost its lease has nothing to hand back: the visit that took the host
+   * saves. `sent`: that message is already on its way (a hand-back sends it first), so no wake sends
+   * again.
    */
-  async release(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
-  ): Promise<void> {
+  async release(crawlId: string, host: string, holder: string, state: HostRelease): Promise<void> {
     const update = new Update()
       .state(state)
       .setAttr(ATTR.visitAt, N(state.visitAt))
@@ -313,6 +311,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       .setAttr(ATTR.expiresAt, expiresAt(this.options))
       .removeAttr(ATTR.lease)
       .removeAttr(ATTR.holder);
+    if (state.cursor === undefined) update.removeAttr(ATTR.cursor);
+    else update.setAttr(ATTR.cursor, S(state.cursor));
     if (state.sent) update.setAttr(ATTR.sent, { BOOL: true });
     else update.removeAttr(ATTR.sent);
     try {

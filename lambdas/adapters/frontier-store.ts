@@ -46,7 +46,8 @@ export function createFrontierStore(
     promote: (crawlId, candidates) => urls.promote(crawlId, candidates),
     addQueued: (crawlId, count) => counters.addQueued(crawlId, count),
     // HostUrlStore
-    urls: (crawlId, host) => urls.urls(crawlId, host),
+    page: (crawlId, host, after, limit) => urls.page(crawlId, host, after, limit),
+    get: (crawlId, host, keys) => urls.get(crawlId, host, keys),
     postpone: (crawlId, host, key, attempts, retryAt) => urls.postpone(crawlId, host, key, attempts, retryAt),
     // HostVisits
     wake: (crawlId, host, now) => hosts.wake(crawlId, host, now),

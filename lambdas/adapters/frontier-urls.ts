@@ -3,7 +3,9 @@
  * host's URLs as a visit reads them, postponed retries, and finalization (docs/frontier.md, "A URL's
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
-import { BatchGetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { backoffPause } from '../core/backoff.ts';
+import { RETRY_BACKOFF } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
@@ -12,6 +14,7 @@ import type {
   FinalizeOutcome,
   FrontierUrl,
   HostUrl,
+  HostUrlPage,
   HostUrlStore,
 } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -33,8 +36,18 @@ import {
 
 /** BatchGetItem reads at most 100 keys a call. */
 const BATCH_GET_KEYS = 100;
+/** Rounds of a BatchGetItem whose keys DynamoDB keeps leaving unprocessed before `get` gives up. */
+const UNPROCESSED_ROUNDS = 5;
 
-/** What `urls` reads of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
+/**
+ * URL item attributes of carried links (docs/frontier.md, "Skipped links"), kept here while
+ * frontier-schema.ts's ATTR is being changed by another branch: `carried` (true: a skipped link
+ * created done, its line carried by its page's result) and `kids` (on a done page: the links its
+ * winning result carried).
+ */
+const CARRY_ATTR = { carried: 'carried', kids: 'kids' } as const;
+
+/** What `page` and `get` read of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
 const HOST_URL_ATTRS = [
   ATTR.sk,
   ATTR.url,
@@ -48,11 +61,16 @@ const HOST_URL_ATTRS = [
   ATTR.bytes,
   ATTR.requests,
   ATTR.part,
+  CARRY_ATTR.carried,
+  CARRY_ATTR.kids,
 ];
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 
-const stOf = (candidate: FrontierUrl): string => (candidate.held ? URL_ST.held : URL_ST.new);
+const stOf = (candidate: FrontierUrl): string =>
+  candidate.carried ? URL_ST.done : candidate.held ? URL_ST.held : URL_ST.new;
+
+const isCarried = (item: Item | undefined): boolean => item?.[CARRY_ATTR.carried]?.BOOL === true;
 
 /** A URL item as a visit reads it (absent attributes are left out). */
 function hostUrl(item: Item): HostUrl {
@@ -79,18 +97,25 @@ function hostUrl(item: Item): HostUrl {
   if (requests !== undefined) url.requests = requests;
   const part = str(item, ATTR.part);
   if (part !== undefined) url.part = part;
+  if (isCarried(item)) url.carried = true;
+  const kids = num(item, CARRY_ATTR.kids);
+  if (kids !== undefined) url.kids = kids;
   return url;
 }
+
+/** What one admission put found: created, this parent's own again (held or new, or carried), or another's. */
+type Put = 'fresh' | 'again' | 'carried' | false;
 
 export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   /**
    * One conditional write per candidate (duplicate keys in one call are tried once), each in its
-   * host's partition, at most `admitConcurrency` in flight. A `held` candidate (admitted as skipped,
-   * or awaiting the page budget) is created with `st = held`, any other with `st = new`. Returns, in
-   * input order, the candidates that are new to the crawl (`fresh`) or are this parent's own earlier
-   * admissions not yet attempted (`st` new or held, no attempts: a retried batch wakes their hosts
-   * again; the item is left as it is). Any error other than a failed condition is thrown once the
-   * writes in flight have settled.
+   * host's partition, at most `admitConcurrency` in flight. A `carried` candidate is created done
+   * (`st = done`, `carried = true`), a `held` one (admitted as skipped, or awaiting the page budget)
+   * with `st = held`, any other with `st = new`. Returns, in input order, the candidates that are new
+   * to the crawl (`fresh`) or are this parent's own earlier admissions not yet attempted (`st` new or
+   * held, no attempts: a retried batch wakes their hosts again) or carried (its result carries them
+   * again); the item is left as it is, and `carried` says what it is. Any error other than a failed
+   * condition is thrown once the writes in flight have settled.
    */
   async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
     const unique: FrontierUrl[] = [];
@@ -100,7 +125,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
       keys.add(candidate.key);
       unique.push(candidate);
     }
-    const admitted = new Array<'fresh' | 'again' | false>(unique.length).fill(false);
+    const admitted = new Array<Put>(unique.length).fill(false);
     // Most links of a page are already in the frontier (navigation, pages linked from many pages).
     // Reading one costs a tenth of a failed conditional put: half a read unit (an eventually
     // consistent read of an item under 4 KB) against a write unit, at $0.125 against $0.625 a million
@@ -116,14 +141,13 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
         continue;
       }
       // This parent's own earlier admission, not attempted yet: admitted again, unchanged (a `new`
-      // item, promoted by the page budget, stays `new` even when the candidate comes `held` again).
+      // item, promoted by the page budget, stays `new` even when the candidate comes `held` again),
+      // or carried by it (its result, sent again, carries it again).
       const st = str(item, ATTR.st);
-      if (
-        (st === URL_ST.new || st === URL_ST.held) &&
-        str(item, ATTR.parent) === parentKey &&
-        num(item, ATTR.attempts) === undefined
-      )
+      const own = str(item, ATTR.parent) === parentKey;
+      if ((st === URL_ST.new || st === URL_ST.held) && own && num(item, ATTR.attempts) === undefined)
         admitted[index] = 'again';
+      else if (st === URL_ST.done && own && isCarried(item)) admitted[index] = 'carried';
       else if (st === URL_ST.new || st === URL_ST.done) settled.push(candidate.key);
     }
     await this.inParallel(toPut, async (index) => {
@@ -135,7 +159,10 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     return {
       admitted: unique.flatMap((candidate, index) => {
         const state = admitted[index];
-        return state ? [{ ...candidate, fresh: state === 'fresh' }] : [];
+        if (!state) return [];
+        const { carried: _carried, ...url } = candidate;
+        if (state === 'carried') return [{ ...url, carried: true, fresh: false }];
+        return [{ ...(state === 'fresh' ? candidate : url), fresh: state === 'fresh' }];
       }),
       settled,
     };
@@ -144,7 +171,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   /** The URL items that exist among `urls`, by key (eventually consistent BatchGetItem, 100 keys a call). */
   private async readExisting(crawlId: string, urls: readonly FrontierUrl[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
-    const projected = [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts];
+    const projected = [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts, CARRY_ATTR.carried];
     for (let start = 0; start < urls.length; start += BATCH_GET_KEYS) {
       let keys: Item[] | undefined = urls
         .slice(start, start + BATCH_GET_KEYS)
@@ -179,12 +206,12 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   /**
    * 'fresh' when the item did not exist (count it as queued), 'again' for this parent's own
    * re-admission, which changes nothing: an update rather than a put, so `st` is set only on creation.
+   * A carried candidate is created done, and is admitted again only by the parent that carried it
+   * ('carried'): a held or new item its put meets (an earlier fetch of the page admitted it otherwise,
+   * the read having missed it) is left to that path's read (false).
    */
-  private async put(
-    crawlId: string,
-    parentKey: string,
-    candidate: FrontierUrl,
-  ): Promise<'fresh' | 'again' | false> {
+  private async put(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
+    if (candidate.carried) return this.putCarried(crawlId, parentKey, candidate);
     const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.expiresAt];
     const values: Item = {
       ':url': S(candidate.url),
@@ -215,6 +242,40 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
         }),
       );
       return previous.Attributes === undefined ? 'fresh' : 'again';
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  private async putCarried(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
+    const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.st, CARRY_ATTR.carried, ATTR.expiresAt];
+    const values: Item = {
+      ':url': S(candidate.url),
+      ':depth': N(candidate.depth),
+      ':parent': S(parentKey),
+      ':st': S(URL_ST.done),
+      ':carried': { BOOL: true },
+      ':expiresAt': expiresAt(this.options),
+    };
+    if (candidate.redirects !== undefined) {
+      attrs.push(ATTR.redirects);
+      values[':redirects'] = N(candidate.redirects);
+    }
+    try {
+      const previous = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: urlKey(crawlId, frontierHost(candidate.url), candidate.key),
+          UpdateExpression: `SET ${attrs.map((attr) => `#${attr} = :${attr}`).join(', ')}`,
+          // Written again only as it was: done, carried, by this parent (an SDK repeat, a refetch).
+          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR (#${ATTR.st} = :st AND #${CARRY_ATTR.carried} = :carried AND #${ATTR.parent} = :parent)`,
+          ExpressionAttributeNames: names(ATTR.pk, ...attrs),
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return previous.Attributes === undefined ? 'fresh' : 'carried';
     } catch (err) {
       if (isConditionFailed(err)) return false;
       throw err;
@@ -282,18 +343,60 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   }
 
   /**
-   * Every URL item of the host: one consistent Query of its partition, paginated. Done items come
-   * too (a fraction of a read unit each): they clear a visit's `inflight` and make the host's tally.
+   * Up to `limit` URL items of the host after key `after`: one consistent Query (`Limit`, and the
+   * partition's own 1 MB a call). Done items come too (a fraction of a read unit each): they clear a
+   * visit's `inflight` and make the host's tally.
    */
-  async urls(crawlId: string, host: string): Promise<HostUrl[]> {
+  async page(crawlId: string, host: string, after: string | undefined, limit: number): Promise<HostUrlPage> {
+    const pk = S(urlsPk(crawlId, host));
+    const out = await this.dynamodb.send(
+      new QueryCommand({
+        TableName: this.table,
+        ConsistentRead: true,
+        KeyConditionExpression: `#${ATTR.pk} = :pk`,
+        ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+        ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
+        ExpressionAttributeValues: { ':pk': pk },
+        Limit: limit,
+        ...(after === undefined ? {} : { ExclusiveStartKey: { pk, sk: S(after) } }),
+      }),
+    );
+    const page: HostUrlPage = { urls: (out.Items ?? []).map(hostUrl) };
+    const next = str(out.LastEvaluatedKey, ATTR.sk);
+    if (next !== undefined) page.next = next;
+    return page;
+  }
+
+  /**
+   * The URL items of `keys` that exist: consistent BatchGetItem, 100 keys a call; keys DynamoDB
+   * leaves unprocessed (throttling) are asked again after a pause, a bounded number of times.
+   */
+  async get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]> {
     const urls: HostUrl[] = [];
-    const items = this.queryAll({
-      KeyConditionExpression: `#${ATTR.pk} = :pk`,
-      ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
-      ExpressionAttributeNames: names(ATTR.pk, ...HOST_URL_ATTRS),
-      ExpressionAttributeValues: { ':pk': S(urlsPk(crawlId, host)) },
-    });
-    for await (const item of items) urls.push(hostUrl(item));
+    for (let start = 0; start < keys.length; start += BATCH_GET_KEYS) {
+      let left: Item[] = keys.slice(start, start + BATCH_GET_KEYS).map((key) => urlKey(crawlId, host, key));
+      for (let round = 0; left.length > 0; round++) {
+        if (round >= UNPROCESSED_ROUNDS) throw new Error(`BatchGetItem left ${left.length} keys unprocessed`);
+        if (round > 0) await backoffPause(round, RETRY_BACKOFF.awsStep);
+        const request = left;
+        const out = await retryStep(() =>
+          this.dynamodb.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.table]: {
+                  Keys: request,
+                  ConsistentRead: true,
+                  ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
+                  ExpressionAttributeNames: names(...HOST_URL_ATTRS),
+                },
+              },
+            }),
+          ),
+        );
+        for (const item of out.Responses?.[this.table] ?? []) urls.push(hostUrl(item));
+        left = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      }
+    }
     return urls;
   }
 
@@ -331,8 +434,9 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
 
   /**
    * `st = done` with the outcome, unless the URL already is done by another result. The item keeps
-   * the winning result's id (`rid`), the index part its line goes to (`part`), and its bytes and
-   * request count, so the host's tally comes from its URL items alone.
+   * the winning result's id (`rid`), the index part its line goes to (`part`), its bytes and request
+   * count, and the skipped links it carries (`kids`, when any), so the host's tally comes from its URL
+   * items alone.
    *
    * `won`: this result is the one that counts. `repeat`: it had already won (the same result again:
    * an SDK retry whose first attempt took effect, or a redelivery after a crash or a failed step); the
@@ -341,6 +445,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
    * the item is created at depth 0 in the partition of `frontierHost(entry.url)`.
    */
   async finalize(crawlId: string, entry: FinalizeEntry): Promise<FinalizeOutcome> {
+    const kids = entry.kids ?? 0;
     try {
       const out = await this.dynamodb.send(
         new UpdateItemCommand({
@@ -353,6 +458,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
             `#${ATTR.url} = if_not_exists(#${ATTR.url}, :url)`,
             `#${ATTR.depth} = if_not_exists(#${ATTR.depth}, :zero)`,
             `#${ATTR.expiresAt} = :expiresAt`,
+            ...(kids > 0 ? [`#${CARRY_ATTR.kids} = :kids`] : []),
           ]
             .join(', ')
             .concat(` REMOVE #${ATTR.retryAt}`),
@@ -369,8 +475,10 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
             ATTR.depth,
             ATTR.expiresAt,
             ATTR.retryAt,
+            ...(kids > 0 ? [CARRY_ATTR.kids] : []),
           ),
           ExpressionAttributeValues: {
+            ...(kids > 0 ? { ':kids': N(kids) } : {}),
             ':done': S(URL_ST.done),
             ':outcome': S(entry.outcome),
             ':rid': S(entry.rid),

@@ -23,6 +23,11 @@
  * finalize whose answer was lost, or a redelivery after a crash or a failed step. The URL item keeps
  * the part its first win named, and a repeat looks there first (one HEAD per distinct part), so:
  *
+ * A page's result may carry its skipped links (`skipped`: docs/frontier.md, "Skipped links"): their
+ * lines go with the page's line, to the same part, under the same rule, and finalize records how many
+ * on the page's URL item (`kids`), so its host's tally counts them. Their URL items were created done
+ * at admission, so no other result ever wins them: each is one line, written when its page's is.
+ *
  * - crash (or failure) before the part is written: the URLs point at a part that does not exist;
  *   the messages are redelivered, win as repeats, find the part missing, point the URL at their own
  *   part and write their lines there. Completion is never confirmed while a done URL points at a
@@ -66,6 +71,7 @@ import type {
   ResultStore,
 } from './ports.ts';
 import type { CrawlResult } from './result.ts';
+import { bareResult } from './result-builders.ts';
 import { parseResultsMessage } from './result-message.ts';
 import { retryStep } from './retry-step.ts';
 
@@ -360,6 +366,7 @@ async function processCrawl(
           requests: result.status === undefined ? 0 : 1,
           rid,
           part,
+          ...(result.skipped?.length ? { kids: result.skipped.length } : {}),
         }),
       ),
   );
@@ -417,7 +424,7 @@ async function processCrawl(
   } catch (error) {
     return fail('check earlier parts', error);
   }
-  const lines = fresh.map((item) => indexLine(item.result)).sort(compareLines);
+  const lines = fresh.flatMap((item) => linesOf(item.result)).sort(compareLines);
   if (lines.length > 0) {
     try {
       const body = gzipSync(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
@@ -492,6 +499,23 @@ async function allWritten(blobs: ResultStore, crawlId: string, parts: ReadonlySe
   return false;
 }
 
+/** A result's index lines: its own (without what it carries), then one per skipped link it carries. */
+function linesOf({ skipped, ...result }: CrawlResult): IndexLine[] {
+  return [
+    indexLine(result),
+    // Found when its page was fetched: the page's time, as the record has it.
+    ...(skipped ?? []).map(({ code, reason, ...link }) =>
+      indexLine({
+        ...bareResult({ crawlId: result.crawlId, ...link }, 'skipped', FOUND_AT, { code, reason }),
+        fetchedAt: result.fetchedAt,
+      }),
+    ),
+  ];
+}
+
+/** Replaced by the page's `fetchedAt` (a string the schema does not parse). */
+const FOUND_AT = new Date(0);
+
 /** The messages that carried `items`, each once. */
 function messagesOf(items: readonly Item[]): ResultMessage[] {
   return [...new Set(items.map((item) => item.message))];
@@ -504,13 +528,17 @@ function deltasOf(items: ReadonlyArray<Item & { created?: boolean }>): CounterDe
   let bytes = 0;
   let requests = 0;
   let queued = 0;
+  let kids = 0;
   for (const { result, created } of items) {
     byOutcome[result.outcome] = (byOutcome[result.outcome] ?? 0) + 1;
+    const carried = result.skipped?.length ?? 0;
+    if (carried > 0) byOutcome.skipped = (byOutcome.skipped ?? 0) + carried;
+    kids += carried;
     bytes += result.bytes;
     if (result.status !== undefined) requests += 1;
     if (created) queued += 1;
   }
-  return { done: items.length, queued, bytes, requests, byOutcome };
+  return { done: items.length + kids, queued, bytes, requests, byOutcome };
 }
 
 function compareLines(a: IndexLine, b: IndexLine): number {

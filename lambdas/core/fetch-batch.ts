@@ -23,6 +23,7 @@ import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import {
   admitEnded,
   admitLinks,
+  type CarriedLinks,
   confirmSent,
   type DiscoveringPage,
   giveBack,
@@ -38,8 +39,7 @@ import type {
   FrontierAdmission,
   FrontierUrl,
   HostLease,
-  HostTally,
-  HostUrl,
+  HostRelease,
   HostUrlStore,
   HostVisits,
   OutgoingVisit,
@@ -304,7 +304,7 @@ async function startVisit(
     done: Promise.resolve({ failed: undefined }),
   };
   run.done = visitHost(
-    { crawlId, host, pace: lease, inflight: lease.inflight },
+    { crawlId, host, pace: lease, inflight: lease.inflight, cursor: lease.cursor },
     config,
     {
       ...deps,
@@ -343,7 +343,7 @@ async function endVisit(
     const ticket = run.visit.ticket ?? crypto.randomUUID();
     await deps.hosts.release(crawlId, host, holder, {
       ...run.lease,
-      ...(progress ? { ...progress.pace, inflight: progress.inflight } : {}),
+      ...(progress ? { ...progress.pace, inflight: progress.inflight, cursor: progress.cursor } : {}),
       visitAt: deps.now(),
       ticket,
       // Not `sent`: the message itself comes back, but a visit that keeps failing spends its receives
@@ -352,12 +352,12 @@ async function endVisit(
     report.retries.push(failedRetry(run.message, error));
     return;
   }
-  const { end, pace, inflight } = ended;
+  const { end, pace, inflight, cursor } = ended;
   report.outcomes.push({ crawlId, host, end: end.kind, fetched: run.fetched });
   if (end.kind === 'drained') {
-    const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, tallyOf(end.urls), pace);
+    const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, end.tally, pace);
     // Woken meanwhile: a new URL came in; visit again at once.
-    if (!drained) await handBack(run, deps.now(), pace, inflight, deps, report);
+    if (!drained) await handBack(run, deps.now(), { ...pace, inflight, cursor }, deps, report);
     else await deps.results.sendDrained(crawlId);
     return;
   }
@@ -366,14 +366,13 @@ async function endVisit(
     await deps.hosts.release(crawlId, host, holder, { ...pace, inflight, visitAt: deps.now(), ticket: '-' });
     return;
   }
-  await handBack(run, end.visitAt, pace, inflight, deps, report);
+  await handBack(run, end.visitAt, { ...pace, inflight, cursor }, deps, report);
 }
 
 async function handBack(
   run: RunningVisit,
   visitAt: number,
-  pace: { nextAt: number; pausedUntil?: number },
-  inflight: readonly string[],
+  state: Omit<HostRelease, 'visitAt' | 'ticket' | 'sent'>,
   deps: FetchBatchDeps,
   report: FetchBatchReport,
 ): Promise<void> {
@@ -386,26 +385,11 @@ async function handBack(
   await retryStep(() => deps.tasks.sendVisits([next]));
   report.visits.push(next);
   await deps.hosts.release(crawlId, host, deps.invocationId, {
-    ...pace,
-    inflight,
+    ...state,
     visitAt: deps.now() + delaySeconds * 1000,
     ticket,
     sent: true,
   });
-}
-
-/** The exact counts of a drained host, from its URL items (all done). */
-export function tallyOf(urls: readonly HostUrl[]): HostTally {
-  // No parts: the visit drained the host only once every part its URLs name was written
-  // (host-visit.ts), and a host's parts would outgrow one item on a large crawl.
-  const tally: HostTally = { total: 0, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
-  for (const url of urls) {
-    tally.total++;
-    if (url.outcome) tally.byOutcome[url.outcome] = (tally.byOutcome[url.outcome] ?? 0) + 1;
-    tally.bytes += url.bytes ?? 0;
-    tally.requests += url.requests ?? 0;
-  }
-  return tally;
 }
 
 /**
@@ -428,6 +412,8 @@ class BatchOutput {
   private invalid: DeadLetter[] = [];
   /** Keys of admitted links, marked seen once the flush that sends their results succeeds. */
   private seenKeys: string[] = [];
+  /** Skipped links admitted carried, by `<crawlId>\n<page key>`: sent in their page's result. */
+  private carried = new Map<string, CarriedLinks['links']>();
   /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
   private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
   /** Serializes flushes (the periodic one and the last). */
@@ -544,6 +530,8 @@ class BatchOutput {
         config: decision.config,
         parentKey: decision.page.result.key,
         parentUrl: decision.page.result.url,
+        // Its result goes out with the flush that admits its links, or a later one: it carries them.
+        carrier: true,
         depth: decision.page.result.depth,
         links: decision.links,
       });
@@ -605,14 +593,15 @@ class BatchOutput {
     // Their skipped results and seen keys go with the next flush, as do their pages' results.
     this.results.push(...admitted.results);
     this.seenKeys.push(...admitted.seenKeys);
+    addCarried(this.carried, admitted.carried);
   }
 
   /** Admits links (and ended task URLs), wakes their hosts and sends the visits the wakes asked for. */
   private async admit(
     discovering: DiscoveringPage[],
     ended: Array<{ crawlId: string; url: FrontierUrl }>,
-  ): Promise<{ results: CrawlResult[]; seenKeys: string[] }> {
-    if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [] };
+  ): Promise<{ results: CrawlResult[]; seenKeys: string[]; carried: CarriedLinks[] }> {
+    if (discovering.length === 0 && ended.length === 0) return { results: [], seenKeys: [], carried: [] };
     const deps = this.deps;
     const now = new Date(deps.now());
     const hosts = this.wakingHosts;
@@ -635,7 +624,7 @@ class BatchOutput {
     });
     await confirmSent(visits, deps.hosts);
     this.sentVisits.push(...visits);
-    return { results: admitted.results, seenKeys: admitted.seenKeys };
+    return { results: admitted.results, seenKeys: admitted.seenKeys, carried: admitted.carried };
   }
 
   /** When the visits stop starting requests: the deadline, or earlier if the last flush would not fit. */
@@ -668,6 +657,7 @@ class BatchOutput {
     const leaves = this.results;
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
+    const carried = this.carried;
     this.flushes++;
     this.writer = this.newWriter();
     this.written = [];
@@ -676,6 +666,7 @@ class BatchOutput {
     this.results = [];
     this.invalid = [];
     this.seenKeys = [];
+    this.carried = new Map();
     if (deps.budget && written.length > 0) {
       const pages = new Map<string, number>();
       for (const { crawlId } of written) pages.set(crawlId, (pages.get(crawlId) ?? 0) + 1);
@@ -683,9 +674,14 @@ class BatchOutput {
     }
     const admitted = await this.admit(discovering, ended);
     const stored = await retryStep(() => writer.finish());
+    addCarried(carried, admitted.carried);
     // One send for the flush's records, leaves before pages (a crawl's records go packed, as few
-    // messages as fit: SQS is paid per flush, not per URL).
-    const results = [...leaves, ...admitted.results, ...stored.results];
+    // messages as fit: SQS is paid per flush, not per URL). A page carries its skipped links.
+    const pages = stored.results.map((result) => {
+      const skipped = carried.get(`${result.crawlId}\n${result.key}`);
+      return skipped === undefined ? result : { ...result, skipped };
+    });
+    const results = [...leaves, ...admitted.results, ...pages];
     await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
@@ -693,6 +689,14 @@ class BatchOutput {
     for (const key of [...seenKeys, ...admitted.seenKeys]) deps.seen.add(key);
     this.sentResults.push(...results);
     this.sentWarcKeys.push(...stored.keys);
+  }
+}
+
+/** Adds an admission's carried links to those waiting for their pages' results. */
+function addCarried(into: Map<string, CarriedLinks['links']>, carried: readonly CarriedLinks[]): void {
+  for (const { crawlId, parentKey, links } of carried) {
+    const id = `${crawlId}\n${parentKey}`;
+    into.set(id, [...(into.get(id) ?? []), ...links]);
   }
 }
 

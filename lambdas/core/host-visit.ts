@@ -1,6 +1,8 @@
 /**
  * One host visit (docs/design/host-visits.md): the holder of a visit owns its host for the visit and
- * fetches the host's ready URLs one at a time at the host's pace, kept in memory (VisitPacer), so
+ * walks the host's URL partition a page at a time from where the previous visit stopped (wrapping
+ * round at its end), fetching the ready URLs of each page one at a time at the host's pace, kept in
+ * memory (VisitPacer), so
  * politeness holds by construction: one request in flight, each the host's delay after the last,
  * with no per-URL claim or slot write. Many visits run side by side in one invocation, so billed
  * time is spent fetching. Each stored URL goes straight to the per-URL step (fetch-task.ts) with the
@@ -14,8 +16,9 @@ import type { CrawlConfig } from './crawl-config.ts';
 import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { OutOfTime } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
+import { addToTally, emptyTally } from './host-tally.ts';
 import { FRONTIER_LIMITS } from './limits.ts';
-import type { CrawlStateCheck, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
+import type { CrawlStateCheck, HostTally, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
 export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
@@ -28,14 +31,16 @@ export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   /** No request starts unless it can end (its total deadline) before this (epoch ms). */
   deadline: number;
   /**
-   * Sends what the batch has produced so far (links admitted into their partitions). A visit that
-   * runs out of ready URLs settles once before looking again: its own pages' links may be waiting.
+   * Sends what the batch has produced so far (links admitted into their partitions). A visit whose
+   * pass over the partition found nothing more to fetch settles before it looks again: its own
+   * pages' links may be waiting.
    */
   settle?: () => Promise<void>;
   /**
-   * How many times the batch's admissions have woken this host so far. After a settle the visit reads
-   * the host's partition again only if this moved: else nothing of the batch reached the host, and a
-   * read of a large host costs thousands of items. Absent: it always reads again.
+   * How many times the batch's admissions have woken this host so far. After a pass the visit walks
+   * the partition again only if this moved during it (else nothing of the batch reached the host, and
+   * a pass over a large host is thousands of items), and a pass during which it moved does not drain
+   * the host: a URL admitted behind the walk may be unseen. Absent: it walks again after a settle.
    */
   wokenHere?: () => number;
   /**
@@ -58,14 +63,16 @@ export interface VisitStart {
   pace: PaceState;
   /** URLs an earlier visit fetched whose results may not be finalized yet: not fetched again. */
   inflight: readonly string[];
+  /** Where the previous visit stopped in the host's partition (a key; absent: at its start). */
+  cursor?: string | undefined;
 }
 
 /** What each decided URL gives the batch: its result or page, and links (fetch-batch.ts). */
 export type VisitDecision = Extract<UrlDecision, { kind: 'result' | 'captured' }>;
 
 export type VisitEnd =
-  /** Nothing left: no URL to fetch, none waiting for its result. `urls` make the host's tally. */
-  | { kind: 'drained'; urls: HostUrl[] }
+  /** Nothing left: a whole pass met only done URLs. `tally`: theirs, the host's exact counts. */
+  | { kind: 'drained'; tally: HostTally }
   /** URLs remain (or results are awaited): visit again at `visitAt`. */
   | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' }
   /** The crawl is not one to serve (unknown, or complete): the visit message is dropped. */
@@ -76,6 +83,8 @@ export interface VisitReport {
   pace: PaceState;
   /** URLs decided in this visit (their results are in the batch's output) and earlier ones still open. */
   inflight: string[];
+  /** Where the visit stopped in the host's partition: the key of the last URL it dealt with. */
+  cursor: string | undefined;
   decided: number;
 }
 
@@ -97,6 +106,29 @@ const DEADLINE_MARGIN_MS = 1_000;
  */
 const DEADLINE_RECHECK_MS = 1_000;
 
+/**
+ * One walk round the host's partition, from the key it started after (absent: the partition's
+ * start) past the end and on from the start back to that key. A pass that met nothing open, during
+ * which the batch did not wake the host, saw every URL of the host done: the host drains with the
+ * pass's tally.
+ */
+interface Pass {
+  from: string | undefined;
+  /** The walk went past the partition's end and on from its start. */
+  wrapped: boolean;
+  /** No URL met that is not done. */
+  clean: boolean;
+  tally: HostTally;
+  /** The index parts its done URLs name. */
+  parts: Set<string>;
+  /** The batch's wakes of the host when the pass started. */
+  woken: number | undefined;
+  /** A URL met waits for its result (held, or in flight). */
+  awaited: boolean;
+  /** The earliest time a postponed retry met may be fetched. */
+  retryAt: number;
+}
+
 export async function visitHost(
   start: VisitStart,
   config: CrawlConfig,
@@ -110,19 +142,26 @@ export async function visitHost(
   let decided = 0;
   /** Decisions whose links may not be in the frontier yet. */
   let unsettled = 0;
+  /** The key of the last URL the visit dealt with (absent: the partition's start). */
+  let cursor = start.cursor;
   const report = (end: VisitEnd): VisitReport => ({
     end,
     pace: pacer.state,
     inflight: [...inflight],
+    cursor,
     decided,
   });
-
-  /**
-   * Retries postponed by this visit: attempts made and when the next may start, as their items say
-   * once read again (the visit does not read its partition after each pass).
-   */
-  const postponed = new Map<string, { attempts: number; retryAt: number }>();
-  const retryAtOf = (url: HostUrl) => postponed.get(url.key)?.retryAt ?? url.retryAt;
+  const newPass = (from: string | undefined): Pass => ({
+    from,
+    wrapped: false,
+    clean: true,
+    tally: emptyTally(),
+    parts: new Set(),
+    woken: deps.wokenHere?.(),
+    awaited: false,
+    retryAt: Number.POSITIVE_INFINITY,
+  });
+  let pass = newPass(cursor);
 
   // Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
   // (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
@@ -138,127 +177,154 @@ export async function visitHost(
     },
   };
 
+  /** The URLs in flight whose results are finalized since leave `inflight` (one BatchGet, not a pass). */
+  const refreshInflight = async () => {
+    for (const url of await deps.hostUrls.get(crawlId, host, [...inflight]))
+      if (url.st === 'done') inflight.delete(url.key);
+  };
+
+  /** Fetches one ready URL; a VisitEnd when the visit must end before it. */
+  const fetchOne = async (url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> => {
+    // As many results awaited as the host item may hold: none is fetched until some are in.
+    if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
+      await refreshInflight();
+      if (inflight.size >= FRONTIER_LIMITS.inflightKeys)
+        return { kind: 'hand-back', visitAt: deps.now() + INFLIGHT_RECHECK_MS, why: 'waiting' };
+    }
+    await deps.room?.();
+    // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
+    // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
+    const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
+    if (startAt + requestBudget > deps.deadline || !(await waitUntil(startAt, requestBudget, deps)))
+      return { kind: 'hand-back', visitAt: startAt, why: 'deadline' };
+    // Read again for each URL, after its wait (the adapter caches it a few seconds): a cancel or a
+    // spent budget stops the visit's requests at once, not at its next page.
+    const state = await deps.crawlStates?.stateOf(crawlId);
+    if (crawlClosed(crawlId, state)) return { kind: 'stop', why: 'crawl-complete' };
+    let decision: UrlDecision;
+    try {
+      decision =
+        state === 'cancelled'
+          ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
+          : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
+    } catch (error) {
+      if (!(error instanceof OutOfTime)) throw error;
+      return { kind: 'hand-back', visitAt: Math.max(deps.now(), pacer.state.nextAt), why: 'deadline' };
+    }
+    decided++;
+    // A retry is postponed on its item: visits skip the URL until then (a later pass reads it so).
+    if (decision.kind === 'retry') {
+      await deps.hostUrls.postpone(crawlId, host, url.key, decision.attempts, decision.retryAt);
+      pass.retryAt = Math.min(pass.retryAt, decision.retryAt);
+      return undefined;
+    }
+    // robots.txt not known yet: no URL of the host is fetched before it is.
+    if (decision.kind === 'robots-wait') return { kind: 'hand-back', visitAt: decision.until, why: 'robots' };
+    inflight.add(url.key);
+    pass.awaited = true;
+    unsettled++;
+    onDecision(decision);
+    return undefined;
+  };
+
+  /** Deals with one URL item of the pass: counted if done, fetched if ready. */
+  const take = async (url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> => {
+    if (url.st === 'done') {
+      inflight.delete(url.key);
+      addToTally(pass.tally, url);
+      if (url.part) pass.parts.add(url.part);
+      return undefined;
+    }
+    pass.clean = false;
+    if (url.st === 'held' || inflight.has(url.key)) {
+      pass.awaited = true;
+      return undefined;
+    }
+    // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
+    // host's pace do not hold them, so a cancelled crawl's hosts drain on their next pass.
+    if (!cancelled && (url.retryAt ?? 0) > deps.now()) {
+      pass.retryAt = Math.min(pass.retryAt, url.retryAt ?? 0);
+      return undefined;
+    }
+    return fetchOne(url, cancelled);
+  };
+
+  /** A pass ended: the host drains, the visit walks again (more came in), or it hands the host back. */
+  const endPass = async (): Promise<VisitEnd | undefined> => {
+    const now = deps.now();
+    const wokenDuring = deps.wokenHere !== undefined && deps.wokenHere() !== pass.woken;
+    if (pass.clean && !wokenDuring) {
+      const parts = await partsWritten(pass.parts, deps);
+      if (parts === 'written') return { kind: 'drained', tally: pass.tally };
+      if (parts === 'out-of-time') return { kind: 'hand-back', visitAt: deps.now(), why: 'deadline' };
+      return { kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' };
+    }
+    // Settling waits for the batch's running flush: worth it only if a request could still start.
+    const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+    let settled = false;
+    if (unsettled > 0 && deps.settle && canStart) {
+      unsettled = 0;
+      await deps.settle();
+      settled = true;
+    }
+    // Walk again only if the batch's admissions reached the host during the pass (or, not knowing,
+    // after a settle), or a retry met is due by now. Links of other batches wake the host too: its
+    // next visit meets them, and a drain fails on them.
+    const woken = deps.wokenHere ? deps.wokenHere() !== pass.woken : settled;
+    if (canStart && (woken || pass.retryAt <= deps.now())) return undefined;
+    const awaited = pass.awaited || inflight.size > 0 ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
+    const visitAt = Math.min(awaited, pass.retryAt);
+    return { kind: 'hand-back', visitAt: Number.isFinite(visitAt) ? visitAt : now, why: 'waiting' };
+  };
+
   // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
-  // it decided (their results go out with the batch) and its pace, for the host's release.
+  // it decided (their results go out with the batch), its pace and where it stopped, for the
+  // host's release.
   try {
-    // The host's partition as last read. It is read again only when something may have changed that
-    // the visit does not know of: a read of a large host is thousands of items, and every visit
-    // starts with one (docs/frontier.md, "The loop").
-    let urls: HostUrl[] = [];
-    let stale = true;
-    let wokenAtRead: number | undefined;
+    // The previous visit's URLs awaited: those finalized since are known at once, without a pass.
+    if (inflight.size > 0) await refreshInflight();
+    // Pages start small (a visit that stops soon reads little it does not use) and double.
+    let limit: number = FRONTIER_LIMITS.hostUrlFirstPage;
     for (;;) {
-      // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
-      // host's pace do not hold them, so a cancelled crawl's hosts drain on their first visit.
+      // A pass over a large host is many pages: none is read once the deadline is near.
+      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline)
+        return report({ kind: 'hand-back', visitAt: deps.now(), why: 'deadline' });
       const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
-      const fresh = stale;
-      if (stale) {
-        // Counted before the read: a wake during it makes the visit read again.
-        wokenAtRead = deps.wokenHere?.();
-        urls = await deps.hostUrls.urls(crawlId, host);
-        stale = false;
-        for (const url of urls) if (url.st === 'done') inflight.delete(url.key);
+      const page = await deps.hostUrls.page(crawlId, host, cursor, limit);
+      limit = Math.min(2 * limit, FRONTIER_LIMITS.hostUrlPage);
+      for (const url of page.urls) {
+        // Past the key the pass started after, once round: the pass is over, the next begins.
+        if (pass.wrapped && pass.from !== undefined && url.key > pass.from) {
+          const end = await endPass();
+          if (end) return report(end);
+          pass = newPass(cursor);
+        }
+        const end = await take(url, cancelled);
+        if (end) return report(end);
+        cursor = url.key;
       }
-      const now = deps.now();
-      // As many results awaited as the host item may hold: none is fetched until some are in (a read
-      // clears those finalized since).
-      if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
-        if (fresh) return report({ kind: 'hand-back', visitAt: now + INFLIGHT_RECHECK_MS, why: 'waiting' });
-        stale = true;
+      if (page.next !== undefined) {
+        cursor = page.next;
         continue;
       }
-      const ready = urls
-        .filter(
-          (url) => url.st === 'new' && !inflight.has(url.key) && (cancelled || (retryAtOf(url) ?? 0) <= now),
-        )
-        .sort((a, b) => a.depth - b.depth);
-      if (ready.length === 0) {
-        // Done as read: a URL decided since the read is in `inflight`, so it is open here.
-        const open = urls.filter((url) => url.st !== 'done');
-        if (open.length === 0) {
-          const parts = await partsWritten(urls, deps);
-          if (parts === 'written') return report({ kind: 'drained', urls });
-          if (parts === 'out-of-time')
-            return report({ kind: 'hand-back', visitAt: deps.now(), why: 'deadline' });
-          return report({ kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' });
-        }
-        // Settling waits for the batch's running flush: worth it only if a request could still start.
-        const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
-        let settled = false;
-        if (unsettled > 0 && deps.settle && canStart) {
-          unsettled = 0;
-          await deps.settle();
-          settled = true;
-        }
-        // Read again only if the batch's admissions reached the host since the read (or, not knowing,
-        // after a settle). Links of other batches wake the host too: its next visit reads them, and a
-        // drain fails on them.
-        const woken = deps.wokenHere ? deps.wokenHere() !== wokenAtRead : settled;
-        if (canStart && woken) {
-          stale = true;
-          continue;
-        }
-        const retries = open.flatMap((url) =>
-          url.st === 'new' && !inflight.has(url.key) ? [retryAtOf(url) ?? now] : [],
-        );
-        const awaited = open.length > retries.length ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
-        return report({ kind: 'hand-back', visitAt: Math.min(awaited, ...retries), why: 'waiting' });
-      }
-      for (const url of ready) {
-        if (inflight.size >= FRONTIER_LIMITS.inflightKeys) break;
-        await deps.room?.();
-        // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
-        // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
-        const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
-        if (startAt + requestBudget > deps.deadline)
-          return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-        if (!(await waitUntil(startAt, requestBudget, deps)))
-          return report({ kind: 'hand-back', visitAt: startAt, why: 'deadline' });
-        // Read again for each URL, after its wait (the adapter caches it a few seconds): a cancel or a
-        // spent budget stops the visit's requests at once, not at its next round.
-        const state = await deps.crawlStates?.stateOf(crawlId);
-        if (crawlClosed(crawlId, state)) return report({ kind: 'stop', why: 'crawl-complete' });
-        let decision: UrlDecision;
-        try {
-          decision =
-            state === 'cancelled'
-              ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
-              : await fetchUrl(
-                  crawlId,
-                  { ...url, attempts: postponed.get(url.key)?.attempts ?? url.attempts },
-                  config,
-                  { ...deps, fetcher, pace: pacer },
-                );
-        } catch (error) {
-          if (!(error instanceof OutOfTime)) throw error;
-          const visitAt = Math.max(deps.now(), pacer.state.nextAt);
-          return report({ kind: 'hand-back', visitAt, why: 'deadline' });
-        }
-        // A retry is postponed on its item: visits skip the URL until then.
-        if (decision.kind === 'retry') {
-          await deps.hostUrls.postpone(crawlId, host, url.key, decision.attempts, decision.retryAt);
-          postponed.set(url.key, { attempts: decision.attempts, retryAt: decision.retryAt });
-        }
-        decided++;
-        if (decision.kind === 'retry') continue;
-        // robots.txt not known yet: no URL of the host is fetched before it is.
-        if (decision.kind === 'robots-wait')
-          return report({ kind: 'hand-back', visitAt: decision.until, why: 'robots' });
-        inflight.add(url.key);
-        unsettled++;
-        onDecision(decision);
-      }
+      // The partition's end: the walk goes on from its start.
+      cursor = undefined;
+      if (pass.from === undefined || pass.wrapped) {
+        const end = await endPass();
+        if (end) return report(end);
+        pass = newPass(undefined);
+      } else pass.wrapped = true;
     }
   } catch (error) {
-    throw new VisitFailedError(error, { pace: pacer.state, inflight: [...inflight] });
+    throw new VisitFailedError(error, { pace: pacer.state, inflight: [...inflight], cursor });
   }
 }
 
-/** A visit that failed part way, with what it did so far (VisitReport's pace and inflight). */
+/** A visit that failed part way, with what it did so far (VisitReport's pace, inflight and cursor). */
 export class VisitFailedError extends Error {
-  readonly progress: Pick<VisitReport, 'pace' | 'inflight'>;
+  readonly progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor'>;
 
-  constructor(cause: unknown, progress: Pick<VisitReport, 'pace' | 'inflight'>) {
+  constructor(cause: unknown, progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor'>) {
     super(`visit failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'VisitFailedError';
     this.progress = progress;
@@ -286,12 +352,12 @@ async function waitUntil(at: number, requestBudget: number, deps: VisitDeps): Pr
  * (fetch-deps.ts: a part once written is never removed), so the next check goes on from there.
  */
 async function partsWritten(
-  urls: readonly HostUrl[],
+  names: ReadonlySet<string>,
   deps: VisitDeps,
 ): Promise<'written' | 'missing' | 'out-of-time'> {
   const exists = deps.partExists;
   if (!exists) return 'written';
-  const parts = [...new Set(urls.flatMap((url) => (url.part ? [url.part] : [])))];
+  const parts = [...names];
   let next = 0;
   let result: 'written' | 'missing' | 'out-of-time' = 'written';
   const worker = async () => {

@@ -92,6 +92,26 @@ export const FRONTIER_LIMITS = {
    * ~3 s after their fetch) stays below it; a visit that reaches it hands its host back to wait.
    */
   inflightKeys: 400,
+  /**
+   * URL items a visit reads of its host's partition in one page at most: about 1 MB of items (a done
+   * item is 400-650 bytes), the most one DynamoDB Query returns, so a page is one call.
+   */
+  hostUrlPage: 1_600,
+  /**
+   * The first page a visit reads; each further page of the visit doubles, up to hostUrlPage. About
+   * what a visit fetches at the default pace (~27 pages in its ~29 s of requests): a visit that stops
+   * there has read little it did not use, and one that walks on (done items, a fast host) soon reads
+   * full pages.
+   */
+  hostUrlFirstPage: 32,
+  /**
+   * Bytes of the skipped links (scope, depth, nofollow) a page's result carries (`skipped`, JSON): the
+   * aggregate writes their lines with the page's, so they need no host item and no visit. Results go
+   * out packed into SQS messages of at most 256 KiB (AWS_LIMITS.sqsMaxMessageBytes): a quarter leaves
+   * the page's own record and its neighbours room. Past it a page's other skipped links are admitted
+   * held and get results of their own (docs/frontier.md, "Skipped links").
+   */
+  carriedBytes: 64 * KiB,
 } as const;
 
 /**
@@ -143,6 +163,12 @@ export const CONTENT_LIMITS = {
   titleChars: 2_000,
   /** Characters of one JSON-LD block read; a longer block is cut off, fails to parse and is ignored. */
   jsonLdChars: 1_000_000,
+  /**
+   * Characters of one listing item's description (main-content.ts renders a section index, product
+   * grid or search results as `- [Title](url) — description`): an item is a line that says what is
+   * behind its link, and a card's megabyte of text would otherwise become one line of the Markdown.
+   */
+  itemDescriptionChars: 500,
 } as const;
 
 /** A crawl's seeds (cli/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */

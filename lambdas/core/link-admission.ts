@@ -1,15 +1,18 @@
 /**
  * From discovered links to frontier decisions: normalize, skip what this container has seen, classify
  * (scope, depth, nofollow), admit with conditional puts into their hosts' partitions, spend the page
- * budget, give every admitted URL that will not be fetched its `skipped` result (so each discovered
- * URL ends with one result), and wake each host that got URLs: a host with no live or due visit gets
- * a visit message (docs/design/host-visits.md).
+ * budget, and wake each host that got URLs to fetch: a host with no live or due visit gets a visit
+ * message (docs/design/host-visits.md). Every admitted URL that will not be fetched ends with one
+ * result: a fetched page's skipped links are carried by its result (created done, no wake: their host
+ * needs no visit for them; docs/frontier.md, "Skipped links"), up to FRONTIER_LIMITS.carriedBytes;
+ * the others (and the page budget's) are admitted held, woken, and get a `skipped` result each.
  */
 import { type CrawlConfig, hasSeeds } from './crawl-config.ts';
+import { FRONTIER_LIMITS } from './limits.ts';
 import type { LruSet } from './lru.ts';
 import { frontierHost } from './politeness.ts';
 import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from './ports.ts';
-import type { CrawlResult } from './result.ts';
+import type { CarriedLink, CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
 import { retryStep } from './retry-step.ts';
 import { type CompiledScope, compileScope, compileScopeKeys } from './scope.ts';
@@ -32,8 +35,17 @@ export interface DiscoveringPage {
    * failed or crashed): its links skip the seen-URL cache, which may hold them from another page.
    */
   relink?: boolean;
+  /** A fetched page, whose result goes out after this admission: it carries its skipped links. */
+  carrier?: boolean;
   depth: number;
   links: readonly DiscoveredLink[];
+}
+
+/** The skipped links a page's result carries (`skipped`), by its crawl and key. */
+export interface CarriedLinks {
+  crawlId: string;
+  parentKey: string;
+  links: CarriedLink[];
 }
 
 type Classified = FrontierUrl & { skip?: { code: string; reason: string } };
@@ -96,12 +108,15 @@ export async function admitLinks(
   seenKeys: string[];
   /** URLs admitted (a link known to the crawl from another page is not). */
   admitted: number;
+  /** Per carrier page with skipped links: what its result carries. */
+  carried: CarriedLinks[];
 }> {
   // Marked seen by the caller only once its results are sent and hosts woken: a batch that fails after
   // admission is redelivered and must admit (and wake) again, not skip its links as seen.
   const seenKeys: string[] = [];
   let admittedCount = 0;
   const results: CrawlResult[] = [];
+  const carried: CarriedLinks[] = [];
   const queuedByCrawl = new Map<string, number>();
   const woken = new Map<string, { crawlId: string; host: string }>();
 
@@ -111,8 +126,8 @@ export async function admitLinks(
       const budgeted = config.maxPages !== undefined;
       // With a page budget every URL is admitted held and only those the budget grants are made
       // fetchable: a visit never sees a URL beyond the budget as one to fetch.
-      const candidates = classify(page).map((candidate) =>
-        candidate.skip || budgeted ? { ...candidate, held: true } : candidate,
+      const candidates = carry(page, classify(page)).map((candidate) =>
+        !candidate.carried && (candidate.skip || budgeted) ? { ...candidate, held: true } : candidate,
       );
       if (candidates.length === 0) return;
       const { admitted, settled } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
@@ -126,8 +141,14 @@ export async function admitLinks(
 
       const byKey = new Map(candidates.map((candidate) => [candidate.key, candidate]));
       const fetchable: Classified[] = [];
+      const links: CarriedLink[] = [];
       for (const url of admitted) {
         const candidate = byKey.get(url.key)!;
+        // As the item is: a refetch may find its links carried, or held, as its first fetch left them.
+        if (url.carried) {
+          links.push(carriedLink(candidate, page));
+          continue;
+        }
         const host = frontierHost(candidate.url);
         woken.set(`${config.crawlId}\n${host}`, { crawlId: config.crawlId, host });
         if (candidate.skip) {
@@ -136,6 +157,7 @@ export async function admitLinks(
           );
         } else fetchable.push(candidate);
       }
+      if (links.length > 0) carried.push({ crawlId: config.crawlId, parentKey: page.parentKey, links });
       if (!budgeted || config.maxPages === undefined) return;
       const granted = await deps.frontier.reservePages(config.crawlId, fetchable.length, config.maxPages);
       await deps.frontier.promote(config.crawlId, fetchable.slice(0, granted));
@@ -150,7 +172,13 @@ export async function admitLinks(
     }),
   );
   for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
-  return { visits: await wakeHosts(woken.values(), deps), results, seenKeys, admitted: admittedCount };
+  return {
+    visits: await wakeHosts(woken.values(), deps),
+    results,
+    seenKeys,
+    admitted: admittedCount,
+    carried,
+  };
 
   function classify(page: DiscoveringPage): Classified[] {
     const { config } = page;
@@ -179,6 +207,32 @@ export async function admitLinks(
     }
     return [...out.values()];
   }
+}
+
+/**
+ * Marks a carrier page's skipped links `carried` while their JSON fits FRONTIER_LIMITS.carriedBytes;
+ * the rest go the held way. The same links make the same split, so a refetch carries what its first
+ * fetch carried.
+ */
+function carry(page: DiscoveringPage, candidates: Classified[]): Classified[] {
+  if (!page.carrier) return candidates;
+  let bytes = 0;
+  return candidates.map((candidate) => {
+    if (!candidate.skip || bytes > FRONTIER_LIMITS.carriedBytes) return candidate;
+    // A comma before every entry but the first: one byte counted for each, to be safe.
+    bytes += Buffer.byteLength(JSON.stringify(carriedLink(candidate, page))) + 1;
+    return bytes > FRONTIER_LIMITS.carriedBytes ? candidate : { ...candidate, carried: true };
+  });
+}
+
+function carriedLink(candidate: Classified, page: DiscoveringPage): CarriedLink {
+  // A link carried by an earlier fetch of the page that this one follows: only rel=nofollow can
+  // change for the same page (its depth and scope do not).
+  const skip = candidate.skip ?? {
+    code: 'nofollow',
+    reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'} when first fetched`,
+  };
+  return { url: candidate.url, key: candidate.key, depth: candidate.depth, ...skip };
 }
 
 export function visitOf(crawlId: string, host: string, ticket: string): OutgoingVisit['visit'] {

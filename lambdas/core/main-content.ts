@@ -22,6 +22,8 @@
  * class/id hints such as sidebar, cookie, comment) count for nothing and are not rendered; within
  * the content, forms, negative-hint headings and link-dense containers are dropped. When that leaves
  * no text, the whole page is rendered without cleaning (a page of one short <p> still has text).
+ * A listing page (a section or docs index, search results, a product grid: see "listings") is
+ * rendered instead from its main region, its groups of cards and link lists as lists of links.
  *
  * Bounds for hostile HTML: elements nested deeper than `maxDepth` are flattened into their
  * ancestor, and reading stops (the rest of the input is ignored) past 4 × maxDepth open elements
@@ -195,6 +197,12 @@ const F_SCORED = 16;
 const F_TH = 32;
 /** An ancestor is unlikely: set when the element is made, so no walk up the tree asks it again. */
 const F_UNDER_UNLIKELY = 64;
+/** <main> or role=main: the main region of a listing page. */
+const F_MAIN = 128;
+/** Listing pages (see "listings"): a container of items, an item, an ancestor of a container. */
+const F_GROUP = 256;
+const F_ITEM = 512;
+const F_HAS_GROUP = 1024;
 
 const POSITIVE_HINT = /article|body|content|entry|main|page|post|text|blog|story/;
 const NEGATIVE_HINT =
@@ -244,6 +252,15 @@ class El {
   inlineCommas = 0;
   pCount = 0;
   score = 0;
+  /** Links (a with an href) in the subtree, and the first of them. */
+  links = 0;
+  firstLink: El | null = null;
+  /** The first heading or link with text in the subtree, and the characters of text before it. */
+  title: El | null = null;
+  titleAt = 0;
+  /** Text of the listing items in the subtree, and its paragraphs of prose outside them (markGroups). */
+  itemText = 0;
+  prose = 0;
 
   constructor(kind: number, tag: string, parent: El | null, depth: number, cls: string) {
     this.kind = kind;
@@ -621,6 +638,22 @@ class TreeBuilder implements HtmlHandler {
       } else if ((kind === K_BOX || kind === K_LI || kind === K_BQ) && el.inlineLen >= 25) {
         this.addScore(el, contentScore(el.inlineLen, el.inlineCommas));
       }
+      // listing shape (see "listings"): a link with text is a title, and so is a heading that links
+      // or is in a link; a link within the page (`#...`: tabs, "next") leads to no other page
+      if (kind === K_A && el.url !== undefined && !isInPageLink(el.url)) {
+        el.links++;
+        el.firstLink = el;
+        if (el.title === null && el.textLen > 0) el.title = el;
+      } else if (kind === K_HEADING && el.textLen > 0 && (el.links > 0 || this.aDepth > 0)) {
+        el.title = el;
+        el.titleAt = 0;
+      }
+      parent.links += el.links;
+      if (parent.firstLink === null) parent.firstLink = el.firstLink;
+      if (parent.title === null && el.title !== null) {
+        parent.title = el.title;
+        parent.titleAt = parent.textLen + el.titleAt;
+      }
       parent.textLen += el.textLen;
       parent.linkLen += el.linkLen;
       parent.commas += el.commas;
@@ -781,6 +814,7 @@ class TreeBuilder implements HtmlHandler {
         el.flags |= F_UNLIKELY;
       } else if (name === 'article' || name === 'main' || role === 'main') {
         el.flags |= F_LANDMARK;
+        if (name === 'main' || role === 'main') el.flags |= F_MAIN;
         this.landmarkDepth++;
         this.landmarks.push(el);
       }
@@ -1054,6 +1088,172 @@ function endsWithPeriod(el: El): boolean {
   return false;
 }
 
+// --- listings -------------------------------------------------------------------------------------
+
+/*
+ * A listing page (a section index, docs index, category or tag page, search results, a product grid)
+ * is mostly link lists and cards, which the article rules drop as link-dense. Its main region is the
+ * <main> (or the landmark chosen), else the page; in it a group is a container with at least
+ * LISTING_MIN_ITEMS items of one tag making up at least half of its blocks, an item a block that
+ * starts with its title (a heading or a link with text, within ITEM_LEAD_CHARS characters), has a
+ * link and at most ITEM_MAX_LINKS, and holds no group itself. When the groups' items hold at least
+ * LISTING_SHARE of the region's text, the region is rendered with each group as a Markdown list of
+ * `- [Title](url) — description`. Otherwise nothing changes, and neither does it when the region
+ * has ARTICLE_PARAGRAPHS paragraphs of prose outside the groups, or the content chosen by the
+ * article rules has that many or ARTICLE_PROSE_CHARS of text outside them (a story with boxes of
+ * links around it).
+ * Navigation, footers, share bars and pagination stay out as before (unlikely elements are never
+ * looked at). One walk over the region, each item's text read once: linear.
+ */
+const LISTING_MIN_ITEMS = 3;
+const ITEM_LEAD_CHARS = 80;
+const ITEM_MAX_LINKS = 4;
+const LISTING_SHARE = 0.5;
+const ARTICLE_PROSE_CHARS = 500;
+const ARTICLE_PARAGRAPHS = 3;
+const PROSE_PARAGRAPH_CHARS = 80;
+
+/** Paragraphs of prose (not link text) in `el` and its subtree, outside listing items. */
+function proseIn(el: El): number {
+  const own = el.kind === K_P && el.textLen >= PROSE_PARAGRAPH_CHARS && el.linkLen * 2 < el.textLen ? 1 : 0;
+  return el.prose + own;
+}
+
+function isInPageLink(href: string): boolean {
+  const trimmed = href.trim();
+  return trimmed === '' || trimmed.charCodeAt(0) === 35; // '#'
+}
+
+function isItem(el: El): boolean {
+  const kind = el.kind;
+  if (kind !== K_LI && kind !== K_BOX && kind !== K_P && !(kind === K_A && el.flags & F_HAS_BLOCK))
+    return false;
+  return (
+    (el.flags & (F_UNLIKELY | F_HAS_GROUP | F_MAIN)) === 0 &&
+    el.title !== null &&
+    // a paragraph is an item only when it starts with its link (a <dt>), not prose with a link in it
+    el.titleAt <= (kind === K_P ? 0 : ITEM_LEAD_CHARS) &&
+    el.links > 0 &&
+    el.links <= ITEM_MAX_LINKS
+  );
+}
+
+/** Marks the groups under `el` and their items (post-order); returns the text of their items. */
+function markGroups(el: El): number {
+  const kids = el.kids;
+  if (kids === null) return 0;
+  let text = 0;
+  let items = 0;
+  let blocks = 0;
+  let prose = 0;
+  for (const kid of kids) {
+    if (typeof kid === 'string' || kid.flags & F_UNLIKELY) continue;
+    if (kid.kind < K_A || kid.flags & F_HAS_BLOCK) {
+      const inner = markGroups(kid);
+      prose += proseIn(kid);
+      if (inner > 0 || kid.flags & F_GROUP) {
+        kid.flags |= F_HAS_GROUP;
+        text += inner;
+      }
+      if (kid.kind !== K_HEADING) blocks++;
+      if (isItem(kid)) items++;
+    }
+  }
+  el.itemText = text;
+  el.prose = prose;
+  if (items < LISTING_MIN_ITEMS || items * 2 < blocks) return text;
+  // the items of the most common tag: a group is one kind of card
+  const byTag = new Map<string, number>();
+  let tag = '';
+  let most = 0;
+  for (const kid of kids) {
+    if (typeof kid === 'string' || !isItem(kid)) continue;
+    const n = (byTag.get(kid.tag) ?? 0) + 1;
+    byTag.set(kid.tag, n);
+    if (n > most) {
+      most = n;
+      tag = kid.tag;
+    }
+  }
+  if (most < LISTING_MIN_ITEMS || most * 2 < blocks) return text;
+  el.flags |= F_GROUP;
+  for (const kid of kids) {
+    if (typeof kid === 'string' || kid.tag !== tag || !isItem(kid)) continue;
+    prose -= proseIn(kid);
+    kid.flags |= F_ITEM;
+    kid.itemText = kid.textLen;
+    text += kid.textLen;
+  }
+  el.itemText = text;
+  el.prose = prose;
+  return text;
+}
+
+/** The region to render as a listing page, or null when the page is not one (see above). */
+function listingRegion(parsed: Parsed, chosen: El[]): El | null {
+  let region: El = parsed.root;
+  if (chosen.length === 1 && chosen[0]!.flags & F_LANDMARK) region = chosen[0]!;
+  else {
+    for (const el of parsed.landmarks) {
+      if (
+        el.flags & F_MAIN &&
+        !insideUnlikely(el) &&
+        (region === parsed.root || el.textLen > region.textLen)
+      ) {
+        region = el;
+      }
+    }
+  }
+  const itemText = markGroups(region);
+  if (itemText === 0 || itemText < region.textLen * LISTING_SHARE) return null;
+  // a story (link boxes around it, or links in its lists) stays an article
+  if (proseIn(region) >= ARTICLE_PARAGRAPHS) return null;
+  if (chosen.length === 1 && chosen[0] === region) return region;
+  let chars = 0;
+  let paragraphs = 0;
+  for (const el of chosen) {
+    chars += el.textLen - el.itemText;
+    if ((el.flags & F_ITEM) === 0) paragraphs += proseIn(el);
+  }
+  return chars < ARTICLE_PROSE_CHARS && paragraphs < ARTICLE_PARAGRAPHS ? region : null;
+}
+
+/**
+ * The text of `el` without the subtree `skip`, as one line, reading no further than `cap`
+ * characters (a megabyte card costs what its first `cap` characters do, plus its elements).
+ */
+function lineText(el: El, skip: El | null, cap: number): string {
+  const parts: string[] = [];
+  let length = 0;
+  const walk = (node: El): boolean => {
+    for (const kid of node.kids ?? []) {
+      if (typeof kid === 'string') {
+        const room = cap - length + 1;
+        parts.push(kid.length > room ? kid.slice(0, room) : kid);
+        length += kid.length;
+      } else if (kid !== skip && (kid.flags & F_UNLIKELY) === 0) {
+        if (kid.kind < K_A || kid.kind === K_BR) {
+          parts.push(' ');
+          length++;
+        }
+        if (kid.kind !== K_BR && !walk(kid)) return false;
+        if (kid.kind < K_A) parts.push(' ');
+      }
+      if (length > cap) return false;
+    }
+    return true;
+  };
+  const whole = walk(el);
+  let line = collapse(parts.join(''));
+  if (!whole || line.length > cap) {
+    let end = cap;
+    // not between the halves of a surrogate pair
+    if (end > 0 && (line.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
+    line = `${line.slice(0, end).trimEnd()}…`;
+  }
+  return line;
+}
+
 // --- rendering ------------------------------------------------------------------------------------
 
 /**
@@ -1078,6 +1278,8 @@ class Renderer {
   readonly base: string;
   readonly images: boolean;
   clean: boolean;
+  /** Render groups as link lists (a listing page; see "listings"). */
+  listing = false;
   /** Quotes and lists being rendered around the current element (their prefixes re-indent text). */
   private nest = 0;
   private strong = 0;
@@ -1112,6 +1314,7 @@ class Renderer {
   dropped(el: El): boolean {
     if (!this.clean) return false;
     if (el.flags & F_UNLIKELY) return true;
+    if (this.listing && el.flags & (F_GROUP | F_HAS_GROUP)) return false;
     const kind = el.kind;
     if (kind === K_HEADING) return el.weight < 0;
     if (kind === K_BOX || kind === K_UL || kind === K_OL || kind === K_BQ) {
@@ -1156,6 +1359,10 @@ class Renderer {
 
   block(el: El, md: string[], tx: string[]): void {
     this.tick();
+    if (this.listing && el.flags & F_GROUP) {
+      this.group(el, md, tx);
+      return;
+    }
     switch (el.kind) {
       case K_HEADING: {
         const inline = this.inlineOf(el);
@@ -1213,6 +1420,62 @@ class Renderer {
         // containers, list items and rows outside their usual parents
         this.flow(el, md, tx);
     }
+  }
+
+  /** A group of a listing page: its items as one list, its other blocks as they are. */
+  group(el: El, md: string[], tx: string[]): void {
+    const kids = el.kids ?? [];
+    let entries: string[] = [];
+    let texts: string[] = [];
+    const flush = (): void => {
+      if (entries.length === 0) return;
+      md.push(entries.join('\n'));
+      tx.push(texts.join('\n'));
+      entries = [];
+      texts = [];
+    };
+    for (let i = 0; i < kids.length; i++) {
+      const kid = kids[i]!;
+      if (typeof kid === 'string') continue; // separators between cards
+      if (kid.flags & F_ITEM) {
+        // a <dd> after its <dt> describes it
+        let next = kids[i + 1];
+        if (typeof next === 'string' && next.trim() === '') next = kids[i + 2];
+        const dd = typeof next !== 'string' && next?.tag === 'dd' && !(next.flags & F_ITEM) ? next : null;
+        if (dd !== null) i = kids.indexOf(dd, i);
+        this.entry(kid, dd, entries, texts);
+        continue;
+      }
+      flush();
+      if (kid.kind >= K_A) {
+        const inline = new Inline();
+        this.inline(kid, inline);
+        this.flushParagraph(inline, md, tx);
+      } else if (!this.dropped(kid)) this.block(kid, md, tx);
+    }
+    flush();
+  }
+
+  /** One item: `- [Title](url) — description`, page text escaped, the link http(s) only. */
+  entry(item: El, more: El | null, entries: string[], texts: string[]): void {
+    this.tick();
+    const title = item.title!;
+    const anchor = title.kind === K_A ? title : (title.firstLink ?? item.firstLink);
+    const resolved = anchor === null ? undefined : this.resolve(anchor.url, false);
+    const url = resolved?.startsWith('http') ? resolved : undefined;
+    const name = lineText(title, null, CONTENT_LIMITS.titleChars);
+    const cap = CONTENT_LIMITS.itemDescriptionChars;
+    let about = lineText(item, title, cap);
+    if (more !== null && about.length < cap) {
+      const added = lineText(more, null, cap - about.length);
+      if (added !== '') about = about === '' ? added : `${about} ${added}`;
+    }
+    if (name === '' && about === '') return;
+    const head = name === '' ? '' : escapeMarkdownText(name, false);
+    const linked = url === undefined || head === '' ? head : `[${head}](${url})`;
+    const tail = about === '' ? '' : `${linked === '' ? '' : ' — '}${escapeMarkdownText(about, false)}`;
+    entries.push(`- ${linked}${tail}`);
+    texts.push(`${name}${about === '' ? '' : `${name === '' ? '' : ' — '}${about}`}`);
   }
 
   list(el: El, md: string[], tx: string[]): void {
@@ -1489,7 +1752,8 @@ function renderAll(roots: El[], renderer: Renderer): { markdown: string; text: s
   const md: string[] = [];
   const tx: string[] = [];
   for (const el of roots) {
-    if (
+    if (renderer.listing && el.flags & F_GROUP) renderer.group(el, md, tx);
+    else if (
       el.kind === K_ROOT ||
       el.kind === K_BOX ||
       el.kind === K_LI ||
@@ -1561,8 +1825,12 @@ export function extractMainContent(html: string, baseUrl: string, options?: Main
   if (parsed.truncated === 'time') budget.renew();
   try {
     const renderer = new Renderer(base, images, true, budget);
-    content = renderAll(chooseContent(parsed), renderer);
+    const chosen = chooseContent(parsed);
+    const listing = listingRegion(parsed, chosen);
+    renderer.listing = listing !== null;
+    content = renderAll(listing === null ? chosen : [listing], renderer);
     if (content.text.trim() === '' && parsed.truncated !== 'time') {
+      renderer.listing = false;
       // Everything was unlikely (an ad-wrapper around the page): read it again without that rule,
       // and if even that leaves nothing, take the whole page uncleaned.
       parsed = parse(source, options, false, budget);

@@ -112,8 +112,17 @@ export interface FrontierUrl {
   redirects?: number;
   /** Admitted as skipped (scope, depth, nofollow, page budget): never fetched; its result is on its way. */
   held?: boolean;
+  /**
+   * A skipped link its page's result carries: created done, its line written with the page's, so its
+   * host gets no host item and no visit (docs/frontier.md, "Skipped links").
+   */
+  carried?: boolean;
 }
 
+/**
+ * `carried` says what the item is, not what was asked: a page fetched again may find a link carried
+ * that it now asks held (past the cap), or held that it now asks carried.
+ */
 export type AdmittedUrl = FrontierUrl & { fresh: boolean };
 
 export interface Admission {
@@ -129,12 +138,13 @@ export interface Admission {
 
 /**
  * Admission to the frontier (docs/frontier.md): each URL item lives in its host's partition
- * (`URLS#<crawlId>#<host>`), so a visit reads its host's URLs with one Query.
+ * (`URLS#<crawlId>#<host>`), which a visit reads a page at a time.
  */
 export interface FrontierAdmission {
   /**
    * Conditional puts: returns the candidates that are new to the crawl (`fresh`), or this page's own
-   * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted).
+   * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted),
+   * or carried (carried again: the page's result, sent again, carries them again).
    */
   admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
@@ -166,12 +176,31 @@ export interface HostUrl {
   bytes?: number;
   requests?: number;
   part?: string;
+  /** A carried link (done at admission): counted in its page's `kids`, not in its own host's tally. */
+  carried?: boolean;
+  /** Done pages: the skipped links their winning result carried (each a line and a `skipped` count). */
+  kids?: number;
+}
+
+/** A page of a host's URL items, in key order. */
+export interface HostUrlPage {
+  urls: HostUrl[];
+  /**
+   * The key to read on from: absent once the partition's end was reached (a full last page may
+   * still name one, whose next page is empty).
+   */
+  next?: string;
 }
 
 /** A host's URL items (its partition). */
 export interface HostUrlStore {
-  /** Every URL item of the host, consistently read (done ones too: they clear `inflight` and make the tally). */
-  urls(crawlId: string, host: string): Promise<HostUrl[]>;
+  /**
+   * Up to `limit` URL items of the host with keys after `after` (from the first when undefined), in
+   * key order, consistently read (done ones too: they clear `inflight` and make the tally).
+   */
+  page(crawlId: string, host: string, after: string | undefined, limit: number): Promise<HostUrlPage>;
+  /** The items of `keys` that exist, consistently read, in no particular order. */
+  get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]>;
   /** Records a fetch that will be retried: its attempts so far and when the next may start. */
   postpone(crawlId: string, host: string, key: string, attempts: number, retryAt: number): Promise<void>;
 }
@@ -259,6 +288,8 @@ export interface FinalizeEntry {
   rid: string;
   /** The index part this result's line is written to. */
   part: string;
+  /** The skipped links the result carries (their lines go to `part` too): recorded on the item. */
+  kids?: number;
 }
 
 /**
@@ -292,6 +323,8 @@ export interface HostLease extends HostPace {
   wake: number;
   /** URL keys fetched by an earlier visit whose results may not be finalized yet. */
   inflight: string[];
+  /** Where the previous visit stopped in the host's URL partition (a key; absent: at the start). */
+  cursor?: string;
 }
 
 /** The exact counts of a drained host (its `DONE#` item), summed over hosts at completion. */
@@ -302,6 +335,18 @@ export interface HostTally {
   requests: number;
   /** The index parts its done URLs name. */
   parts: string[];
+}
+
+/**
+ * What a visit saves as it hands its host back: its pace, the URLs awaited, where it stopped in the
+ * partition (`cursor`), and when the host's next visit message (carrying `ticket`) is due.
+ */
+export interface HostRelease extends HostPace {
+  inflight: readonly string[];
+  cursor?: string | undefined;
+  visitAt: number;
+  ticket: string;
+  sent?: boolean;
 }
 
 /** Why a visit could not take its host (HostVisits.acquire). */
@@ -341,12 +386,7 @@ export interface HostVisits {
    * Hands the host back: its next visit message (carrying `ticket`) is due at `visitAt`; a lost lease
    * is ignored. `sent`: that message was sent already (confirmed, as confirmSent does).
    */
-  release(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
-  ): Promise<void>;
+  release(crawlId: string, host: string, holder: string, state: HostRelease): Promise<void>;
   /**
    * Records the drained host's tally and pace (kept for when it is woken again), then deletes its host
    * item if this visit still holds it and no admission woke it since `wakeSeen`. True: no host item is

@@ -9,6 +9,18 @@ export const WarcPointerSchema = z.object({
   length: z.number().int().positive(),
 });
 
+/**
+ * A link its page found and will not fetch (scope, depth, nofollow), carried by the page's result: the
+ * aggregate writes its `skipped` line with the page's (docs/frontier.md, "Skipped links").
+ */
+export const CarriedLinkSchema = z.object({
+  url: z.string(),
+  key: z.string(),
+  depth: z.number().int().min(0),
+  code: z.string(),
+  reason: z.string(),
+});
+
 export const ResultSchema = z.object({
   v: z.literal(1),
   crawlId: z.string(),
@@ -38,7 +50,10 @@ export const ResultSchema = z.object({
   depth: z.number().int().min(0),
   attempt: z.number().int().min(0).optional(),
   outlinks: z.number().int().min(0),
+  /** The page's skipped links it carries (never part of its own index line). */
+  skipped: z.array(CarriedLinkSchema).optional(),
 });
 
 export type CrawlResult = z.infer<typeof ResultSchema>;
 export type WarcPointer = z.infer<typeof WarcPointerSchema>;
+export type CarriedLink = z.infer<typeof CarriedLinkSchema>;

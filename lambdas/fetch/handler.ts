@@ -44,9 +44,12 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
         return end();
       },
     });
-    for (const { crawlId, url, outcome, code, status, bytes, ms } of report.results) {
+    for (const { crawlId, url, outcome, code, status, bytes, ms, skipped } of report.results) {
       log.info('result', { crawlId, url, outcome, code, status });
       metrics.count(CRAWLER_METRICS.pages, 1, { [METRIC_DIMENSIONS.outcome]: outcome });
+      // The skipped links a page carries are results too (docs/frontier.md, "Skipped links").
+      if (skipped?.length)
+        metrics.count(CRAWLER_METRICS.pages, skipped.length, { [METRIC_DIMENSIONS.outcome]: 'skipped' });
       if (bytes > 0) metrics.count(CRAWLER_METRICS.bytes, bytes, undefined, 'Bytes');
       if (status !== undefined) metrics.timing(CRAWLER_METRICS.fetchLatency, ms);
     }

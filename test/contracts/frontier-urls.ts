@@ -16,6 +16,7 @@ import type {
   HostUrlStore,
 } from '../../lambdas/core/ports.ts';
 import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 
 export type FrontierUrlsUnderTest = FrontierAdmission & HostUrlStore & Pick<FrontierFinalizer, 'finalize'>;
 
@@ -64,7 +65,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       await frontier.admit(crawlId, 'page-1', [a]);
       const again = await frontier.admit(crawlId, 'page-1', [{ ...a, depth: 5 }]);
       assert.deepEqual(again, { admitted: [{ ...a, depth: 5, fresh: false }], settled: [] });
-      assert.equal((await frontier.urls(crawlId, HOST))[0]?.depth, 1, 'the item is as first admitted');
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.depth, 1, 'the item is as first admitted');
       await frontier.postpone(crawlId, HOST, a.key, 1, 1_000);
       assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), { admitted: [], settled: [a.key] });
     });
@@ -80,15 +81,78 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         [true, true],
       );
       assert.deepEqual(
-        [...byKey(await frontier.urls(crawlId, HOST)).values()].map((url) => url.st),
+        [...byKey(await allUrls(frontier, crawlId, HOST)).values()].map((url) => url.st),
         ['held', 'held'],
       );
       assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [] });
       await frontier.promote(crawlId, [a]);
-      const urls = byKey(await frontier.urls(crawlId, HOST));
+      const urls = byKey(await allUrls(frontier, crawlId, HOST));
       assert.equal(urls.get(a.key)?.st, 'new');
       assert.equal(urls.get(b.key)?.st, 'held');
       assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
+    });
+
+    it('a carried link is created done, admitted again only to the page that carried it (as carried), settled for another; no result wins it', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/carried', { carried: true });
+      const first = await frontier.admit(crawlId, 'page-1', [a]);
+      assert.deepEqual(first, { admitted: [{ ...a, fresh: true }], settled: [] });
+      assert.deepEqual(await allUrls(frontier, crawlId, HOST), [
+        { key: a.key, url: a.url, depth: 1, st: 'done', parent: 'page-1', carried: true },
+      ]);
+      // Its page fetched again: carried again, whether it comes carried or (past the cap) held.
+      const { carried: _carried, ...plain } = a;
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [a]), {
+        admitted: [{ ...a, fresh: false }],
+        settled: [],
+      });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [{ ...plain, held: true }]), {
+        admitted: [{ ...plain, held: true, carried: true, fresh: false }],
+        settled: [],
+      });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [a]), { admitted: [], settled: [a.key] });
+      assert.deepEqual(await frontier.admit(crawlId, 'page-2', [plain]), { admitted: [], settled: [a.key] });
+      assert.deepEqual(await frontier.finalize(crawlId, entry(a, 'r1')), {
+        won: false,
+        created: false,
+        repeat: false,
+      });
+      // A page's own held admission met by a carried candidate stays held (its result is on its way).
+      const b = link('/held', { held: true });
+      await frontier.admit(crawlId, 'page-1', [b]);
+      const { held: _held, ...bare } = b;
+      assert.deepEqual(await frontier.admit(crawlId, 'page-1', [{ ...bare, carried: true }]), {
+        admitted: [{ ...bare, fresh: false }],
+        settled: [],
+      });
+      assert.equal(byKey(await allUrls(frontier, crawlId, HOST)).get(b.key)?.st, 'held');
+    });
+
+    it('a page admitting its carried link many times at once (an SDK repeat, a retried flush) gets it fresh once and carried again otherwise', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/carried-race', { carried: true });
+      const all = await Promise.all(Array.from({ length: 4 }, () => frontier.admit(crawlId, 'page-1', [a])));
+      const admitted = all.flatMap((admission) => admission.admitted);
+      assert.deepEqual(admitted.map((url) => [url.fresh, url.carried]).toSorted(), [
+        [false, true],
+        [false, true],
+        [false, true],
+        [true, true],
+      ]);
+    });
+
+    it("finalize records on the page's item how many skipped links its winning result carries", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const page = link('/page');
+      await frontier.admit(crawlId, 'seed', [page]);
+      await frontier.finalize(crawlId, { ...entry(page, 'r1', 'p1'), kids: 3 });
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.kids, 3);
+      // Another result of the page loses, and its links with it.
+      await frontier.finalize(crawlId, { ...entry(page, 'r2', 'p2'), kids: 5 });
+      assert.equal((await allUrls(frontier, crawlId, HOST))[0]?.kids, 3);
     });
 
     it('duplicate keys in one admission are admitted once', async () => {
@@ -107,7 +171,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       const elsewhere = { ...link('/e'), url: 'https://elsewhere.test/e' };
       await frontier.admit(crawlId, 'page-1', [a, r, elsewhere]);
       await frontier.postpone(crawlId, HOST, a.key, 2, 123_456);
-      const urls = byKey(await frontier.urls(crawlId, HOST));
+      const urls = byKey(await allUrls(frontier, crawlId, HOST));
       assert.deepEqual([...urls.keys()].sort(), [a.key, r.key].sort());
       assert.deepEqual(urls.get(a.key), {
         key: a.key,
@@ -126,8 +190,57 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         parent: 'page-1',
         redirects: 2,
       });
-      assert.equal((await frontier.urls(crawlId, 'elsewhere.test')).length, 1);
-      assert.deepEqual(await frontier.urls(crawlId, 'nobody.test'), []);
+      assert.equal((await allUrls(frontier, crawlId, 'elsewhere.test')).length, 1);
+      assert.deepEqual(await allUrls(frontier, crawlId, 'nobody.test'), []);
+    });
+
+    it('page reads the partition in key order from after a key, at most `limit` items, and names where to go on until its end', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const links = Array.from({ length: 5 }, (_, i) => link(`/page/${i}`));
+      await frontier.admit(crawlId, 'page-1', links);
+      const keys = links.map((url) => url.key).sort();
+      const first = await frontier.page(crawlId, HOST, undefined, 2);
+      assert.deepEqual(
+        first.urls.map((url) => url.key),
+        keys.slice(0, 2),
+      );
+      assert.equal(first.next, keys[1]);
+      const rest = await frontier.page(crawlId, HOST, first.next, 10);
+      assert.deepEqual(
+        rest.urls.map((url) => url.key),
+        keys.slice(2),
+      );
+      assert.equal(rest.next, undefined, 'the end of the partition');
+      // After a key that is not an item's: from the next item on.
+      const fromBetween = await frontier.page(crawlId, HOST, `${keys[1]}0`, 1);
+      assert.deepEqual(
+        fromBetween.urls.map((url) => url.key),
+        [keys[2]],
+      );
+      assert.deepEqual(await frontier.page(crawlId, HOST, keys[4], 3), { urls: [] });
+      assert.deepEqual(await frontier.page(crawlId, 'nobody.test', undefined, 3), { urls: [] });
+    });
+
+    it('get reads the items of the keys that exist, as page reads them', async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const a = link('/a');
+      const b = link('/b');
+      await frontier.admit(crawlId, 'page-1', [a, b]);
+      await frontier.finalize(crawlId, entry(a, 'r1', 'p1'));
+      const got = byKey(await frontier.get(crawlId, HOST, [a.key, link('/never').key, b.key]));
+      assert.deepEqual([...got.keys()].sort(), [a.key, b.key].sort());
+      assert.deepEqual(got, byKey(await allUrls(frontier, crawlId, HOST)));
+      assert.equal(got.get(a.key)?.st, 'done');
+      const many = Array.from({ length: 150 }, (_, i) => link(`/many/${i}`));
+      await frontier.admit(crawlId, 'page-2', many);
+      const all = await frontier.get(
+        crawlId,
+        HOST,
+        many.map((url) => url.key),
+      );
+      assert.equal(all.length, 150, 'more keys than one BatchGetItem takes');
     });
 
     it('the first result finalizes a URL; its repeat wins again with the part it first named; another result loses; a done URL is settled, never postponed nor promoted', async () => {
@@ -155,7 +268,7 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       });
       await frontier.postpone(crawlId, HOST, a.key, 2, 1_000);
       await frontier.promote(crawlId, [a]);
-      const [done] = await frontier.urls(crawlId, HOST);
+      const [done] = await allUrls(frontier, crawlId, HOST);
       assert.deepEqual(done, {
         key: a.key,
         url: a.url,
@@ -181,11 +294,11 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         repeat: false,
         part: 'results/c/part-1.jsonl.gz',
       });
-      const [item] = await frontier.urls(crawlId, HOST);
+      const [item] = await allUrls(frontier, crawlId, HOST);
       assert.equal(item?.st, 'done');
       assert.equal(item?.depth, 0);
       await frontier.postpone(crawlId, HOST, link('/other').key, 1, 5);
-      assert.equal((await frontier.urls(crawlId, HOST)).length, 1);
+      assert.equal((await allUrls(frontier, crawlId, HOST)).length, 1);
     });
 
     it('page budget: concurrent reservations never grant more than maxPages in all', async () => {

@@ -128,7 +128,7 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       });
     });
 
-    it('a release hands the host to the message carrying its ticket, with pace and inflight; no wake sends while that message is due', async () => {
+    it('a release hands the host to the message carrying its ticket, with pace, inflight and cursor; no wake sends while that message is due', async () => {
       const hosts = make();
       const crawlId = crawl();
       const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
@@ -136,6 +136,7 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       await hosts.release(crawlId, HOST, 'a', {
         nextAt: T0 + 900,
         inflight: ['k1'],
+        cursor: 'c1',
         visitAt: T0 + 5000,
         ticket: 'next',
       });
@@ -149,6 +150,7 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
         wake: 2,
         nextAt: T0 + 900,
         inflight: ['k1'],
+        cursor: 'c1',
       });
     });
 

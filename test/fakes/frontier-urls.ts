@@ -4,8 +4,8 @@
  * `addQueued`): FrontierAdmission and HostUrlStore, plus `finalize` (FrontierFinalizer's), which is
  * what makes a URL done. Each URL item lives in its host's partition (frontierHost of its URL), and
  * every decision has the adapter's condition: admission creates an item once (a page's own earlier
- * admission, not yet attempted, is admitted again unchanged), a postponed retry never touches a done
- * item, the first result to finalize a URL wins it. Checked against the DynamoDB adapter on dynalite
+ * admission, not yet attempted or carried, is admitted again unchanged; a carried link is created
+ * done), a postponed retry never touches a done item, the first result to finalize a URL wins it. Checked against the DynamoDB adapter on dynalite
  * by test/integration/port-contracts.test.ts (frontierUrlsContract in test/contracts/frontier-urls.ts).
  */
 import { frontierHost } from '../../lambdas/core/politeness.ts';
@@ -16,9 +16,25 @@ import type {
   FrontierAdmission,
   FrontierUrl,
   HostUrl,
+  HostUrlPage,
   HostUrlStore,
 } from '../../lambdas/core/ports.ts';
 import { Faults } from './faults.ts';
+
+/** The index of the first of the sorted `keys` after `after`. */
+function firstAfter(keys: readonly string[], after: string): number {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if ((keys[mid] as string) <= after) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** An item as a read returns it: a copy, without `rid` (not projected). */
+const asRead = ({ rid: _rid, ...url }: UrlItem): HostUrl => ({ ...url });
 
 /** A URL item as stored: what a visit reads, and the winning result's id once done. */
 export interface UrlItem extends HostUrl {
@@ -31,6 +47,8 @@ export type FrontierUrlsMethod =
   | 'promote'
   | 'addQueued'
   | 'urls'
+  | 'page'
+  | 'get'
   | 'postpone'
   | 'finalize';
 
@@ -38,6 +56,7 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
   /** Per partition (`<crawlId>#<host>`), its URL items by key. */
   readonly #partitions = new Map<string, Map<string, UrlItem>>();
   readonly #counters = new Map<string, { queued: number; admitted: number }>();
+  readonly #sortedKeys = new Map<string, string[]>();
   readonly faults = new Faults<FrontierUrlsMethod>();
   /** Every postponed retry, in order. */
   readonly postponed: Array<{ host: string; key: string; attempts: number; retryAt: number }> = [];
@@ -86,15 +105,17 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
       for (const candidate of unique) {
         const partition = this.#partition(crawlId, frontierHost(candidate.url));
         const existing = partition.get(candidate.key);
+        const { carried: _carried, ...url } = candidate;
         if (existing === undefined) {
           const item: UrlItem = {
             key: candidate.key,
             url: candidate.url,
             depth: candidate.depth,
-            st: candidate.held ? 'held' : 'new',
+            st: candidate.carried ? 'done' : candidate.held ? 'held' : 'new',
             parent: parentKey,
           };
           if (candidate.redirects !== undefined) item.redirects = candidate.redirects;
+          if (candidate.carried) item.carried = true;
           partition.set(candidate.key, item);
           admission.admitted.push({ ...candidate, fresh: true });
         } else if (
@@ -103,7 +124,10 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
           existing.attempts === undefined
         ) {
           // This page's own earlier admission, not yet attempted: admitted again, the item unchanged.
-          admission.admitted.push({ ...candidate, fresh: false });
+          admission.admitted.push({ ...url, fresh: false });
+        } else if (existing.carried && existing.parent === parentKey) {
+          // Carried by this page: its result, sent again, carries it again.
+          admission.admitted.push({ ...url, carried: true, fresh: false });
         } else if (existing.st !== 'held') admission.settled.push(candidate.key);
       }
       return admission;
@@ -138,14 +162,54 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
     });
   }
 
+  /** Every URL item of the host, in key order (a test's look at the partition; no visit reads so). */
   async urls(crawlId: string, host: string): Promise<HostUrl[]> {
-    return this.faults.run('urls', [crawlId, host], async () => {
-      const items = [...(this.#partitions.get(`${crawlId}#${host}`)?.values() ?? [])];
-      // A Query returns the partition in sort key order; `rid` is not read.
-      return items
-        .toSorted((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-        .map(({ rid: _rid, ...url }) => ({ ...url }));
+    return this.faults.run('urls', [crawlId, host], async () => this.#sorted(crawlId, host).map(asRead));
+  }
+
+  async page(crawlId: string, host: string, after: string | undefined, limit: number): Promise<HostUrlPage> {
+    return this.faults.run('page', [crawlId, host, after, limit], async () => {
+      const partition = this.#partitions.get(`${crawlId}#${host}`);
+      const keys = this.#keys(crawlId, host);
+      const from = after === undefined ? 0 : firstAfter(keys, after);
+      const items = keys.slice(from, from + limit).flatMap((key) => {
+        const item = partition?.get(key);
+        return item ? [asRead(item)] : [];
+      });
+      const page: HostUrlPage = { urls: items };
+      // As a Query's LastEvaluatedKey: named whenever the page is full, even if nothing follows.
+      const last = items.at(-1);
+      if (items.length === limit && last !== undefined) page.next = last.key;
+      return page;
     });
+  }
+
+  async get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]> {
+    return this.faults.run('get', [crawlId, host, keys], async () => {
+      const partition = this.#partitions.get(`${crawlId}#${host}`);
+      return [...new Set(keys)].flatMap((key) => {
+        const item = partition?.get(key);
+        return item ? [asRead(item)] : [];
+      });
+    });
+  }
+
+  /** The host's partition in sort key order, as a Query returns it. */
+  #sorted(crawlId: string, host: string): UrlItem[] {
+    const partition = this.#partitions.get(`${crawlId}#${host}`);
+    return this.#keys(crawlId, host).flatMap((key) => partition?.get(key) ?? []);
+  }
+
+  /** The partition's keys in order, kept until a key is added (a pass over a big host pages many times). */
+  #keys(crawlId: string, host: string): string[] {
+    const id = `${crawlId}#${host}`;
+    const partition = this.#partitions.get(id);
+    let keys = this.#sortedKeys.get(id);
+    if (keys === undefined || keys.length !== (partition?.size ?? 0)) {
+      keys = [...(partition?.keys() ?? [])].sort();
+      this.#sortedKeys.set(id, keys);
+    }
+    return keys;
   }
 
   async postpone(
@@ -180,6 +244,7 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
         part: before?.part ?? entry.part,
         bytes: entry.bytes,
         requests: entry.requests,
+        ...(entry.kids ? { kids: entry.kids } : {}),
       };
       delete item.retryAt;
       partition.set(entry.key, item);

@@ -12,7 +12,14 @@
 import { randomUUID } from 'node:crypto';
 import { VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
-import type { HostBusy, HostLease, HostPace, HostTally, HostVisits } from '../../lambdas/core/ports.ts';
+import type {
+  HostBusy,
+  HostLease,
+  HostPace,
+  HostRelease,
+  HostTally,
+  HostVisits,
+} from '../../lambdas/core/ports.ts';
 import { Faults } from './faults.ts';
 
 /** A host item (`HOST#<host>`) as stored. */
@@ -28,6 +35,7 @@ export interface HostItem {
   next?: number;
   pausedUntil?: number;
   inflight: string[];
+  cursor?: string;
 }
 
 /** A drained host's tally (`DONE#<host>`) and the pace kept for its next wake. */
@@ -134,22 +142,20 @@ export class MemoryHostVisits implements HostVisits {
       // A fresh host item (woken after a drain, or new) takes its pace from the drained tally.
       const done = this.done(crawlId, host);
       const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
-      return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight] };
+      const cursor = item.cursor === undefined ? {} : { cursor: item.cursor };
+      return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight], ...cursor };
     });
   }
 
-  async release(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string; sent?: boolean },
-  ): Promise<void> {
+  async release(crawlId: string, host: string, holder: string, state: HostRelease): Promise<void> {
     const args = [crawlId, host, holder, state];
     return this.faults.run('release', args, async () => {
       const item = this.host(crawlId, host);
       // A visit that lost its lease has nothing to hand back.
       if (item?.holder === holder) {
         saveState(item, state);
+        if (state.cursor === undefined) delete item.cursor;
+        else item.cursor = state.cursor;
         item.visitAt = state.visitAt;
         item.visitBy = state.ticket;
         if (state.sent) item.sent = true;

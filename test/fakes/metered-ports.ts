@@ -8,8 +8,9 @@
  * Requests per call, as the adapters make them (docs/frontier.md has the item layout):
  * - admit: BatchGetItem of the candidates (100 keys a call, eventually consistent, projected), then
  *   one conditional UpdateItem per candidate not found, 16 in flight; addQueued: one UpdateItem;
- * - urls: one consistent Query of the host's partition, paginated at 1 MB; postpone, finalize,
- *   repoint: one UpdateItem (billed on the larger of the item before and after);
+ * - page: one consistent Query of the host's partition (`Limit`; 1 MB at most); get: consistent
+ *   BatchGetItem, 100 keys a call, each item billed alone; postpone, finalize, repoint: one
+ *   UpdateItem (billed on the larger of the item before and after);
  * - wake: UpdateItem (ADD), plus the claim's UpdateItem when it claims the send; acquire: UpdateItem
  *   (plus the DONE# GetItem of a host item without a pace: new, or woken after a drain); release: UpdateItem; drain: PutItem of
  *   DONE#, DeleteItem of HOST#; anyActive: Query Limit 1 per shard up to the first with a host;
@@ -46,8 +47,10 @@ import type {
   HostBusy,
   HostLease,
   HostPace,
+  HostRelease,
   HostTally,
   HostUrl,
+  HostUrlPage,
   HostUrlStore,
   HostVisits,
   OutgoingVisit,
@@ -118,6 +121,10 @@ function urlItemBytes(crawlId: string, item: Partial<UrlItem> & { key: string; u
   return size;
 }
 
+/** A URL item's size as a read is billed: `rid` is not projected but billed (~40 bytes on a done item). */
+const readBytes = (crawlId: string, url: HostUrl): number =>
+  urlItemBytes(crawlId, url) + (url.st === 'done' ? 40 : 0);
+
 const COUNTERS_BYTES = 400;
 
 /** FrontierAdmission & HostUrlStore (FrontierUrls, FrontierCounters) over MemoryFrontierUrls. */
@@ -182,20 +189,38 @@ export class MeteredFrontierUrls implements FrontierAdmission, HostUrlStore {
     return this.#urls.addQueued(crawlId, count);
   }
 
-  async urls(crawlId: string, host: string): Promise<HostUrl[]> {
-    const urls = await this.#urls.urls(crawlId, host);
+  async page(crawlId: string, host: string, after: string | undefined, limit: number): Promise<HostUrlPage> {
+    const page = await this.#urls.page(crawlId, host, after, limit);
     let bytes = 0;
-    // `rid` is not projected but billed: ~40 bytes more on a done item.
-    for (const url of urls) bytes += urlItemBytes(crawlId, url) + (url.st === 'done' ? 40 : 0);
-    const pages: AwsRequest[] = [];
+    for (const url of page.urls) bytes += readBytes(crawlId, url);
+    // One Query, billed on the bytes it read together; past 1 MB DynamoDB would cut it (one more call).
+    const calls: AwsRequest[] = [];
     for (let left = Math.max(1, bytes); left > 0; left -= QUERY_PAGE_BYTES)
-      pages.push({
+      calls.push({
         op: 'DynamoDB:Query',
         kind: 'url',
         pk: urlsPk(crawlId, host),
         rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
       });
-    await this.#meter.serial(pages);
+    await this.#meter.serial(calls);
+    return page;
+  }
+
+  async get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]> {
+    const urls = await this.#urls.get(crawlId, host, keys);
+    const found = new Map(urls.map((url) => [url.key, url]));
+    const unique = [...new Set(keys)];
+    const calls: AwsRequest[] = [];
+    // BatchGetItem: 100 keys a call, each item billed on its own (rounded up to 4 KB), found or not.
+    for (let start = 0; start < unique.length; start += BATCH_GET_KEYS) {
+      let rcu = 0;
+      for (const key of unique.slice(start, start + BATCH_GET_KEYS)) {
+        const url = found.get(key);
+        rcu += readUnits(url ? readBytes(crawlId, url) : 0, true);
+      }
+      calls.push({ op: 'DynamoDB:BatchGetItem', kind: 'url', pk: urlsPk(crawlId, host), rcu });
+    }
+    await this.#meter.serial(calls);
     return urls;
   }
 
@@ -297,12 +322,7 @@ export class MeteredHostVisits implements HostVisits {
     return lease;
   }
 
-  async release(
-    crawlId: string,
-    host: string,
-    holder: string,
-    state: HostPace & { inflight: readonly string[]; visitAt: number; ticket: string },
-  ): Promise<void> {
+  async release(crawlId: string, host: string, holder: string, state: HostRelease): Promise<void> {
     const after = state.inflight.reduce((sum, key) => sum + key.length + 1, 0);
     const before = this.#hosts.host(crawlId, host)?.inflight.reduce((s, k) => s + k.length + 1, 0) ?? 0;
     await this.#meter.request(this.#hostWrite(crawlId, host, Math.max(0, after - before) + 40));

@@ -22,7 +22,7 @@ import { readCrawlResults } from '../../cli/index-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import type { DrainedRecord } from '../../lambdas/core/aggregate-batch.ts';
-import { tallyOf } from '../../lambdas/core/fetch-batch.ts';
+import { addToTally, emptyTally } from '../../lambdas/core/host-tally.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type { HostTally } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
@@ -33,6 +33,7 @@ import { resultPartKey, STACK_NAME, summaryKey } from '../../lambdas/shared/cont
 import { parseTemplate } from '../../local/cfn-template.ts';
 import type { InvocationReport } from '../../local/event-source-poller.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 
 const AGGREGATE = 'AggregateFunction';
 let aws: LocalAws;
@@ -209,13 +210,13 @@ async function drainHost(crawlId: string, host: string, ticket: string): Promise
   const holder = `visit-${randomUUID().slice(0, 8)}`;
   const lease = await frontier.acquire(crawlId, host, holder, now + 60_000, now, ticket);
   assert.ok(!('busy' in lease), `the visit takes the host: ${JSON.stringify(lease)}`);
-  const urls = await frontier.urls(crawlId, host);
+  const urls = await allUrls(frontier, crawlId, host);
   assert.deepEqual(
     urls.filter((u) => u.st !== 'done').map((u) => u.url),
     [],
     'every URL of the host is finalized',
   );
-  const tally = tallyOf(urls);
+  const tally = urls.reduce(addToTally, emptyTally());
   assert.equal(
     await frontier.drain(crawlId, host, holder, lease.wake, tally, { nextAt: lease.nextAt }),
     true,
@@ -382,7 +383,7 @@ describe('aggregate function on the emulators', () => {
     await runAggregate();
 
     assert.equal((await readCrawlResults(blobs, crawlId)).length, 1, 'indexed');
-    const items = await frontier.urls(crawlId, frontierHost(url));
+    const items = await allUrls(frontier, crawlId, frontierHost(url));
     assert.deepEqual(
       items.map((item) => [item.key, item.st, item.outcome, item.depth]),
       [[result.key, 'done', 'invalid', 0]],

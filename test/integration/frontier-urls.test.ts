@@ -16,6 +16,7 @@ import type { Outcome } from '../../lambdas/core/outcome.ts';
 import { frontierHost, NO_HOST } from '../../lambdas/core/politeness.ts';
 import type { FinalizeEntry, FrontierUrl, HostTally, HostUrl } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 
 const TABLE = FRONTIER_TABLE;
 let table: FrontierTableFixture;
@@ -89,7 +90,7 @@ async function drainHost(crawlId: string, host: string): Promise<boolean> {
   const ticket = tickets.get(`${crawlId}\n${host}`);
   const lease = await store.acquire(crawlId, host, `visit-${host}-${now}`, now + LEASE_MS, now, ticket);
   assert.ok(!('busy' in lease), `${host}: ${JSON.stringify(lease)}`);
-  const tally = tallyOf(await store.urls(crawlId, host));
+  const tally = tallyOf(await allUrls(store, crawlId, host));
   return store.drain(crawlId, host, lease.holder, lease.wake, tally, { nextAt: now });
 }
 
@@ -148,7 +149,7 @@ describe('admission', () => {
     assert.equal(frontierHost(universe[2]!.url), 'c.example:8080', 'the port is part of the host');
     assert.equal(await table.rawItem(crawlId, `URL#${universe[0]!.key}`), undefined);
     for (const host of ['a.example', 'b.example', 'c.example:8080'])
-      assert.equal((await store.urls(crawlId, host)).length, 100, host);
+      assert.equal((await allUrls(store, crawlId, host)).length, 100, host);
   });
 
   it("lets a page re-admit its own unattempted links (a retried batch) but not another page's", async () => {
@@ -283,11 +284,11 @@ describe('admission', () => {
     assert.equal((await store.admit(crawlId, 'p1', [onA, onB])).admitted.length, 2);
     assert.equal((await store.admit(crawlId, 'p2', [onB, onA])).admitted.length, 0, 'both known');
     assert.deepEqual(
-      (await store.urls(crawlId, 'a.example')).map((url) => url.key),
+      (await allUrls(store, crawlId, 'a.example')).map((url) => url.key),
       [onA.key],
     );
     assert.deepEqual(
-      (await store.urls(crawlId, 'b.example')).map((url) => url.key),
+      (await allUrls(store, crawlId, 'b.example')).map((url) => url.key),
       [onB.key],
     );
     assert.equal(await urlItem(crawlId, onA, 'b.example'), undefined);
@@ -352,7 +353,7 @@ describe("a host's URLs", () => {
       entry(done, 'fetched', { bytes: 1234, requests: 1, part: 'results/c/p1.jsonl.gz' }),
     );
 
-    const urls = await store.urls(crawlId, 'h.example');
+    const urls = await allUrls(store, crawlId, 'h.example');
     const byKey = new Map(urls.map((url) => [url.key, url]));
     assert.equal(urls.length, 4);
     assert.deepEqual(byKey.get(fresh.key), {
@@ -390,7 +391,7 @@ describe("a host's URLs", () => {
       requests: 1,
       part: 'results/c/p1.jsonl.gz',
     });
-    assert.deepEqual(await store.urls(crawlId, 'nobody.example'), []);
+    assert.deepEqual(await allUrls(store, crawlId, 'nobody.example'), []);
   });
 
   it('urls() reads every item across Query pages', async () => {
@@ -408,7 +409,7 @@ describe("a host's URLs", () => {
       }),
     );
     assert.ok(firstPage.LastEvaluatedKey, 'the items do not fit one Query page');
-    const read = await store.urls(crawlId, 'example.com');
+    const read = await allUrls(store, crawlId, 'example.com');
     assert.equal(read.length, 700);
     assert.deepEqual(new Set(read.map((url) => url.key)), new Set(urls.map((url) => url.key)));
   });
@@ -512,7 +513,7 @@ describe('finalize and counters', () => {
       created: false,
       part: skipped.part,
     });
-    const [done] = await store.urls(crawlId, 'out.example');
+    const [done] = await allUrls(store, crawlId, 'out.example');
     assert.deepEqual(
       { st: done?.st, outcome: done?.outcome, depth: done?.depth },
       { st: 'done', outcome: 'skipped', depth: 5 },
@@ -601,7 +602,7 @@ describe('finalize and counters', () => {
     const bare = frontierUrl('https://bare.example/x');
     assert.equal((await store.finalize(crawlId, entry(bare, 'blocked'))).created, true);
     assert.deepEqual(
-      (await store.urls(crawlId, 'bare.example')).map(({ url, depth, st, outcome }) => ({
+      (await allUrls(store, crawlId, 'bare.example')).map(({ url, depth, st, outcome }) => ({
         url,
         depth,
         st,

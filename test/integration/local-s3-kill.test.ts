@@ -60,10 +60,17 @@ describe('local S3 files after a kill -9 in the middle of a PUT', () => {
         stderr += chunk.toString();
       });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      // Round 0 may be killed during the first PUT; the later ones once an object is written, so
+      // that one must survive (on a loaded machine no PUT may have ended in a fixed time).
+      const awaited = round === 0 ? 'ready' : 'written';
+      let stdout = '';
       await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          if (stdout.includes(awaited)) resolve();
+        });
         child.once('exit', (code) =>
-          reject(new Error(`the writer exited (${code}) before it was ready: ${stderr}`)),
+          reject(new Error(`the writer exited (${code}) before "${awaited}": ${stderr}`)),
         );
       });
       // Part way into the writes, at a different point each round.

@@ -23,6 +23,7 @@ import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryHostVisits } from '../fakes/host-visits.ts';
 import { MeteredFrontierUrls, MeteredHostVisits } from '../fakes/metered-ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 
 type Frontier = FrontierAdmission &
   HostUrlStore & { finalize(c: string, e: FinalizeEntry): Promise<unknown> };
@@ -47,7 +48,7 @@ async function scenario(frontier: Frontier, hosts: HostVisits, crawlId: string):
   assert.equal(await hosts.wake(crawlId, host, now), undefined, 'the second does not');
   const lease = await hosts.acquire(crawlId, host, 'inv1', now + 60_000, now, ticket);
   assert.ok(!('busy' in lease));
-  const urls = await frontier.urls(crawlId, host);
+  const urls = await allUrls(frontier, crawlId, host);
   assert.equal(urls.length, 2);
   await frontier.postpone(crawlId, host, urls[0]!.key, 1, now + 2_000);
   await hosts.release(crawlId, host, 'inv1', {

@@ -26,6 +26,7 @@ import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
 import { Capture } from '../fixtures/capture.ts';
+import { allUrls } from '../fixtures/host-urls.ts';
 import { tempDir } from '../fixtures/local-state.ts';
 
 let aws: LocalAws;
@@ -89,7 +90,7 @@ async function admittedUrls(crawlId: string, hosts: Iterable<string>): Promise<M
   const frontier = createFrontierStore(aws.clients.dynamodb, table);
   const seen = new Map<string, number>();
   for (const host of hosts)
-    for (const url of await frontier.urls(crawlId, host)) seen.set(url.url, (seen.get(url.url) ?? 0) + 1);
+    for (const url of await allUrls(frontier, crawlId, host)) seen.set(url.url, (seen.get(url.url) ?? 0) + 1);
   return seen;
 }
 

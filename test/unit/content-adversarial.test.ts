@@ -204,6 +204,94 @@ describe('extraction is linear: structure', () => {
   });
 });
 
+describe('extraction is linear: listing pages', () => {
+  const card = (i: number, title = `Card ${i}`, about = `About card ${i}.`) =>
+    `<div class="card"><a href="/c${i}"><img src="/i${i}.jpg" alt=""></a><h3><a href="/c${i}">${title}</a></h3><p>${about}</p></div>`;
+
+  test('100,000 cards in a grid (and n of them in the growth check) render as one list', () => {
+    assertLinear(
+      (n) => {
+        const cards: string[] = [];
+        for (let i = 0; i < n; i++) cards.push(card(i));
+        return `<main><h1>All</h1><div class="grid">${cards.join('')}</div></main>`;
+      },
+      1_000,
+      50_000,
+    );
+    const cards: string[] = [];
+    for (let i = 0; i < 100_000; i++) cards.push(card(i));
+    // 2.7 million characters of text: past the default bound, which would cut the grid short
+    const out = extractMainContent(`<main><div class="grid">${cards.join('')}</div></main>`, PAGE, {
+      cpuBudgetMs: Infinity,
+      maxTextChars: Infinity,
+    });
+    const lines = out.markdown.split('\n');
+    assert.equal(lines.length, 100_000);
+    assert.equal(lines[99_999], '- [Card 99999](https://adversary.example/c99999) — About card 99999.');
+  });
+
+  test('cards nested in cards, and deep wrappers around each card', () => {
+    assertLinear(
+      (n) => `<main>${`<div class="card"><h3><a href="/x">t</a></h3>`.repeat(n)}</main>`,
+      200,
+      2_000,
+    );
+    assertLinear(
+      (n) =>
+        `<main><div class="grid">${`${'<div>'.repeat(40)}${card(1)}${'</div>'.repeat(40)}`.repeat(n)}</div></main>`,
+      50,
+      5_000,
+    );
+    assertLinear(
+      (n) =>
+        `<main>${'<ul><li><a href="/a">a</a></li><li><a href="/b">b</a></li><li><a href="/c">c</a>'.repeat(n)}</main>`,
+      200,
+      2_000,
+    );
+  });
+
+  test('a card with a megabyte title and a megabyte description keeps a line of bounded length', () => {
+    assertLinear(
+      (n) =>
+        `<main><div class="grid">${card(1, 'T'.repeat(n), 'd '.repeat(n))}${card(2)}${card(3)}</div></main>`,
+      20_000,
+      100_000,
+    );
+    const mega = 'word '.repeat(200_000);
+    const out = extractMainContent(
+      `<main><div class="grid">${card(1, mega, mega)}${card(2)}${card(3)}</div></main>`,
+      PAGE,
+      { maxTextChars: Infinity },
+    );
+    const first = out.markdown.split('\n')[0] ?? '';
+    assert.ok(first.startsWith('- [word word'), first.slice(0, 40));
+    assert.ok(
+      first.length < CONTENT_LIMITS.titleChars + CONTENT_LIMITS.itemDescriptionChars + 100,
+      `a line of ${first.length} characters`,
+    );
+  });
+
+  test('link text with Markdown-significant characters stays text; javascript: links are not made', () => {
+    for (const text of ['](', '`', '<']) {
+      assertLinear(
+        (n) => `<main><ul>${`<li><a href="/x">${text.repeat(4)}</a></li>`.repeat(n)}</ul></main>`,
+        500,
+        20_000,
+      );
+    }
+    const out = extractMainContent(
+      `<main><ul>${[1, 2, 3]
+        .map((i) => `<li><a href="javascript:alert(${i})">](javascript:alert(${i})) \`x\` &lt;b&gt;</a></li>`)
+        .join('')}</ul></main>`,
+      PAGE,
+    );
+    assert.equal(
+      out.markdown,
+      [1, 2, 3].map((i) => `- \\](javascript:alert(${i})) \\\`x\\\` \\<b>`).join('\n'),
+    );
+  });
+});
+
 describe('extraction is linear: attributes and metadata', () => {
   test('a huge class, id, style and href', () => {
     assertLinear(

@@ -303,9 +303,9 @@ describe('processFetchBatch: a visit', () => {
   it('a visit that fails part way (a Query that keeps failing) sends what it did, hands its host to its own message with the URLs in flight, and that message comes back', async () => {
     const w = await world();
     const visit = await wokenHost(w, HOST, ['/', '/p/1']);
-    w.frontier.faults.fail('urls', {
+    w.frontier.faults.fail('page', {
       times: Number.POSITIVE_INFINITY,
-      when: () => w.frontier.faults.calls('urls') > 1,
+      when: () => w.frontier.faults.calls('page') > 1,
       error: throttled,
     });
     const report = await w.run([visit]);
@@ -357,15 +357,17 @@ describe('processFetchBatch: a visit', () => {
 });
 
 describe('processFetchBatch: results on the queue', () => {
-  it("a flush's records go in one send, packed: the pages' results and their links' skipped results in one message", async () => {
-    // Links of a page at depth 1 are beyond --max-depth 1: each is a skipped result, sent with the page's.
+  it("a flush's records go in one send, packed: the page's result carries its links' skips in one message", async () => {
+    // Links of a page at depth 1 are beyond --max-depth 1: each is skipped, carried by the page's result.
     const w = await world({ crawl: { maxDepth: 1 } });
     const visit = await wokenHost(w, HOST, ['/']);
     const report = await w.run([visit]);
     assert.deepEqual(report.retries, []);
-    const outcomes = w.results.results.map((result) => result.outcome).sort();
-    assert.deepEqual(outcomes, ['fetched', 'skipped', 'skipped']);
-    assert.equal(w.results.messages.length, 1, 'one message for its three records');
+    assert.deepEqual(
+      w.results.results.map((result) => [result.outcome, result.skipped?.map((link) => link.code)]),
+      [['fetched', ['depth', 'depth']]],
+    );
+    assert.equal(w.results.messages.length, 1, 'one message for its records');
     const [body] = w.results.messages.map(
       (m) => JSON.parse(m) as { crawlId: string; results: CrawlResult[] },
     );

@@ -178,14 +178,14 @@ describe('visitHost: a cancelled crawl', () => {
 });
 
 describe('visitHost: reads of the host partition', () => {
-  it('reads the partition once a visit unless the batch’s admissions reach the host, then once more', async () => {
+  it('walks the partition once a visit unless the batch’s admissions reach the host, then once more', async () => {
     const web = new SyntheticWeb({ hosts: 1, pagesPerHost: 8, latencyMs: 1 });
     const urls = partition([item('/p/1'), item('/p/2')]);
     let reads = 0;
-    const read = urls.urls.bind(urls);
-    urls.urls = async (crawlId, host) => {
+    const read = urls.page.bind(urls);
+    urls.page = async (crawlId, host, after, limit) => {
       reads++;
-      return read(crawlId, host);
+      return read(crawlId, host, after, limit);
     };
     // The batch's admissions: a settle that admits a URL of this host wakes it.
     let wakes = 0;

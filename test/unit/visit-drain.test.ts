@@ -50,7 +50,16 @@ function setup(clock: VirtualClock, missing: ReadonlySet<string> = new Set()) {
     written.add(key);
     return true;
   };
-  const hostUrls: HostUrlStore = { urls: async () => urls, postpone: async () => {} };
+  // The partition in key order (the keys are the indexes in hex), read a page at a time.
+  const hostUrls: HostUrlStore = {
+    page: async (_crawlId, _host, after, limit) => {
+      const from = after === undefined ? 0 : Number.parseInt(after, 16) + 1;
+      const page = urls.slice(from, from + limit);
+      return page.length === limit ? { urls: page, next: page.at(-1)?.key as string } : { urls: page };
+    },
+    get: async () => [],
+    postpone: async () => {},
+  };
   const noFetch: PageFetcher = {
     fetch: async () => {
       throw new Error('a drained host is not fetched');

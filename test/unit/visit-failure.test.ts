@@ -26,9 +26,9 @@ function item(path: string): HostUrl {
 function failingSecondRead(items: HostUrl[]): MemoryFrontierUrls {
   const urls = new MemoryFrontierUrls();
   urls.seed(CRAWL, items);
-  urls.faults.fail('urls', {
+  urls.faults.fail('page', {
     times: Number.POSITIVE_INFINITY,
-    when: () => urls.faults.calls('urls') > 1,
+    when: () => urls.faults.calls('page') > 1,
     error: () =>
       Object.assign(new Error('Throughput exceeds the current capacity'), {
         name: 'ProvisionedThroughputExceededException',

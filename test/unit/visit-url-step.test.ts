@@ -63,16 +63,17 @@ class PacedHost implements PageFetcher {
   }
 }
 
-/** The host's partition, counting its reads (one Query each on DynamoDB). */
+/** The host's partition, counting its pages read (one Query each on DynamoDB). */
 function partition(items: HostUrl[]): HostUrlStore & { reads: number } {
   const urls = new MemoryFrontierUrls();
   urls.seed(CRAWL, items);
   const store = {
     reads: 0,
-    urls: (crawlId: string, host: string) => {
+    page: (crawlId: string, host: string, after: string | undefined, limit: number) => {
       store.reads++;
-      return urls.urls(crawlId, host);
+      return urls.page(crawlId, host, after, limit);
     },
+    get: urls.get.bind(urls),
     postpone: urls.postpone.bind(urls),
   };
   return store;

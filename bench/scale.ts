@@ -99,6 +99,9 @@ export interface ScaleReport {
   readUnitsPerPage: number;
   peakWcu: { pk: string; units: number };
   peakRcu: { pk: string; units: number };
+  /** The peaks over the crawl's own keys (`CRAWL#<id>`, its shards `CRAWL#<id>#NN`). */
+  peakCrawlWcu: { pk: string; units: number };
+  peakCrawlRcu: { pk: string; units: number };
   largestItem: { kind: string; bytes: number };
   configItemBytes: number;
   throttledRequests: number;
@@ -449,6 +452,8 @@ async function simulate(options: ScaleOptions, clock: VirtualClock, wallStart: n
     readUnitsPerPage: perPage(rcu),
     peakWcu: meter.peak.wcu,
     peakRcu: meter.peak.rcu,
+    peakCrawlWcu: meter.peakCrawlKeys.wcu,
+    peakCrawlRcu: meter.peakCrawlKeys.rcu,
     largestItem: meter.largestItem,
     configItemBytes: configBytes(config),
     throttledRequests: meter.throttled,
@@ -488,6 +493,8 @@ export function scaleTable(report: ScaleReport): string {
     `  DynamoDB reads per page: ${kinds(r.readsPerPage)} (${r.readUnitsPerPage} RCU)`,
     `  peak per partition key: ${r.peakWcu.units} WCU/s (${r.peakWcu.pk}), ${r.peakRcu.units} RCU/s (${r.peakRcu.pk}); ` +
       `${r.throttledRequests} throttled requests, ${r.throttleFailures} failed`,
+    `  peak on the crawl's own keys: ${r.peakCrawlWcu.units} WCU/s (${r.peakCrawlWcu.pk}), ` +
+      `${r.peakCrawlRcu.units} RCU/s (${r.peakCrawlRcu.pk})`,
     `  largest item: ${r.largestItem.bytes} bytes (${r.largestItem.kind}); the crawl config: ${r.configItemBytes} bytes` +
       `${Object.keys(r.limitViolations).length > 0 ? `; limits crossed: ${kinds(r.limitViolations)}` : ''}`,
     `  visits per host: ${r.visitsPerHost}; duplicate visits: ${r.duplicateVisits}; by end: ${kinds(r.visitsByEnd)}`,

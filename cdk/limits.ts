@@ -2,7 +2,7 @@
  * Every deploy-time limit of the stack in one place, as plain data (no aws-cdk-lib import), so the
  * stack, its tests and the local runtime read the same numbers.
  */
-import { AWS_LIMITS } from '../lambdas/core/limits.ts';
+import { AWS_LIMITS, FRONTIER_SHARDS } from '../lambdas/core/limits.ts';
 
 /** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
 export const FETCH_FUNCTION = {
@@ -88,12 +88,21 @@ export const CRAWL_LOAD = {
   /** Units per fetched page, by partition key. */
   perPage: {
     /**
-     * About one `ADD wake` a page (2 units: a host item holding ~27 `inflight` keys is ~2 KB), a
-     * visit's acquire and release (2 + 2 units per ~27 pages), `ADD queued` per flush of 25 and the
-     * aggregate's counters per batch of 100 (1 unit each); the completion check's two reads per
-     * aggregate batch.
+     * The `COUNTERS` item: `ADD queued` per flush of 25 and the aggregate's counters per batch of 100
+     * (1 unit each); the counters read of the completion check per aggregate batch.
      */
-    'CRAWL#<crawlId>': { writeUnits: 2.2, readUnits: 0.02 },
+    'CRAWL#<crawlId>': { writeUnits: 0.05, readUnits: 0.01 },
+    /**
+     * The host items, spread over FRONTIER_SHARDS keys by host: about one `ADD wake` a page (2 units:
+     * a host item holding ~27 `inflight` keys is ~2 KB) and a visit's acquire and release (2 + 2
+     * units per ~27 pages), a shard's share of them; on the shard of a host linked from every page,
+     * that host's wake per flush of 25 too (2 units), rounded up. The completion check's first
+     * `HOST#` Query per aggregate batch (on the shard where the last look found a host).
+     */
+    'CRAWL#<crawlId>#NN holding a host linked from every page': {
+      writeUnits: Math.ceil(((2 + 4 / 27) / FRONTIER_SHARDS + 2 / 25) * 100) / 100,
+      readUnits: 0.01,
+    },
     /**
      * A share link carrying the page's URL, so new on every page: each link's admission put and its
      * finalize, and its admission read (½ unit).

@@ -6,15 +6,17 @@
  * - `complete`: the aggregate function confirmed completion (every host drained, every index part
  *   written: lambdas/core/aggregate-batch.ts), so the index is whole;
  * - `cancelled` (`crawler cancel`, `--max-cost-usd`) and no host of the crawl is active any more:
- *   every URL has its `cancelled` (or earlier) result and its index line.
+ *   every URL has its `cancelled` (or earlier) result and its index line. The host items are read
+ *   shard after shard, so "none active" is settled as completion settles it
+ *   (lambdas/core/completion-check.ts: no host, the sums, no host, the same sums).
  *
- * The poll is one GetItem per interval (plus one Query while cancelled).
+ * The poll is one GetItem per interval (plus the shards' Queries while cancelled).
  */
-import type { CrawlCounters } from '../lambdas/core/ports.ts';
+import { drainedTotals } from '../lambdas/core/completion-check.ts';
+import type { CrawlCounters, HostVisits } from '../lambdas/core/ports.ts';
 
-export interface CrawlProbe {
+export interface CrawlProbe extends Pick<HostVisits, 'anyActive' | 'doneTotals'> {
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;
-  anyActive(crawlId: string): Promise<boolean>;
 }
 
 export type CrawlEnd = 'complete' | 'cancelled' | 'interrupted';
@@ -36,7 +38,8 @@ export async function waitForCrawl(
     if (options.signal?.aborted) return 'interrupted';
     const counters = await probe.readCounters(crawlId);
     if (counters?.state === 'complete') return 'complete';
-    if (counters?.state === 'cancelled' && !(await probe.anyActive(crawlId))) return 'cancelled';
+    if (counters?.state === 'cancelled' && (await drainedTotals(probe, crawlId)) !== undefined)
+      return 'cancelled';
     await sleep(interval, options.signal);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Reads what the progress display of `crawler crawl` needs from the FrontierTable, cheaply: the
  * counters item (one consistent GetItem of the counts only) every tick, and, only while the crawl
- * seems stuck, a page of its host items and one of its robots items (docs/frontier.md).
+ * seems stuck, a page of its host items and one of its robots items (a Query per shard until
+ * WAIT_ITEMS_LIMIT are found: at most FRONTIER_SHARDS each, docs/frontier.md).
  */
 import { type DynamoDBClient, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES } from '../core/outcome.ts';
@@ -9,7 +10,7 @@ import type { CrawlCounters } from '../core/ports.ts';
 import {
   ATTR,
   countersKey,
-  crawlPk,
+  crawlShardPks,
   HOST_SK_PREFIX,
   type Item,
   names,
@@ -107,22 +108,28 @@ export class CrawlProgressReader {
     return waits;
   }
 
+  /** Up to WAIT_ITEMS_LIMIT items of the prefix, shard after shard (one Query a shard, until enough). */
   private async query(crawlId: string, prefix: string, attrs: string[], notReady = false): Promise<Item[]> {
-    const out = await this.dynamodb.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-        ...(notReady ? { FilterExpression: `#${ATTR.st} <> :ready` } : {}),
-        ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
-        ExpressionAttributeNames: names(ATTR.pk, ...attrs),
-        ExpressionAttributeValues: {
-          ':pk': S(crawlPk(crawlId)),
-          ':prefix': S(prefix),
-          ...(notReady ? { ':ready': S(ROBOTS_ST.ready) } : {}),
-        },
-        Limit: WAIT_ITEMS_LIMIT,
-      }),
-    );
-    return out.Items ?? [];
+    const items: Item[] = [];
+    for (const pk of crawlShardPks(crawlId)) {
+      const out = await this.dynamodb.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+          ...(notReady ? { FilterExpression: `#${ATTR.st} <> :ready` } : {}),
+          ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
+          ExpressionAttributeNames: names(ATTR.pk, ...attrs),
+          ExpressionAttributeValues: {
+            ':pk': S(pk),
+            ':prefix': S(prefix),
+            ...(notReady ? { ':ready': S(ROBOTS_ST.ready) } : {}),
+          },
+          Limit: WAIT_ITEMS_LIMIT - items.length,
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      if (items.length >= WAIT_ITEMS_LIMIT) break;
+    }
+    return items;
   }
 }

@@ -4,6 +4,7 @@
  * docs/design/host-visits.md).
  */
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { settledTotals } from '../core/completion-check.ts';
 import { OUTCOMES } from '../core/outcome.ts';
 import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/ports.ts';
 import {
@@ -199,8 +200,9 @@ export class FrontierCounters {
   /**
    * Completion, confirmed rather than guessed from the counters (docs/design/host-visits.md): the crawl
    * is complete when no host of it is active (every `HOST#` item deleted by the visit that drained
-   * it) and every index part the drained hosts' done URLs name is written (`partsWritten`: a URL can
-   * be done while its aggregate invocation has not yet written its line). The counters are then
+   * it; settled over the shards by completion-check.ts) and every index part the drained hosts' done
+   * URLs name is written (`partsWritten`: a URL can be done while its aggregate invocation has not
+   * yet written its line). The counters are then
    * rewritten from the summed `DONE#` tallies (queued = done = total, `o_*` per outcome, bytes and
    * requests) in the same conditional update that flips `state` running → complete, so exactly one
    * caller gets `completedNow: true`. The counters' own ADDs may drift under retries and crashes; the
@@ -216,9 +218,8 @@ export class FrontierCounters {
       completedNow: false,
       counters: (await this.readCounters(crawlId)) ?? parseCounters({}),
     });
-    if (await this.hosts.anyActive(crawlId)) return notYet();
-    const totals = await this.hosts.doneTotals(crawlId);
-    if (totals.total === 0 || !(await partsWritten(new Set(totals.parts)))) return notYet();
+    const totals = await settledTotals(this.hosts, crawlId);
+    if (totals === undefined || !(await partsWritten(new Set(totals.parts)))) return notYet();
 
     const outcomeNames = OUTCOMES.map(outcomeAttr);
     const outcomeValues: Item = {};

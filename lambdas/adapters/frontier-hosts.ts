@@ -1,8 +1,8 @@
 /**
- * Host items of visits (`CRAWL#<id>` / `HOST#<host>`) and the tallies of drained hosts
- * (`CRAWL#<id>` / `DONE#<host>`), docs/design/host-visits.md. A host item exists exactly while its
- * host has work: an admission wakes it (creating it), a visit leases it, and the visit that finds it
- * drained deletes it after recording its exact counts. So the crawl is complete when no `HOST#` item
+ * Host items of visits (`CRAWL#<id>#<shard>` / `HOST#<host>`) and the tallies of drained hosts
+ * (`CRAWL#<id>#<shard>` / `DONE#<host>`), docs/design/host-visits.md. A host item exists exactly
+ * while its host has work: an admission wakes it (creating it), a visit leases it, and the visit that
+ * finds it drained deletes it after recording its exact counts. So the crawl is complete when no `HOST#` item
  * is left, and its totals are the sum of the `DONE#` items: O(hosts), never O(URLs).
  *
  * Every step is one conditional write on one item (no transactions: dynalite has none).
@@ -21,7 +21,7 @@ import type { HostBusy, HostLease, HostPace, HostRelease, HostTally, HostVisits 
 import { retryStep } from '../core/retry-step.ts';
 import {
   ATTR,
-  crawlPk,
+  crawlShardPks,
   DONE_SK_PREFIX,
   doneKey,
   expiresAt,
@@ -35,6 +35,7 @@ import {
   num,
   outcomeAttr,
   S,
+  SHARD_READ_ATTEMPTS,
   str,
 } from './frontier-schema.ts';
 
@@ -48,6 +49,9 @@ import {
  * so the redelivered parent of a crashed send finds it stale and re-sends.
  */
 export const VISIT_GRACE_MS = 120_000;
+
+/** Crawls whose last active shard a container remembers (FrontierHosts.anyActive). */
+const LAST_SHARD_CRAWLS = 1_000;
 
 const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
 const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
@@ -391,19 +395,14 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
    * For whoever takes over a crawl whose last process died (docs/frontier.md, "Taking over a crawl"):
    * a wake's claim made just before a kill, its message never sent, would otherwise hold the host
    * until a later wake, which a crawl whose last URLs are all on that host never gets. One paged
-   * Query of the crawl's `HOST#` items (O(active hosts)) and one write per host claimed.
+   * Query of the `HOST#` items per shard (O(active hosts)) and one write per host claimed.
    */
   async sweep(
     crawlId: string,
     now: number,
     dueBefore: number,
   ): Promise<Array<{ host: string; ticket: string }>> {
-    const items = this.queryAll({
-      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-      ProjectionExpression: `#${ATTR.sk}, #${ATTR.lease}, #${ATTR.visitAt}`,
-      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ATTR.lease, ATTR.visitAt),
-      ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(HOST_SK_PREFIX) },
-    });
+    const items = this.queryShards(crawlId, HOST_SK_PREFIX, [ATTR.sk, ATTR.lease, ATTR.visitAt]);
     const claimed: Array<{ host: string; ticket: string }> = [];
     for await (const item of items) {
       const lease = num(item, ATTR.lease);
@@ -417,19 +416,39 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     return claimed;
   }
 
+  /** Per crawl, the shard where this container last found a host: where the next look starts. */
+  private readonly lastActiveShard = new Map<string, number>();
+
+  /**
+   * Whether any shard holds a `HOST#` item: one consistent Query `Limit 1` per shard (each tried
+   * SHARD_READ_ATTEMPTS times), stopping at the first found. The look starts at the shard where the
+   * last one found a host, so a crawl of few hosts costs one Query a look, not up to 32 (a running
+   * crawl of many hosts finds one at once anyway). The shards are read one after another, so a false
+   * answer alone proves nothing: docs/frontier.md, "Completion".
+   */
   async anyActive(crawlId: string): Promise<boolean> {
-    const out = await this.dynamodb.send(
-      new QueryCommand({
+    const pks = crawlShardPks(crawlId);
+    const start = this.lastActiveShard.get(crawlId) ?? 0;
+    for (let i = 0; i < pks.length; i++) {
+      const shard = (start + i) % pks.length;
+      const query = new QueryCommand({
         TableName: this.table,
         ConsistentRead: true,
         KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
         ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
         ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
-        ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(HOST_SK_PREFIX) },
+        ExpressionAttributeValues: { ':pk': S(pks[shard]!), ':prefix': S(HOST_SK_PREFIX) },
         Limit: 1,
-      }),
-    );
-    return (out.Items?.length ?? 0) > 0;
+      });
+      const out = await retryStep(() => this.dynamodb.send(query), SHARD_READ_ATTEMPTS);
+      if ((out.Items?.length ?? 0) > 0) {
+        // Bounded: a container serves few crawls at once, and forgetting one costs only a longer look.
+        if (this.lastActiveShard.size >= LAST_SHARD_CRAWLS) this.lastActiveShard.clear();
+        this.lastActiveShard.set(crawlId, shard);
+        return true;
+      }
+    }
+    return false;
   }
 
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
@@ -437,12 +456,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
     const parts = new Set<string>();
     const projected = [ATTR.total, ATTR.bytes, ATTR.requests, ATTR.parts, ...OUTCOMES.map(outcomeAttr)];
-    const items = this.queryAll({
-      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-      ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
-      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...projected),
-      ExpressionAttributeValues: { ':pk': S(crawlPk(crawlId)), ':prefix': S(DONE_SK_PREFIX) },
-    });
+    const items = this.queryShards(crawlId, DONE_SK_PREFIX, projected);
     for await (const item of items) {
       totals.hosts++;
       totals.total += num(item, ATTR.total) ?? 0;

@@ -1,6 +1,6 @@
 /**
- * The shared robots.txt cache (`CRAWL#<id>` / `ROBOTS#<origin>`): who fetches it (a leased claim),
- * the parsed policy once fetched, and the retry schedule while it is unavailable
+ * The shared robots.txt cache (`CRAWL#<id>#<shard>` / `ROBOTS#<origin>`): who fetches it (a leased
+ * claim), the parsed policy once fetched, and the retry schedule while it is unavailable
  * (docs/frontier.md, "robots.txt").
  *
  * Policies are stored as JSON text; one larger than INLINE_POLICY_MAX_BYTES is stored gzipped (a

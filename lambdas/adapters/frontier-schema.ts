@@ -3,6 +3,7 @@
  * of `st` and `state`, and the small helpers every frontier adapter shares. Expressions always refer
  * to attributes through `#name` placeholders (`url`, `state`, `next`... are DynamoDB reserved words).
  */
+import { createHash } from 'node:crypto';
 import {
   type AttributeValue,
   type DynamoDBClient,
@@ -10,7 +11,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { backoffPause } from '../core/backoff.ts';
-import { RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
+import { FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -88,9 +89,25 @@ export const ROBOTS_ST = { fetching: 'fetching', ready: 'ready', unavailable: 'u
 /** `state` of the counters item. */
 export const CRAWL_STATE = { running: 'running', complete: 'complete', cancelled: 'cancelled' } as const;
 
-/** The partition of a crawl's own items (config, counters, hosts, robots): `CRAWL#<crawlId>`. */
+/** The partition of a crawl's own items (config, counters, scope): `CRAWL#<crawlId>`. */
 export const CRAWL_PK_PREFIX = 'CRAWL#';
 export const crawlPk = (crawlId: string): string => `${CRAWL_PK_PREFIX}${crawlId}`;
+/**
+ * The crawl's host, `DONE#` and robots items are spread over FRONTIER_SHARDS partitions,
+ * `CRAWL#<crawlId>#NN` (NN = 00..31), by a stable hash of the host (robots: the origin): one key
+ * takes at most 1,000 write units/s, which every visit's writes on one key filled at ~450 pages/s.
+ * A host's `HOST#` and `DONE#` items share its shard. Listing them reads every shard (`crawlShardPks`).
+ */
+export const crawlShardPk = (crawlId: string, shard: number): string =>
+  `${crawlPk(crawlId)}#${String(shard).padStart(2, '0')}`;
+/** The shard of a host or origin: the first 4 bytes of its SHA-256, modulo FRONTIER_SHARDS. */
+export const shardOf = (name: string): number =>
+  createHash('sha256').update(name, 'utf8').digest().readUInt32BE(0) % FRONTIER_SHARDS;
+/** Tries of each read of a shard (after the SDK's own): frontier-schema.ts `queryShards`. */
+export const SHARD_READ_ATTEMPTS = 3;
+/** Every shard partition of a crawl, in shard order. */
+export const crawlShardPks = (crawlId: string): string[] =>
+  Array.from({ length: FRONTIER_SHARDS }, (_, shard) => crawlShardPk(crawlId, shard));
 /**
  * The crawl registry (`crawler list`): one item per submitted crawl in this partition, sort key the
  * crawl id, no other attribute (adapters/frontier-crawls.ts).
@@ -119,9 +136,14 @@ export const configKey = (crawlId: string): Item => key(crawlId, CONFIG_SK);
 export const HOST_SK_PREFIX = 'HOST#';
 export const DONE_SK_PREFIX = 'DONE#';
 export const ROBOTS_SK_PREFIX = 'ROBOTS#';
-export const hostKey = (crawlId: string, host: string): Item => key(crawlId, `${HOST_SK_PREFIX}${host}`);
+const shardKey = (crawlId: string, name: string, sk: string): Item => ({
+  pk: { S: crawlShardPk(crawlId, shardOf(name)) },
+  sk: { S: sk },
+});
+export const hostKey = (crawlId: string, host: string): Item =>
+  shardKey(crawlId, host, `${HOST_SK_PREFIX}${host}`);
 export const robotsKey = (crawlId: string, origin: string): Item =>
-  key(crawlId, `${ROBOTS_SK_PREFIX}${origin}`);
+  shardKey(crawlId, origin, `${ROBOTS_SK_PREFIX}${origin}`);
 /** The parts of a crawl's stored scope (crawls of seeds from a file): `SCOPE#0000`, `SCOPE#0001`, ... */
 export const SCOPE_SK_PREFIX = 'SCOPE#';
 export const scopePartKey = (crawlId: string, part: number): Item =>
@@ -210,23 +232,48 @@ export abstract class FrontierTableAdapter {
     this.options = options;
   }
 
-  /** Every item a Query of the table matches, page after page, each page a consistent read. */
+  /**
+   * Every item a Query of the table matches, page after page, each page a consistent read, tried up
+   * to `pageAttempts` times (a read is safe to repeat).
+   */
   protected async *queryAll(
     input: Omit<QueryCommandInput, 'TableName' | 'ConsistentRead' | 'ExclusiveStartKey'>,
+    pageAttempts = 1,
   ): AsyncGenerator<Item> {
     let startKey: Item | undefined;
     do {
-      const page = await this.dynamodb.send(
-        new QueryCommand({
-          ...input,
-          TableName: this.table,
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
+      const command = new QueryCommand({
+        ...input,
+        TableName: this.table,
+        ConsistentRead: true,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      const page = await retryStep(() => this.dynamodb.send(command), pageAttempts);
       yield* page.Items ?? [];
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
+  }
+
+  /**
+   * Every item of the crawl's shards whose sort key begins with `prefix` (`attrs` projected), shard
+   * after shard. Each page is tried SHARD_READ_ATTEMPTS times: a listing of 32 shards or more must not
+   * fail for one failed read where the one Query of a single key did not.
+   */
+  protected async *queryShards(
+    crawlId: string,
+    prefix: string,
+    attrs: readonly string[],
+  ): AsyncGenerator<Item> {
+    for (const pk of crawlShardPks(crawlId))
+      yield* this.queryAll(
+        {
+          KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+          ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.sk, ...attrs),
+          ExpressionAttributeValues: { ':pk': S(pk), ':prefix': S(prefix) },
+        },
+        SHARD_READ_ATTEMPTS,
+      );
   }
 }
 
@@ -290,4 +337,5 @@ export function parseCounters(item: Item): CrawlCounters {
 }
 
 /** The exact tally of a drained host (and its pace, for when it is woken again). */
-export const doneKey = (crawlId: string, host: string): Item => key(crawlId, `${DONE_SK_PREFIX}${host}`);
+export const doneKey = (crawlId: string, host: string): Item =>
+  shardKey(crawlId, host, `${DONE_SK_PREFIX}${host}`);

@@ -114,6 +114,18 @@ export const FRONTIER_LIMITS = {
   carriedBytes: 64 * KiB,
 } as const;
 
+/**
+ * Partition keys a crawl's host, `DONE#` and robots items are spread over (`CRAWL#<crawlId>#00` ..
+ * `#31`, adapters/frontier-schema.ts). One key takes at most 1,000 write units/s. The host items take
+ * ~2.15 units a fetched page (a wake at 2, acquire and release 4 ÷ 27), so as one key they were full
+ * at ~450 pages/s and throttled in any burst of new hosts, while deploy.md's largest concurrency (17
+ * invocations × 25 visits ÷ 1.1 s) asks up to ~386 pages/s of one crawl, a shorter --delay more.
+ * One of 32 shards takes ~0.07 units a page (0.15 with a host linked from every page): full at
+ * ~6,800 pages/s, so the crawl's own keys no longer bind (docs/scale.md). More shards would only
+ * cost reads: a completion check reads every shard twice (docs/frontier.md, "Completion").
+ */
+export const FRONTIER_SHARDS = 32;
+
 /** Names of `--markdown-dir` files (cli/markdown-names.ts): what Linux, macOS and Windows all take. */
 export const MARKDOWN_NAME_LIMITS = {
   /**

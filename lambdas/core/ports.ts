@@ -400,7 +400,10 @@ export interface HostVisits {
     tally: HostTally,
     pace: HostPace,
   ): Promise<boolean>;
-  /** Whether any host of the crawl has work (one consistent Query, Limit 1). */
+  /**
+   * Whether any host of the crawl has work (a consistent Query, Limit 1, per shard until one is
+   * found). A false answer is only settled as completion-check.ts confirms it.
+   */
   anyActive(crawlId: string): Promise<boolean>;
   /** The sum of the drained hosts' tallies, and how many hosts there are. */
   doneTotals(crawlId: string): Promise<HostTally & { hosts: number }>;

@@ -212,5 +212,31 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
         },
       );
     });
+
+    it('hosts of one crawl, wherever their items are kept, are all active until the last drains, and all summed', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      // Forty hosts: the adapter spreads them over most of its 32 shards (frontier-schema.ts).
+      const names = Array.from({ length: 40 }, (_, i) => `h${i}.test`);
+      const leases = new Map<string, HostLease>();
+      for (const host of names) {
+        const ticket = ticketOf(await hosts.wake(crawlId, host, T0));
+        leases.set(host, leased(await hosts.acquire(crawlId, host, `v-${host}`, T0 + LEASE_MS, T0, ticket)));
+      }
+      for (const host of names) {
+        assert.equal(await hosts.anyActive(crawlId), true, `${host} and after it still active`);
+        const lease = leases.get(host)!;
+        assert.equal(
+          await hosts.drain(crawlId, host, lease.holder, lease.wake, tally(2), { nextAt: 0 }),
+          true,
+        );
+      }
+      assert.equal(await hosts.anyActive(crawlId), false);
+      const totals = await hosts.doneTotals(crawlId);
+      assert.deepEqual(
+        { hosts: totals.hosts, total: totals.total, fetched: totals.byOutcome.fetched },
+        { hosts: 40, total: 80, fetched: 80 },
+      );
+    });
   });
 }

@@ -79,6 +79,11 @@ export class AwsMeter {
     wcu: { pk: '', units: 0 },
     rcu: { pk: '', units: 0 },
   };
+  /** The same, over the crawl's own keys only (`CRAWL#<id>` and its shards `CRAWL#<id>#NN`). */
+  readonly peakCrawlKeys = {
+    wcu: { pk: '', units: 0 },
+    rcu: { pk: '', units: 0 },
+  };
   largestItem = { kind: '', bytes: 0 };
   throttled = 0;
   throttleFailures = 0;
@@ -173,6 +178,11 @@ export class AwsMeter {
     used.rcu += rcu;
     if (used.wcu > this.peak.wcu.units) this.peak.wcu = { pk, units: used.wcu };
     if (used.rcu > this.peak.rcu.units) this.peak.rcu = { pk, units: used.rcu };
+    if (pk.startsWith('CRAWL#')) {
+      const crawl = this.peakCrawlKeys;
+      if (used.wcu > crawl.wcu.units) crawl.wcu = { pk, units: used.wcu };
+      if (used.rcu > crawl.rcu.units) crawl.rcu = { pk, units: used.rcu };
+    }
     return true;
   }
 

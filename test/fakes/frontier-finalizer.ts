@@ -2,10 +2,11 @@
  * Imitates the aggregate side of the FrontierTable (FrontierFinalizer: lambdas/adapters/frontier-urls.ts
  * `finalize` and `repoint`, frontier-counters.ts for the counters and `confirmCompletion`) over the
  * existing fakes: URL items are MemoryFrontierUrls' (its `finalize` is the adapter's condition), hosts
- * MemoryHostVisits' (completion asks `anyActive`, then sums `doneTotals`, as the adapter does), and the
+ * MemoryHostVisits' (completion settles `anyActive` and `doneTotals` by completion-check.ts, as the adapter does), and the
  * counters item lives here: ADDs that may drift, and the conditional flip running → complete that
  * rewrites every counter from the drained hosts' tallies, true for exactly one caller.
  */
+import { settledTotals } from '../../lambdas/core/completion-check.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type {
@@ -76,9 +77,8 @@ export class MemoryFrontierFinalizer implements FrontierFinalizer {
       completedNow: false,
       counters: (await this.readCounters(crawlId)) ?? emptyCounters(),
     });
-    if (await this.#hosts.anyActive(crawlId)) return notYet();
-    const totals = await this.#hosts.doneTotals(crawlId);
-    if (totals.total === 0 || !(await partsWritten(new Set(totals.parts)))) return notYet();
+    const totals = await settledTotals(this.#hosts, crawlId);
+    if (totals === undefined || !(await partsWritten(new Set(totals.parts)))) return notYet();
     const counters = this.#counter(crawlId);
     if (counters.state !== 'running') return notYet();
     counters.queued = totals.total;

@@ -70,6 +70,13 @@ export class MemoryHostVisits implements HostVisits {
     return this.#done.get(`${crawlId}#${host}`);
   }
 
+  /** The crawl's hosts that have a host item (active), or a `DONE#` item: for metering the Queries. */
+  hosts(crawlId: string, which: 'active' | 'done'): string[] {
+    const prefix = `${crawlId}#`;
+    const ids = which === 'active' ? this.#hosts.keys() : this.#done.keys();
+    return [...ids].filter((id) => id.startsWith(prefix)).map((id) => id.slice(prefix.length));
+  }
+
   async wake(crawlId: string, host: string, now: number): Promise<string | undefined> {
     const args = [crawlId, host, now];
     return this.faults.run('wake', args, async () => {

@@ -13,17 +13,22 @@
  *   UpdateItem (billed on the larger of the item before and after);
  * - wake: UpdateItem (ADD), plus the claim's UpdateItem when it claims the send; acquire: UpdateItem
  *   (plus the DONE# GetItem of a host item without a pace: new, or woken after a drain); release: UpdateItem; drain: PutItem of
- *   DONE#, DeleteItem of HOST#; anyActive: Query Limit 1; doneTotals: Query of every DONE# item;
+ *   DONE#, DeleteItem of HOST#; anyActive: Query Limit 1 per shard up to the first with a host;
+ *   doneTotals: Query of every DONE# item, shard after shard (host, DONE# and robots items are on
+ *   the shard partitions `CRAWL#<id>#NN`, frontier-schema.ts);
  * - robots: GetItem / UpdateItem of ROBOTS#; configs: one consistent GetItem per crawl per container
  *   (cached); crawl state: one eventually consistent GetItem per crawl per container per 5 s;
- * - counters: UpdateItem (ADD), completion: Query, Query, UpdateItem;
+ * - counters: UpdateItem (ADD), completion: the HOST# and DONE# Queries twice over, UpdateItem;
  * - S3: PutObject, HeadObject, ListObjectsV2 (1,000 keys a page); SQS: SendMessageBatch of at most
  *   10 entries and 256 KiB a message (checked), billed per 64 KiB chunk of the request.
  */
 
 import { QUEUE } from '../../cdk/limits.ts';
+import { crawlShardPk, shardOf } from '../../lambdas/adapters/frontier-schema.ts';
+import { settledTotals } from '../../lambdas/core/completion-check.ts';
 import type { CrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import type { DrainedSender } from '../../lambdas/core/fetch-batch.ts';
+import { FRONTIER_SHARDS } from '../../lambdas/core/limits.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type {
   Admission,
@@ -93,6 +98,8 @@ function valueSize(value: unknown): number {
 
 const urlsPk = (crawlId: string, host: string) => `URLS#${crawlId}#${host}`;
 const crawlPk = (crawlId: string) => `CRAWL#${crawlId}`;
+/** The shard partition of a host's or origin's items (frontier-schema.ts). */
+const shardPk = (crawlId: string, name: string) => crawlShardPk(crawlId, shardOf(name));
 
 /**
  * A URL item's size, attribute by attribute (names as frontier-schema.ts ATTR spells them, short):
@@ -259,6 +266,8 @@ function counterWrite(crawlId: string): AwsRequest {
 export class MeteredHostVisits implements HostVisits {
   readonly #hosts: MemoryHostVisits;
   readonly #meter: AwsMeter;
+  /** FrontierHosts.anyActive's memory of the shard where it last found a host (per container there, one here). */
+  readonly #lastActiveShard = new Map<string, number>();
 
   constructor(hosts: MemoryHostVisits, meter: AwsMeter) {
     this.#hosts = hosts;
@@ -268,12 +277,12 @@ export class MeteredHostVisits implements HostVisits {
   #hostWrite(crawlId: string, host: string, extraBytes = 0): AwsRequest {
     const item = this.#hosts.host(crawlId, host);
     const bytes =
-      itemSize({ pk: crawlPk(crawlId), sk: `HOST#${host}`, ...(item ?? {}), expiresAt: EXPIRES_AT }) +
+      itemSize({ pk: shardPk(crawlId, host), sk: `HOST#${host}`, ...(item ?? {}), expiresAt: EXPIRES_AT }) +
       extraBytes;
     return {
       op: 'DynamoDB:UpdateItem',
       kind: 'host',
-      pk: crawlPk(crawlId),
+      pk: shardPk(crawlId, host),
       wcu: writeUnits(bytes),
       itemBytes: bytes,
     };
@@ -309,7 +318,7 @@ export class MeteredHostVisits implements HostVisits {
     const lease = await this.#hosts.acquire(crawlId, host, holder, leaseUntil, now, ticket);
     // A host item without a pace (new, or woken after a drain) takes it from DONE#: one more read.
     if (!('busy' in lease) && fresh)
-      await this.#meter.request({ op: 'DynamoDB:GetItem', kind: 'done', pk: crawlPk(crawlId), rcu: 1 });
+      await this.#meter.request({ op: 'DynamoDB:GetItem', kind: 'done', pk: shardPk(crawlId, host), rcu: 1 });
     return lease;
   }
 
@@ -328,11 +337,11 @@ export class MeteredHostVisits implements HostVisits {
     tally: HostTally,
     pace: HostPace,
   ): Promise<boolean> {
-    const doneBytes = itemSize({ pk: crawlPk(crawlId), sk: `DONE#${host}`, ...tally, ...pace });
+    const doneBytes = itemSize({ pk: shardPk(crawlId, host), sk: `DONE#${host}`, ...tally, ...pace });
     await this.#meter.request({
       op: 'DynamoDB:PutItem',
       kind: 'done',
-      pk: crawlPk(crawlId),
+      pk: shardPk(crawlId, host),
       wcu: writeUnits(doneBytes),
       itemBytes: doneBytes,
     });
@@ -341,25 +350,41 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.drain(crawlId, host, holder, wakeSeen, tally, pace);
   }
 
+  /** A Query Limit 1 per shard, from the shard where the last look found a host, up to the first that holds one. */
   async anyActive(crawlId: string): Promise<boolean> {
-    await this.#meter.request({ op: 'DynamoDB:Query', kind: 'host', pk: crawlPk(crawlId), rcu: 1 });
+    const active = new Set(this.#hosts.hosts(crawlId, 'active').map(shardOf));
+    const start = this.#lastActiveShard.get(crawlId) ?? 0;
+    const queries: AwsRequest[] = [];
+    for (let i = 0; i < FRONTIER_SHARDS; i++) {
+      const shard = (start + i) % FRONTIER_SHARDS;
+      queries.push({ op: 'DynamoDB:Query', kind: 'host', pk: crawlShardPk(crawlId, shard), rcu: 1 });
+      if (active.has(shard)) {
+        this.#lastActiveShard.set(crawlId, shard);
+        break;
+      }
+    }
+    await this.#meter.serial(queries);
     return this.#hosts.anyActive(crawlId);
   }
 
+  /** The DONE# items of every shard, shard after shard, in pages of 1 MB. */
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
-    const totals = await this.#hosts.doneTotals(crawlId);
-    // Each DONE# item: keys, counts by outcome, bytes, requests, pace (~150 bytes).
-    let left = Math.max(1, totals.hosts * 150);
+    const perShard = new Array<number>(FRONTIER_SHARDS).fill(0);
+    for (const host of this.#hosts.hosts(crawlId, 'done')) perShard[shardOf(host)]! += 1;
     const pages: AwsRequest[] = [];
-    for (; left > 0; left -= QUERY_PAGE_BYTES)
-      pages.push({
-        op: 'DynamoDB:Query',
-        kind: 'done',
-        pk: crawlPk(crawlId),
-        rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
-      });
+    for (const [shard, hosts] of perShard.entries()) {
+      // Each DONE# item: keys, counts by outcome, bytes, requests, pace (~150 bytes).
+      let left = Math.max(1, hosts * 150);
+      for (; left > 0; left -= QUERY_PAGE_BYTES)
+        pages.push({
+          op: 'DynamoDB:Query',
+          kind: 'done',
+          pk: crawlShardPk(crawlId, shard),
+          rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
+        });
+    }
     await this.#meter.serial(pages);
-    return totals;
+    return this.#hosts.doneTotals(crawlId);
   }
 }
 
@@ -375,7 +400,7 @@ export class MeteredRobots implements RobotsStore {
 
   #bytes(crawlId: string, origin: string, extra = 0): number {
     const item = this.#robots.item(crawlId, origin);
-    return itemSize({ pk: crawlPk(crawlId), sk: `ROBOTS#${origin}`, ...(item ?? {}) }) + extra;
+    return itemSize({ pk: shardPk(crawlId, origin), sk: `ROBOTS#${origin}`, ...(item ?? {}) }) + extra;
   }
 
   async read(crawlId: string, origin: string): Promise<RobotsState> {
@@ -383,32 +408,32 @@ export class MeteredRobots implements RobotsStore {
     await this.#meter.request({
       op: 'DynamoDB:GetItem',
       kind: 'robots',
-      pk: crawlPk(crawlId),
+      pk: shardPk(crawlId, origin),
       rcu: readUnits(bytes, true),
     });
     return this.#robots.read(crawlId, origin);
   }
 
   async claim(crawlId: string, origin: string, leaseMs: number, now: number): Promise<boolean> {
-    await this.#write(this.#bytes(crawlId, origin, 40), crawlId);
+    await this.#write(this.#bytes(crawlId, origin, 40), crawlId, origin);
     return this.#robots.claim(crawlId, origin, leaseMs, now);
   }
 
   async saveReady(crawlId: string, origin: string, policyJson: string, fetchedAt: number): Promise<void> {
-    await this.#write(this.#bytes(crawlId, origin, policyJson.length), crawlId);
+    await this.#write(this.#bytes(crawlId, origin, policyJson.length), crawlId, origin);
     return this.#robots.saveReady(crawlId, origin, policyJson, fetchedAt);
   }
 
   async saveUnavailable(crawlId: string, origin: string, retryAt: number): Promise<number> {
-    await this.#write(this.#bytes(crawlId, origin, 20), crawlId);
+    await this.#write(this.#bytes(crawlId, origin, 20), crawlId, origin);
     return this.#robots.saveUnavailable(crawlId, origin, retryAt);
   }
 
-  #write(bytes: number, crawlId: string): Promise<void> {
+  #write(bytes: number, crawlId: string, origin: string): Promise<void> {
     return this.#meter.request({
       op: 'DynamoDB:UpdateItem',
       kind: 'robots',
-      pk: crawlPk(crawlId),
+      pk: shardPk(crawlId, origin),
       wcu: writeUnits(bytes),
       itemBytes: bytes,
     });
@@ -533,10 +558,9 @@ export class MeteredFinalizer implements FrontierFinalizer {
     now: Date,
     partsWritten: (parts: ReadonlySet<string>) => Promise<boolean>,
   ): Promise<{ completedNow: boolean; counters: CrawlCounters }> {
-    // The same steps as the fake, each metered: anyActive, doneTotals, the flip.
-    if (await this.#hosts.anyActive(crawlId)) return this.#notYet(crawlId);
-    const totals = await this.#hosts.doneTotals(crawlId);
-    if (totals.total === 0 || !(await partsWritten(new Set(totals.parts)))) return this.#notYet(crawlId);
+    // The same steps as the fake, each metered: the settled totals (completion-check.ts), the flip.
+    const totals = await settledTotals(this.#hosts, crawlId);
+    if (totals === undefined || !(await partsWritten(new Set(totals.parts)))) return this.#notYet(crawlId);
     await this.#meter.request(counterWrite(crawlId));
     return this.#finalizer.confirmCompletion(crawlId, now, partsWritten);
   }

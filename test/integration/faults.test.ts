@@ -25,6 +25,7 @@ import { readCrawlResults } from '../../cli/index-reader.ts';
 import { redrive } from '../../cli/redrive-command.ts';
 import { requiredOutput } from '../../cli/required-output.ts';
 import { submitCrawl } from '../../cli/submit-crawl.ts';
+import { crawlShardPks } from '../../lambdas/adapters/frontier-schema.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import type { IndexLine } from '../../lambdas/core/cdxj.ts';
@@ -226,17 +227,24 @@ async function urlItems(clients: AwsClients, table: string, crawlId: string): Pr
 }
 
 async function activeHosts(clients: AwsClients, table: string, crawlId: string): Promise<string[]> {
-  const out = await clients.dynamodb.send(
-    new QueryCommand({
-      TableName: table,
-      ConsistentRead: true,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :host)',
-      ExpressionAttributeValues: { ':pk': { S: `CRAWL#${crawlId}` }, ':host': { S: 'HOST#' } },
-    }),
-  );
-  return (out.Items ?? []).map((item) =>
-    JSON.stringify(Object.fromEntries(Object.entries(item).map(([k, v]) => [k, v.S ?? v.N ?? v.SS ?? '?']))),
-  );
+  const hosts: string[] = [];
+  for (const pk of crawlShardPks(crawlId)) {
+    const out = await clients.dynamodb.send(
+      new QueryCommand({
+        TableName: table,
+        ConsistentRead: true,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :host)',
+        ExpressionAttributeValues: { ':pk': { S: pk }, ':host': { S: 'HOST#' } },
+      }),
+    );
+    for (const item of out.Items ?? [])
+      hosts.push(
+        JSON.stringify(
+          Object.fromEntries(Object.entries(item).map(([k, v]) => [k, v.S ?? v.N ?? v.SS ?? '?'])),
+        ),
+      );
+  }
+  return hosts;
 }
 
 async function drainDlq(clients: AwsClients, url: string): Promise<string[]> {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { FrontierHosts, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
-import { resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
+import { crawlShardPk, resolveOptions, shardOf } from '../../lambdas/adapters/frontier-schema.ts';
 import type { HostBusy, HostLease, HostTally } from '../../lambdas/core/ports.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
@@ -638,15 +638,18 @@ describe('completion reads', () => {
       requests: 0,
       parts: [],
     });
-    // Twenty hosts of ~90 KB (many index parts each) pass a Query's 1 MB page.
+    // Twenty hosts of ~90 KB (many index parts each) on one shard pass a Query's 1 MB page.
     const HOSTS = 20;
+    const shard = shardOf('h0.example:443');
+    const names = Array.from({ length: 2000 }, (_, i) => `h${i}.example:443`)
+      .filter((host) => shardOf(host) === shard)
+      .slice(0, HOSTS);
     const bigParts = (host: number) =>
       Array.from(
         { length: 1500 },
         (_, i) => `results/${crawlId}/2024-05-01T12-00-00-000Z-${host}-${i}.jsonl.gz`,
       );
-    for (let i = 0; i < HOSTS; i++) {
-      const host = `h${i}.example:443`;
+    for (const [i, host] of names.entries()) {
       const ticket = sent(await hosts.wake(crawlId, host, now));
       const lease = leased(await hosts.acquire(crawlId, host, `visit-${i}`, now + LEASE_MS, now, ticket));
       const done: HostTally = {
@@ -661,7 +664,7 @@ describe('completion reads', () => {
     // A host still active is not in the totals.
     await hosts.wake(crawlId, 'active.example:443', now);
 
-    const pages = await countPages(crawlId);
+    const pages = await countPages(crawlShardPk(crawlId, shard));
     assert.ok(pages > 1, `the DONE items span ${pages} Query page(s)`);
     const totals = await hosts.doneTotals(crawlId);
     assert.deepEqual(
@@ -740,7 +743,7 @@ describe('writes repeated by the SDK after a lost answer', () => {
   });
 });
 
-async function countPages(crawlId: string): Promise<number> {
+async function countPages(pk: string): Promise<number> {
   let pages = 0;
   let startKey: Record<string, AttributeValue> | undefined;
   do {
@@ -749,7 +752,7 @@ async function countPages(crawlId: string): Promise<number> {
         TableName: TABLE,
         ConsistentRead: true,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': { S: `CRAWL#${crawlId}` }, ':prefix': { S: 'DONE#' } },
+        ExpressionAttributeValues: { ':pk': { S: pk }, ':prefix': { S: 'DONE#' } },
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
     );

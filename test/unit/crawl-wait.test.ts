@@ -7,10 +7,11 @@ function counters(state: CrawlCounters['state']): CrawlCounters {
   return { queued: 3, done: 1, admitted: 3, bytes: 0, requests: 1, byOutcome: {}, state };
 }
 
-/** Answers from a script, one read at a time; the last answer repeats. */
+/** Answers from a script, one read at a time; the last answer repeats (drained: the DONE# sums' totals). */
 function probe(
   states: Array<CrawlCounters['state'] | undefined>,
   active: boolean[],
+  drained: number[] = [],
 ): CrawlProbe & { reads: number } {
   const p = {
     reads: 0,
@@ -20,6 +21,10 @@ function probe(
     },
     async anyActive() {
       return active.shift() ?? false;
+    },
+    async doneTotals() {
+      const total = drained.length > 1 ? drained.shift()! : (drained[0] ?? 1);
+      return { hosts: 1, total, byOutcome: {}, bytes: 0, requests: 0, parts: [] };
     },
   };
   return p;
@@ -36,6 +41,13 @@ describe('waitForCrawl: done when this crawl is, whatever else the queues hold',
     const p = probe(['cancelled'], [true, true, false]);
     assert.equal(await waitForCrawl(p, 'c', { intervalMs: 1 }), 'cancelled');
     assert.equal(p.reads, 3);
+  });
+
+  it('a cancelled crawl whose hosts look idle while one drains between the shard reads waits one more poll', async () => {
+    // First poll: no host in either look, but the sums grew between them (a host drained meanwhile).
+    const p = probe(['cancelled'], [false, false, false, false], [3, 4, 4, 4]);
+    assert.equal(await waitForCrawl(p, 'c', { intervalMs: 1 }), 'cancelled');
+    assert.equal(p.reads, 2);
   });
 
   it('stops waiting at once when interrupted', async () => {

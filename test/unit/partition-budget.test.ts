@@ -26,12 +26,17 @@ function keyRates(input: PartitionBudgetInput, concurrency: number) {
 }
 
 describe('partition ceiling of the fetch concurrency', () => {
-  it('writes: at the ceiling every key stays under 80 % of 1,000 write units/s, one more and CRAWL# exceeds it', () => {
+  it('writes: at the ceiling every key stays under 80 % of 1,000 write units/s, one more and the binding key exceeds it', () => {
     const ceiling = partitionCeiling();
-    assert.equal(ceiling.key, 'CRAWL#<crawlId>');
+    // The crawl's own keys take a fraction of a unit a page now that its host items are sharded: a
+    // share-link host's URL partition binds, 2 write units a page: 800 / 2 / 22.7 = 17.
+    assert.equal(ceiling.key, 'URLS#<crawlId>#<host> of a host linked from every page');
     assert.equal(ceiling.unit, 'write');
-    // 25 visits at one page per 1.1 s each, 2.2 write units a page on CRAWL#: 800 / 2.2 / 22.7 = 16.
-    assert.equal(ceiling.maxFetchConcurrency, 16);
+    assert.equal(ceiling.maxFetchConcurrency, 17);
+    assert.ok(
+      CRAWL_LOAD.perPage['CRAWL#<crawlId>#NN holding a host linked from every page'].writeUnits < 0.2,
+      'one shard of the host items takes a fraction of the 2.2 units a page one key took',
+    );
     for (const rate of keyRates(STACK_PARTITION_BUDGET, ceiling.maxFetchConcurrency)) {
       assert.ok(rate.writeShare <= DYNAMODB_PARTITION.maxShare + 1e-9, `${rate.key}: ${rate.writeShare}`);
       assert.ok(rate.readShare <= DYNAMODB_PARTITION.maxShare, `${rate.key}: ${rate.readShare}`);
@@ -88,7 +93,7 @@ describe('-c fetchConcurrency above the partition ceiling', () => {
           );
           assert.match(
             error.message,
-            /CRAWL#<crawlId> partition key takes over 80 % of DynamoDB's 1,000 write units\/s/,
+            /URLS#<crawlId>#<host> of a host linked from every page partition key takes over 80 % of DynamoDB's 1,000 write units\/s/,
           );
           assert.match(
             error.message,
@@ -103,7 +108,7 @@ describe('-c fetchConcurrency above the partition ceiling', () => {
 });
 
 describe('the docs state the ceiling the code computes', () => {
-  it('docs/scale.md: the ceiling, its pages/s and the CRAWL# units a page; docs/deploy.md: the range and example', () => {
+  it('docs/scale.md: the ceiling, its pages/s and the crawl keys’ units a page; docs/deploy.md: the range and example', () => {
     const scale = readFileSync(join(REPO_ROOT, 'docs/scale.md'), 'utf8');
     const deploy = readFileSync(join(REPO_ROOT, 'docs/deploy.md'), 'utf8');
     const { maxFetchConcurrency: max, maxPagesPerSecond } = partitionCeiling();
@@ -111,6 +116,8 @@ describe('the docs state the ceiling the code computes', () => {
       scale.includes(`**at most ${max} fetch invocations** (~${Math.round(maxPagesPerSecond)} pages/s`),
     );
     assert.ok(scale.includes(`${CRAWL_LOAD.perPage['CRAWL#<crawlId>'].writeUnits} write units a page`));
+    const shard = CRAWL_LOAD.perPage['CRAWL#<crawlId>#NN holding a host linked from every page'];
+    assert.ok(scale.includes(`${shard.writeUnits} write units a page`));
     assert.ok(scale.includes(`### The deploy's ceiling: \`-c fetchConcurrency\` 2..${max}`));
     assert.ok(deploy.includes(`npx cdk deploy ServerlessCrawler -c fetchConcurrency=${max} `));
     assert.ok(

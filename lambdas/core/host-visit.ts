@@ -2,9 +2,8 @@
  * One host visit (docs/design/host-visits.md): the holder of a visit owns its host for the visit and
  * walks the host's URL partition a page at a time from where the previous visit stopped (wrapping
  * round at its end), fetching the ready URLs of each page one at a time at the host's pace, kept in
- * memory (VisitPacer), so
- * politeness holds by construction: one request in flight, each the host's delay after the last,
- * with no per-URL claim or slot write. Many visits run side by side in one invocation, so billed
+ * memory (VisitPacer), so politeness holds by construction: one request in flight, each the host's
+ * delay after the last, with no per-URL claim or slot write. Many visits run side by side in one invocation, so billed
  * time is spent fetching. Each stored URL goes straight to the per-URL step (fetch-task.ts) with the
  * crawl's config the visit holds: robots.txt, Crawl-delay, Retry-After and retries pace through the
  * pacer, and a retry is recorded on the URL's item.

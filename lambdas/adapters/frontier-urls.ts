@@ -212,17 +212,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
    */
   private async put(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
     if (candidate.carried) return this.putCarried(crawlId, parentKey, candidate);
-    const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.expiresAt];
-    const values: Item = {
-      ':url': S(candidate.url),
-      ':depth': N(candidate.depth),
-      ':parent': S(parentKey),
-      ':expiresAt': expiresAt(this.options),
-    };
-    if (candidate.redirects !== undefined) {
-      attrs.push(ATTR.redirects);
-      values[':redirects'] = N(candidate.redirects);
-    }
+    const { attrs, values } = this.admittedAttrs(parentKey, candidate);
     try {
       const previous = await this.dynamodb.send(
         new UpdateItemCommand({
@@ -248,20 +238,27 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     }
   }
 
-  private async putCarried(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
-    const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.st, CARRY_ATTR.carried, ATTR.expiresAt];
+  /** What every admission writes on a URL item: `SET #a = :a` for each attribute, with its value. */
+  private admittedAttrs(parentKey: string, candidate: FrontierUrl): { attrs: string[]; values: Item } {
+    const attrs: string[] = [ATTR.url, ATTR.depth, ATTR.parent, ATTR.expiresAt];
     const values: Item = {
       ':url': S(candidate.url),
       ':depth': N(candidate.depth),
       ':parent': S(parentKey),
-      ':st': S(URL_ST.done),
-      ':carried': { BOOL: true },
       ':expiresAt': expiresAt(this.options),
     };
     if (candidate.redirects !== undefined) {
       attrs.push(ATTR.redirects);
       values[':redirects'] = N(candidate.redirects);
     }
+    return { attrs, values };
+  }
+
+  private async putCarried(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
+    const { attrs, values } = this.admittedAttrs(parentKey, candidate);
+    attrs.push(ATTR.st, CARRY_ATTR.carried);
+    values[':st'] = S(URL_ST.done);
+    values[':carried'] = { BOOL: true };
     try {
       const previous = await this.dynamodb.send(
         new UpdateItemCommand({

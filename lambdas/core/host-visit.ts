@@ -137,6 +137,11 @@ export async function visitHost(
   const { crawlId, host } = start;
   const pacer = new VisitPacer(start.pace);
   const inflight = new Set(start.inflight);
+  /**
+   * URLs that left `inflight` because their result was found finalized (refreshInflight) while a
+   * page read before that may still show them not done: that copy must not fetch them again.
+   */
+  const finalized = new Set<string>();
   const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
   let decided = 0;
   /** Decisions whose links may not be in the frontier yet. */
@@ -179,7 +184,10 @@ export async function visitHost(
   /** The URLs in flight whose results are finalized since leave `inflight` (one BatchGet, not a pass). */
   const refreshInflight = async () => {
     for (const url of await deps.hostUrls.get(crawlId, host, [...inflight]))
-      if (url.st === 'done') inflight.delete(url.key);
+      if (url.st === 'done') {
+        inflight.delete(url.key);
+        finalized.add(url.key);
+      }
   };
 
   /** Fetches one ready URL; a VisitEnd when the visit must end before it. */
@@ -230,12 +238,14 @@ export async function visitHost(
   const take = async (url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> => {
     if (url.st === 'done') {
       inflight.delete(url.key);
+      finalized.delete(url.key);
       addToTally(pass.tally, url);
       if (url.part) pass.parts.add(url.part);
       return undefined;
     }
     pass.clean = false;
-    if (url.st === 'held' || inflight.has(url.key)) {
+    // Finalized since its page was read: done, but the pass has not read it so (nor its tally).
+    if (url.st === 'held' || inflight.has(url.key) || finalized.has(url.key)) {
       pass.awaited = true;
       return undefined;
     }

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { addToTally, emptyTally } from '../../lambdas/core/host-tally.ts';
 import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/host-visit.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/limits.ts';
 import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
@@ -249,6 +250,48 @@ describe('a visit reads its host a page at a time', () => {
       assert.equal(report.end.kind, 'drained');
       assert.ok(report.end.kind === 'drained');
       assert.deepEqual(report.end.tally, items.reduce(addToTally, emptyTally()));
+    });
+  });
+
+  it('a URL whose result is finalized after its page was read is not fetched again from that page', async () => {
+    await onClock(async (clock) => {
+      // A visit starts as full of awaited results as the host item holds (the previous visit's
+      // pages, their items still not done in the partition), with ten new URLs before them.
+      const awaited = Array.from({ length: FRONTIER_LIMITS.inflightKeys }, (_, i) => item(10 + i));
+      const { urls } = partition([...Array.from({ length: 10 }, (_, i) => item(i)), ...awaited]);
+      // The aggregate function finalizes them between the visit's page read and its next look at
+      // its inflight (found full before the first fetch): the page in memory still says "new".
+      const get = urls.get.bind(urls);
+      let looks = 0;
+      urls.get = async (crawlId, host, keys) => {
+        if (++looks === 2)
+          for (const url of awaited)
+            await urls.finalize(CRAWL, {
+              ...url,
+              outcome: 'fetched',
+              bytes: 1,
+              requests: 1,
+              rid: url.key,
+              part: 'p',
+            });
+        return get(crawlId, host, keys);
+      };
+      const { fetcher, paths } = site(clock);
+      const report = await visit({
+        clock,
+        urls,
+        fetcher,
+        delayMs: 0,
+        deadlineMs: 60_000,
+        start: { pace: { nextAt: 0 }, inflight: awaited.map((url) => url.key), cursor: undefined },
+      });
+      assert.ok(looks >= 2, 'the visit looked at its inflight again');
+      assert.deepEqual(
+        paths,
+        Array.from({ length: 10 }, (_, i) => pathOf(i)),
+        'only the new URLs are fetched',
+      );
+      assert.equal(report.end.kind, 'hand-back', 'their results are awaited');
     });
   });
 });

@@ -219,7 +219,8 @@ describe('signals sent to the shim reach the crawler', {
       shim.stderr?.on('data', (chunk: Buffer) => {
         stderr += chunk.toString('utf8');
       });
-      const exited = once(shim, 'exit');
+      // 'close', not 'exit': the stdio streams may still hold the last lines when the process exits.
+      const exited = once(shim, 'close');
       let childPid: number | undefined;
       try {
         while (childPid === undefined) {

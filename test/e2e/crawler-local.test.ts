@@ -92,7 +92,8 @@ before(async () => {
     ],
     { cwd: REPO_ROOT, env: { ...process.env }, stdio: ['pipe', 'pipe', 'pipe'] },
   );
-  exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // 'close', not 'exit': its last stderr lines may still be in the pipe when it exits.
+  exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
     if (process.env.CRAWLER_E2E_VERBOSE === '1') process.stderr.write(chunk);

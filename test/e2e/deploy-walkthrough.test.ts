@@ -238,7 +238,8 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
           timer = setTimeout(stuck, COMMAND_TIMEOUT_MS);
         }
       });
-      child.on('exit', (code) => {
+      // 'close', not 'exit': the last output may still be in the pipes when the shell exits.
+      child.on('close', (code) => {
         clearTimeout(timer);
         if (stalled) stderr += `\nno command started for ${COMMAND_TIMEOUT_MS / 1000} s: killed\n`;
         resolve({ code, stdout, stderr });

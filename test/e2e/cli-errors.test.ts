@@ -219,8 +219,9 @@ describe('signals sent to the shim reach the crawler', {
       shim.stderr?.on('data', (chunk: Buffer) => {
         stderr += chunk.toString('utf8');
       });
-      // 'close', not 'exit': the stdio streams may still hold the last lines when the process exits.
-      const exited = once(shim, 'close');
+      const exited = once(shim, 'exit');
+      // The last lines may still be in the pipes at 'exit': the output is whole at 'close'.
+      const closed = once(shim, 'close');
       let childPid: number | undefined;
       try {
         while (childPid === undefined) {
@@ -234,8 +235,10 @@ describe('signals sent to the shim reach the crawler', {
         const [code, killedBy] = (await exited) as [number | null, NodeJS.Signals | null];
         // `crawler local` stops cleanly on SIGINT/SIGTERM and exits 0: the shim exits with that.
         assert.deepEqual({ code, killedBy }, { code: 0, killedBy: null }, stderr);
-        assert.match(stderr, new RegExp(`${signal}: stopping`));
+        // An orphan would hold the pipes open (no 'close'): it is looked for first.
         assert.equal(isAlive(childPid), false, `child ${childPid} still runs (orphaned)`);
+        await closed;
+        assert.match(stderr, new RegExp(`${signal}: stopping`));
       } finally {
         if (childPid !== undefined && isAlive(childPid)) process.kill(childPid, 'SIGKILL');
         if (shim.exitCode === null && shim.signalCode === null) shim.kill('SIGKILL');

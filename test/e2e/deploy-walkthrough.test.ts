@@ -223,6 +223,9 @@ describe('docs/deploy.md walk-through', { skip: NO_CLI }, () => {
       const stuck = () => {
         stalled = true;
         child.kill('SIGKILL');
+        // A command it started may hold the pipes open: 'close' must not wait for it.
+        child.stdout.destroy();
+        child.stderr.destroy();
       };
       let timer = setTimeout(stuck, COMMAND_TIMEOUT_MS);
       let stdout = '';

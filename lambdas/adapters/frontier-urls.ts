@@ -148,7 +148,8 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
       if ((st === URL_ST.new || st === URL_ST.held) && own && num(item, ATTR.attempts) === undefined)
         admitted[index] = 'again';
       else if (st === URL_ST.done && own && isCarried(item)) admitted[index] = 'carried';
-      else if (st === URL_ST.new || st === URL_ST.done) settled.push(candidate.key);
+      // Another page's carried link is not settled: its line goes out with that page's result.
+      else if (st === URL_ST.new || (st === URL_ST.done && !isCarried(item))) settled.push(candidate.key);
     }
     await this.inParallel(toPut, async (index) => {
       const candidate = unique[index];

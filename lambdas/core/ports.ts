@@ -130,8 +130,9 @@ export interface Admission {
   admitted: AdmittedUrl[];
   /**
    * Keys of the other candidates whose item needs nothing more from any page: done, or fetchable.
-   * A `held` item of another page is not among them: its result goes out with that page's, and if
-   * that page's invocation was cut off, its refetch must find the link again past any seen cache.
+   * A `held` or carried item of another page is not among them: its result (or line) goes out with
+   * that page's, and if that page's invocation was cut off, its refetch must find the link again
+   * past any seen cache.
    */
   settled: string[];
 }

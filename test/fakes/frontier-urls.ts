@@ -128,7 +128,7 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
         } else if (existing.carried && existing.parent === parentKey) {
           // Carried by this page: its result, sent again, carries it again.
           admission.admitted.push({ ...url, carried: true, fresh: false });
-        } else if (existing.st !== 'held') admission.settled.push(candidate.key);
+        } else if (existing.st !== 'held' && !existing.carried) admission.settled.push(candidate.key);
       }
       return admission;
     });

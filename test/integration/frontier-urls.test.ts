@@ -180,17 +180,22 @@ describe('admission', () => {
     assert.deepEqual(await admit('page-1', [a, b]), []);
   });
 
-  it('names the links another page admitted that need nothing more from it: done or fetchable, not held', async () => {
-    // A held link's result goes out with its admitting page's: if that page's invocation was cut off
-    // before its results went out, its refetch must admit the link again, so no other page may cache
-    // the link as seen until it is done.
+  it('names the links another page admitted that need nothing more from it: done or fetchable, not held or carried', async () => {
+    // A held link's result, and a carried link's line, go out with its admitting page's result: if
+    // that page's invocation was cut off before its results went out, its refetch must admit the
+    // link again, so no other page may cache the link as seen until it is done.
     const crawlId = newCrawl();
-    const [fetchable, held, done] = ['fetchable', 'held', 'done'].map((p) =>
+    const [fetchable, held, done, carried] = ['fetchable', 'held', 'done', 'carried'].map((p) =>
       frontierUrl(`https://example.com/${p}`),
-    ) as [FrontierUrl, FrontierUrl, FrontierUrl];
-    await store.admit(crawlId, 'page-1', [fetchable, { ...held, held: true }, done]);
+    ) as [FrontierUrl, FrontierUrl, FrontierUrl, FrontierUrl];
+    await store.admit(crawlId, 'page-1', [
+      fetchable,
+      { ...held, held: true },
+      done,
+      { ...carried, carried: true },
+    ]);
     await store.finalize(crawlId, entry(done, 'fetched'));
-    const other = await store.admit(crawlId, 'page-2', [fetchable, held, done]);
+    const other = await store.admit(crawlId, 'page-2', [fetchable, held, done, carried]);
     assert.deepEqual(other.admitted, []);
     assert.deepEqual(other.settled.sort(), [done.key, fetchable.key].sort());
     const own = await store.admit(crawlId, 'page-1', [fetchable, { ...held, held: true }]);

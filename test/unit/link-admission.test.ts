@@ -72,13 +72,24 @@ describe('admitLinks', () => {
     assert.deepEqual(out.seenKeys, [`c1:${keyOf('https://site.test/b')}`]);
   });
 
-  it("caches as seen the links it admits and another page's settled ones, never another page's held ones", async () => {
-    // A held link waits for its own page's results: if that page's invocation was cut off, its
-    // refetch in this container must not skip the link as seen, or its skipped result is never sent.
-    const links = ['https://site.test/mine', 'https://site.test/settled', 'https://site.test/held'];
+  it("caches as seen the links it admits and another page's settled ones, never another page's held or carried ones", async () => {
+    // A held link waits for its own page's results, a carried one for its page's result line: if
+    // that page's invocation was cut off, its refetch in this container must not skip the link as
+    // seen, or its skipped result (line) is never sent. A fault-suite run (kills) lost four so.
+    const links = [
+      'https://site.test/mine',
+      'https://site.test/settled',
+      'https://site.test/held',
+      'https://site.test/carried',
+    ];
     const urls = frontier();
-    // Another page admitted /settled (fetchable) and /held (skipped, its result on its way).
-    await urls.admit('c1', 'other-page', [link(links[1]!), { ...link(links[2]!), held: true }]);
+    // Another page admitted /settled (fetchable), /held (skipped, its result on its way) and
+    // /carried (skipped, its line in that page's result).
+    await urls.admit('c1', 'other-page', [
+      link(links[1]!),
+      { ...link(links[2]!), held: true },
+      { ...link(links[3]!), carried: true },
+    ]);
     const out = await admitLinks([page(links)], {
       frontier: urls,
       hosts: new MemoryHostVisits(),

@@ -27,9 +27,9 @@ export const FETCH_EVENT_SOURCE = {
    * Visit messages, so hosts served by one invocation: its billed wait for the hosts' politeness is
    * shared by all of them (GB-s per page = memory / pages per second of the invocation). 25 hosts at
    * one page a second fit the function's CPU at the most a page was measured to take
-   * (FETCH_FUNCTION). Batches of 30 and 50 were tried (docs/performance.md) and not kept: on a loaded
-   * machine they measured no better, and a 200-host run at 30 fetched 5 pages twice. More than 10
-   * needs the batching window.
+   * (FETCH_FUNCTION). Batches of 30 and 50 were tried (docs/performance.md) and not kept: measured
+   * idle, 50 took twice as long at 200 hosts and cost 18 % more (an invocation's CPU falls behind
+   * its hosts' pace). More than 10 needs the batching window.
    */
   batchSize: 25,
   /**

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
@@ -49,6 +50,9 @@ import {
  * so the redelivered parent of a crashed send finds it stale and re-sends.
  */
 export const VISIT_GRACE_MS = 120_000;
+
+/** BatchGetItem reads at most 100 keys a call (FrontierHosts.awaiting). */
+const BATCH_GET_KEYS = 100;
 
 /** Crawls whose last active shard a container remembers (FrontierHosts.anyActive). */
 const LAST_SHARD_CRAWLS = 1_000;
@@ -247,7 +251,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         new UpdateItemCommand({
           TableName: this.table,
           Key: hostKey(crawlId, host),
-          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}`,
+          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}, #${ATTR.awaiting}`,
           // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
           // The message must be the one the host expects (its ticket), or the host expects none.
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder) AND (attribute_not_exists(#${ATTR.visitBy}) OR #${ATTR.visitBy} = :ticket)`,
@@ -258,6 +262,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
             ATTR.visitAt,
             ATTR.visitBy,
             ATTR.sent,
+            ATTR.awaiting,
             ATTR.expiresAt,
           ),
           ExpressionAttributeValues: {
@@ -315,6 +320,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     else update.setAttr(ATTR.cursor, S(state.cursor));
     if (state.sent) update.setAttr(ATTR.sent, { BOOL: true });
     else update.removeAttr(ATTR.sent);
+    if (state.awaiting) update.setAttr(ATTR.awaiting, { BOOL: true });
+    else update.removeAttr(ATTR.awaiting);
     try {
       await this.updateHeld(crawlId, host, holder, update);
     } catch (err) {
@@ -469,6 +476,59 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       for (const part of item[ATTR.parts]?.SS ?? []) parts.add(part);
     }
     return { ...totals, parts: [...parts] };
+  }
+
+  /** One eventually consistent BatchGetItem per 100 hosts; keys left unprocessed are read once more, then skipped. */
+  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
+    const found: string[] = [];
+    const projected = [ATTR.sk, ATTR.awaiting];
+    for (let start = 0; start < hosts.length; start += BATCH_GET_KEYS) {
+      let keys: Item[] | undefined = hosts
+        .slice(start, start + BATCH_GET_KEYS)
+        .map((host) => hostKey(crawlId, host));
+      for (let round = 0; round < 2 && keys && keys.length > 0; round++) {
+        const request: Item[] = keys;
+        const out = await retryStep(() =>
+          this.dynamodb.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.table]: {
+                  Keys: request,
+                  ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
+                  ExpressionAttributeNames: names(...projected),
+                },
+              },
+            }),
+          ),
+        );
+        for (const item of out.Responses?.[this.table] ?? [])
+          if (item[ATTR.awaiting]?.BOOL === true)
+            found.push((str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
+        keys = out.UnprocessedKeys?.[this.table]?.Keys;
+      }
+    }
+    return found;
+  }
+
+  /** One conditional write: `awaiting` goes, and the expected ticket comes back. */
+  async hurry(crawlId: string, host: string, now: number): Promise<string | undefined> {
+    try {
+      const out = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostKey(crawlId, host),
+          UpdateExpression: `REMOVE #${ATTR.awaiting}`,
+          ConditionExpression: `attribute_exists(#${ATTR.pk}) AND #${ATTR.awaiting} = :true AND attribute_exists(#${ATTR.visitBy}) AND ${NO_LIVE_LEASE}`,
+          ExpressionAttributeNames: names(ATTR.pk, ATTR.awaiting, ATTR.visitBy, ATTR.lease),
+          ExpressionAttributeValues: { ':true': { BOOL: true }, ':now': N(now) },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return str(out.Attributes, ATTR.visitBy);
+    } catch (err) {
+      if (isConditionFailed(err)) return undefined;
+      throw err;
+    }
   }
 
   /** An update of the host item by the visit holding it (fails its condition otherwise). */

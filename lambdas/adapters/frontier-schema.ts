@@ -70,6 +70,8 @@ export const ATTR = {
   visitBy: 'visitBy',
   sent: 'sent',
   inflight: 'inflight',
+  // handed back only to await results in flight (HostVisits.hurry)
+  awaiting: 'aw',
   // where the last visit stopped in the host's URL partition (a URL key; absent: at its start)
   cursor: 'cursor',
   // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)

@@ -60,6 +60,8 @@ export function createFrontierStore(
       hosts.drain(crawlId, host, holder, wakeSeen, tally, pace),
     anyActive: (crawlId) => hosts.anyActive(crawlId),
     doneTotals: (crawlId) => hosts.doneTotals(crawlId),
+    awaiting: (crawlId, ids) => hosts.awaiting(crawlId, ids),
+    hurry: (crawlId, host, now) => hosts.hurry(crawlId, host, now),
     // FrontierFinalizer
     finalize: (crawlId, entry) => urls.finalize(crawlId, entry),
     repoint: (crawlId, url, key, rid, part) => urls.repoint(crawlId, url, key, rid, part),

@@ -10,6 +10,7 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
 import { processResultBatch } from '../core/aggregate-batch.ts';
@@ -34,6 +35,7 @@ export function createHandler(rawEnv: Env) {
     singleAttemptClient: clients.singleAttempt.dynamodb,
   });
   const redelivery = new SqsRedelivery(clients.sqs, env.RESULTS_QUEUE_URL);
+  const hurry = { hosts: frontier, tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL) };
   const { log, metrics } = handlerTelemetry('aggregate', rawEnv.LOG_LEVEL);
 
   return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
@@ -42,6 +44,7 @@ export function createHandler(rawEnv: Env) {
     const report = await processResultBatch(messages, {
       frontier,
       blobs,
+      hurry,
       invocationId,
       ...(Number.isFinite(remainingMs)
         ? { deadline: Date.now() + remainingMs - reserveMs(remainingMs) }
@@ -52,6 +55,7 @@ export function createHandler(rawEnv: Env) {
     logEach(log, 'warn', 'result written again (repeat)', report.rewritten);
     logEach(log, 'warn', 'result for a URL a finished crawl never had dropped', report.late);
     logEach(log, 'info', 'crawl complete, summary written', report.summaries);
+    logEach(log, 'debug', 'hosts awaiting these results visited now', report.hurried);
     logEach(log, 'error', 'not a result record', report.rejected);
     logEach(log, 'warn', 'result will be retried', report.retry);
 

@@ -62,6 +62,7 @@ import { gzipSync } from 'node:zlib';
 import { resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
 import { type IndexLine, indexLine } from './cdxj.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
+import { type HurryDeps, hurryAwaitingHosts } from './host-hurry.ts';
 import { OUTCOMES, type Outcome } from './outcome.ts';
 import type {
   CounterDeltas,
@@ -90,6 +91,11 @@ export interface AggregateDeps {
   /** Finalize calls in flight at once (default 16). */
   concurrency?: number;
   /**
+   * Hosts and the task queue: a host that awaits only results (its last pages) is visited as soon
+   * as they are written (core/host-hurry.ts). Absent: it is visited at its own recheck.
+   */
+  hurry?: Omit<HurryDeps, 'now'>;
+  /**
    * Epoch ms: no crawl's results (nor a drained record's completion check) are started after it.
    * What is left is `deferred`: not failed, so the caller hands it back without spending a receive.
    */
@@ -117,6 +123,8 @@ export interface AggregateReport {
   summaries: Array<{ crawlId: string; key: string; completedNow: boolean }>;
   /** Messages not started before the deadline (nothing done for them): to be sent again as they are. */
   deferred: Array<{ id: string; crawlId: string }>;
+  /** Hosts sent a visit at once because this batch wrote results they awaited (host-hurry.ts), by crawl. */
+  hurried: Array<{ crawlId: string; hosts: number }>;
 }
 
 export const DEFAULT_FINALIZE_CONCURRENCY = 16;
@@ -197,6 +205,7 @@ export async function processResultBatch(
     counters: {},
     summaries: [],
     deferred: [],
+    hurried: [],
   };
   const now = deps.now ?? (() => new Date());
   const outOfTime = () => deps.deadline !== undefined && now().getTime() >= deps.deadline;
@@ -447,6 +456,18 @@ async function processCrawl(
   }
   if (!counters) return;
   report.counters[crawlId] = counters;
+
+  // At the crawl's end only (every URL admitted has a result, as the counters' hints tell): a host
+  // out of URLs mid-crawl is mostly woken again by other hosts' links moments later, and draining it
+  // at once made it drain and wake again, more visits for nothing (docs/frontier.md, "Hurry").
+  // After the part is written: the visit it calls may drain the host, which needs the part.
+  if (deps.hurry && counters.state === 'running' && counters.done >= counters.queued) {
+    const hurryDeps = { ...deps.hurry, now: () => now().getTime() };
+    const urls = kept.map((item) => item.result.url);
+    // A host not hurried is visited at its own recheck: a failure here costs time, not results.
+    const hosts = await hurryAwaitingHosts(crawlId, urls, hurryDeps).catch(() => 0);
+    if (hosts > 0) report.hurried.push({ crawlId, hosts });
+  }
 
   // Completion is confirmed from the hosts (none active) rather than guessed from the counters.
   try {

@@ -109,6 +109,8 @@ export interface VisitOutcome {
   /** `dropped`: the host was held by another visit, or had no work (a stale or duplicate message). */
   end: VisitEnd['kind'] | 'dropped';
   fetched: number;
+  /** The message's ticket: a dropped copy of a hurried visit (core/host-hurry.ts) is expected. */
+  ticket?: string | undefined;
 }
 
 export interface FetchBatchReport {
@@ -184,6 +186,7 @@ export async function processFetchBatch(
               host: rest.visit.host,
               end: 'dropped',
               fetched: 0,
+              ticket: rest.visit.ticket,
             });
           return run;
         } catch (error) {
@@ -282,7 +285,7 @@ async function startVisit(
     // An idle host was drained: perhaps by a visit that died before its drained record went out.
     // Completion is checked again (cheap: one Query), so no crawl waits on a record that was lost.
     if (lease.busy === 'idle') await deps.results.sendDrained(crawlId);
-    report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0 });
+    report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0, ticket: visit.ticket });
     return undefined;
   }
   let config: CrawlConfig;
@@ -366,7 +369,8 @@ async function endVisit(
     await deps.hosts.release(crawlId, host, holder, { ...pace, inflight, visitAt: deps.now(), ticket: '-' });
     return;
   }
-  await handBack(run, end.visitAt, { ...pace, inflight, cursor }, deps, report);
+  const awaiting = end.why === 'results';
+  await handBack(run, end.visitAt, { ...pace, inflight, cursor, awaiting }, deps, report);
 }
 
 async function handBack(
@@ -446,6 +450,8 @@ class BatchOutput {
       drain: (...args) => hosts.drain(...args),
       anyActive: (...args) => hosts.anyActive(...args),
       doneTotals: (...args) => hosts.doneTotals(...args),
+      awaiting: (...args) => hosts.awaiting(...args),
+      hurry: (...args) => hosts.hurry(...args),
     };
   }
 

@@ -72,8 +72,11 @@ export type VisitDecision = Extract<UrlDecision, { kind: 'result' | 'captured' }
 export type VisitEnd =
   /** Nothing left: a whole pass met only done URLs. `tally`: theirs, the host's exact counts. */
   | { kind: 'drained'; tally: HostTally }
-  /** URLs remain (or results are awaited): visit again at `visitAt`. */
-  | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' }
+  /**
+   * URLs remain (or results are awaited): visit again at `visitAt`. `results`: only results of URLs
+   * in flight are awaited, so the host may be visited as soon as one is finalized (HostVisits.hurry).
+   */
+  | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' | 'results' }
   /** The crawl is not one to serve (unknown, or complete): the visit message is dropped. */
   | { kind: 'stop'; why: string };
 
@@ -196,7 +199,7 @@ export async function visitHost(
     if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
       await refreshInflight();
       if (inflight.size >= FRONTIER_LIMITS.inflightKeys)
-        return { kind: 'hand-back', visitAt: deps.now() + INFLIGHT_RECHECK_MS, why: 'waiting' };
+        return { kind: 'hand-back', visitAt: deps.now() + INFLIGHT_RECHECK_MS, why: 'results' };
     }
     await deps.room?.();
     // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
@@ -283,7 +286,8 @@ export async function visitHost(
     if (canStart && (woken || pass.retryAt <= deps.now())) return undefined;
     const awaited = pass.awaited || inflight.size > 0 ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
     const visitAt = Math.min(awaited, pass.retryAt);
-    return { kind: 'hand-back', visitAt: Number.isFinite(visitAt) ? visitAt : now, why: 'waiting' };
+    if (!Number.isFinite(visitAt)) return { kind: 'hand-back', visitAt: now, why: 'waiting' };
+    return { kind: 'hand-back', visitAt, why: visitAt === awaited ? 'results' : 'waiting' };
   };
 
   // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs

@@ -348,6 +348,11 @@ export interface HostRelease extends HostPace {
   visitAt: number;
   ticket: string;
   sent?: boolean;
+  /**
+   * Handed back only to see results of its URLs in flight finalized: an aggregate batch that
+   * finalizes one may send the expected visit message again at once (`hurry`).
+   */
+  awaiting?: boolean;
 }
 
 /** Why a visit could not take its host (HostVisits.acquire). */
@@ -408,4 +413,16 @@ export interface HostVisits {
   anyActive(crawlId: string): Promise<boolean>;
   /** The sum of the drained hosts' tallies, and how many hosts there are. */
   doneTotals(crawlId: string): Promise<HostTally & { hosts: number }>;
+  /**
+   * Of `hosts`, those handed back `awaiting` results and not taken since. Eventually consistent
+   * (half a read unit a host): a release of a moment ago may be missed.
+   */
+  awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]>;
+  /**
+   * A host handed back `awaiting` results, with no live lease: clears `awaiting` (so one caller
+   * hurries it) and returns the ticket of the visit message it expects, which the caller sends
+   * again, due at once. Whichever copy comes first takes the host; the other finds it taken.
+   * Undefined otherwise.
+   */
+  hurry(crawlId: string, host: string, now: number): Promise<string | undefined>;
 }

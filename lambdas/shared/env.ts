@@ -63,6 +63,8 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
 export const AggregateEnvSchema = AwsEnvSchema.extend({
   /** The queue it consumes: failed results are given their back-off and unstarted ones sent again there. */
   [FUNCTION_ENV.resultsQueueUrl]: z.url(),
+  /** Where it sends a visit of a host whose awaited results it wrote (core/host-hurry.ts). */
+  [FUNCTION_ENV.taskQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
 });

@@ -127,13 +127,19 @@ describe('AggregateFunction role', () => {
     }
   });
 
-  it('sends only to ResultsQueue (results it had no time to start; SQS parks a malformed result in ResultsDLQ after maxReceiveCount) and touches only ResultsQueue', () => {
+  it('sends only to ResultsQueue (results it had no time to start; SQS parks a malformed result in ResultsDLQ after maxReceiveCount) and TaskQueue (a visit of a host awaiting the results it wrote), and touches no DLQ', () => {
     const sends = aggregate.filter((s) => s.Actions.includes('sqs:SendMessage'));
     assert.deepEqual(
-      sends.flatMap((s) => resourceTargets(s)),
-      [IDS.resultsQueue],
+      sends.flatMap((s) => resourceTargets(s)).sort(),
+      [IDS.resultsQueue, IDS.taskQueue].sort(),
     );
-    for (const queue of [IDS.taskQueue, IDS.taskDlq, IDS.resultsDlq]) {
+    const onTaskQueue = aggregate.filter((s) => resourceTargets(s).includes(IDS.taskQueue));
+    assert.deepEqual(
+      onTaskQueue.flatMap((s) => s.Actions),
+      ['sqs:SendMessage'],
+      'it never receives or deletes tasks',
+    );
+    for (const queue of [IDS.taskDlq, IDS.resultsDlq]) {
       assert.ok(!aggregate.some((s) => resourceTargets(s).includes(queue)), queue);
     }
   });
@@ -143,6 +149,7 @@ describe('AggregateFunction role', () => {
     assert.ok(allows(aggregate, 's3:PutObject', `${IDS.pageStore}/*`));
     assert.ok(allows(aggregate, 'dynamodb:UpdateItem', IDS.frontierTable));
     assert.ok(allows(aggregate, 'dynamodb:GetItem', IDS.frontierTable));
+    assert.ok(allows(aggregate, 'dynamodb:BatchGetItem', IDS.frontierTable));
   });
 });
 

@@ -277,12 +277,13 @@ describe('functions', () => {
     });
   });
 
-  it('AggregateFunction environment: the queue it consumes (for redelivery), bucket and table names as Refs, source maps on', () => {
+  it('AggregateFunction environment: the queue it consumes (for redelivery), the task queue (visits of hosts awaiting its results), bucket and table names as Refs, source maps on', () => {
     const env = resource(json, IDS.aggregateFunction, 'AWS::Lambda::Function').Properties.Environment;
     assert.deepEqual(env, {
       Variables: {
         NODE_OPTIONS: '--enable-source-maps',
         RESULTS_QUEUE_URL: { Ref: IDS.resultsQueue },
+        TASK_QUEUE_URL: { Ref: IDS.taskQueue },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
       },

@@ -154,6 +154,45 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       });
     });
 
+    it('a host handed back awaiting results is hurried once, with the ticket it expects; the copy sent then takes it and the original finds it held; a host leased, or handed back otherwise, is not', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      assert.deepEqual(await hosts.awaiting(crawlId, [HOST, 'other.test']), [], 'leased');
+      assert.equal(await hosts.hurry(crawlId, HOST, T0 + 1), undefined, 'leased');
+      await hosts.release(crawlId, HOST, 'a', {
+        nextAt: T0,
+        inflight: ['k1'],
+        visitAt: T0 + 2000,
+        ticket: 'next',
+        sent: true,
+        awaiting: true,
+      });
+      assert.deepEqual(await hosts.awaiting(crawlId, [HOST, 'other.test']), [HOST]);
+      assert.deepEqual(await hosts.awaiting(crawl(), [HOST]), [], 'hosts are per crawl');
+      assert.equal(await hosts.hurry(crawlId, HOST, T0 + 2), 'next');
+      assert.equal(await hosts.hurry(crawlId, HOST, T0 + 3), undefined, 'once');
+      assert.deepEqual(await hosts.awaiting(crawlId, [HOST]), []);
+      assert.equal(await hosts.wake(crawlId, HOST, T0 + 4), undefined, 'its message is on its way');
+      leased(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 5, 'next'));
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'c', T0 + LEASE_MS, T0 + 2000, 'next'), {
+        busy: 'held',
+        until: T0 + LEASE_MS,
+      });
+      await hosts.release(crawlId, HOST, 'b', {
+        nextAt: T0,
+        inflight: [],
+        visitAt: T0 + 30_000,
+        ticket: 'later',
+        sent: true,
+      });
+      assert.deepEqual(await hosts.awaiting(crawlId, [HOST]), [], 'handed back for other work');
+      assert.equal(await hosts.hurry(crawlId, HOST, T0 + 6), undefined);
+      assert.deepEqual(await hosts.awaiting(crawlId, []), []);
+      assert.equal(await hosts.hurry(crawlId, 'gone.test', T0 + 7), undefined, 'no host item');
+    });
+
     it('a drain deletes the host and records its tally, unless a wake came after the lease was taken', async () => {
       const hosts = make();
       const crawlId = crawl();

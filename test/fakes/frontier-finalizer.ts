@@ -4,7 +4,9 @@
  * existing fakes: URL items are MemoryFrontierUrls' (its `finalize` is the adapter's condition), hosts
  * MemoryHostVisits' (completion settles `anyActive` and `doneTotals` by completion-check.ts, as the adapter does), and the
  * counters item lives here: ADDs that may drift, and the conditional flip running → complete that
- * rewrites every counter from the drained hosts' tallies, true for exactly one caller.
+ * rewrites every counter from the drained hosts' tallies, true for exactly one caller. Admission's
+ * `addQueued` (MemoryFrontierUrls') adds to the same item in the adapter, so a running crawl's
+ * `queued` read here includes it.
  */
 import { settledTotals } from '../../lambdas/core/completion-check.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
@@ -32,7 +34,14 @@ export class MemoryFrontierFinalizer implements FrontierFinalizer {
   /** The counters item as stored (a copy), if any. */
   counters(crawlId: string): CrawlCounters | undefined {
     const counters = this.#counters.get(crawlId);
-    return counters && structuredClone(counters);
+    return counters && this.#asStored(crawlId, counters);
+  }
+
+  /** A copy, with admission's `queued` while the crawl runs (completion rewrites it from the tallies). */
+  #asStored(crawlId: string, counters: CrawlCounters): CrawlCounters {
+    const copy = structuredClone(counters);
+    if (copy.state === 'running') copy.queued += this.#urls.counters(crawlId).queued;
+    return copy;
   }
 
   /** The crawl's counters item as submit creates it (its start time). */
@@ -60,7 +69,7 @@ export class MemoryFrontierFinalizer implements FrontierFinalizer {
     counters.requests += deltas.requests ?? 0;
     for (const [outcome, count] of Object.entries(deltas.byOutcome ?? {}) as Array<[Outcome, number]>)
       counters.byOutcome[outcome] = (counters.byOutcome[outcome] ?? 0) + count;
-    return structuredClone(counters);
+    return this.#asStored(crawlId, counters);
   }
 
   async readCounters(crawlId: string): Promise<CrawlCounters | undefined> {

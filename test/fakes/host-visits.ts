@@ -32,6 +32,8 @@ export interface HostItem {
   visitBy?: string;
   /** The message carrying `visitBy` is known to be sent: no wake sends another. */
   sent?: boolean;
+  /** Handed back only to await results in flight (hurry). */
+  awaiting?: boolean;
   next?: number;
   pausedUntil?: number;
   inflight: string[];
@@ -49,7 +51,9 @@ export type HostVisitsMethod =
   | 'release'
   | 'drain'
   | 'anyActive'
-  | 'doneTotals';
+  | 'doneTotals'
+  | 'awaiting'
+  | 'hurry';
 
 const noLiveLease = (item: HostItem, now: number) => item.lease === undefined || item.lease < now;
 /** No visit claimed, or one claimed past the grace whose send was never confirmed. */
@@ -139,6 +143,7 @@ export class MemoryHostVisits implements HostVisits {
       delete item.visitAt;
       delete item.visitBy;
       delete item.sent;
+      delete item.awaiting;
       // A fresh host item (woken after a drain, or new) takes its pace from the drained tally.
       const done = this.done(crawlId, host);
       const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
@@ -160,6 +165,8 @@ export class MemoryHostVisits implements HostVisits {
         item.visitBy = state.ticket;
         if (state.sent) item.sent = true;
         else delete item.sent;
+        if (state.awaiting) item.awaiting = true;
+        else delete item.awaiting;
         delete item.lease;
         delete item.holder;
       }
@@ -197,6 +204,21 @@ export class MemoryHostVisits implements HostVisits {
   async anyActive(crawlId: string): Promise<boolean> {
     return this.faults.run('anyActive', [crawlId], async () => {
       return [...this.#hosts.keys()].some((id) => id.startsWith(`${crawlId}#`));
+    });
+  }
+
+  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
+    return this.faults.run('awaiting', [crawlId, hosts], async () =>
+      [...new Set(hosts)].filter((host) => this.host(crawlId, host)?.awaiting === true),
+    );
+  }
+
+  async hurry(crawlId: string, host: string, now: number): Promise<string | undefined> {
+    return this.faults.run('hurry', [crawlId, host, now], async () => {
+      const item = this.host(crawlId, host);
+      if (!item?.awaiting || item.visitBy === undefined || !noLiveLease(item, now)) return undefined;
+      delete item.awaiting;
+      return item.visitBy;
     });
   }
 

@@ -367,6 +367,28 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.anyActive(crawlId);
   }
 
+  /** BatchGetItem of the host items, eventually consistent, projected: half a unit each, found or not. */
+  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
+    const unique = [...new Set(hosts)];
+    const calls: AwsRequest[] = [];
+    for (let start = 0; start < unique.length; start += BATCH_GET_KEYS) {
+      const keys = unique.slice(start, start + BATCH_GET_KEYS);
+      calls.push({
+        op: 'DynamoDB:BatchGetItem',
+        kind: 'host',
+        pk: shardPk(crawlId, keys[0]!),
+        rcu: keys.length * readUnits(0, false),
+      });
+    }
+    await this.#meter.serial(calls);
+    return this.#hosts.awaiting(crawlId, unique);
+  }
+
+  async hurry(crawlId: string, host: string, now: number): Promise<string | undefined> {
+    await this.#meter.request(this.#hostWrite(crawlId, host));
+    return this.#hosts.hurry(crawlId, host, now);
+  }
+
   /** The DONE# items of every shard, shard after shard, in pages of 1 MB. */
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
     const perShard = new Array<number>(FRONTIER_SHARDS).fill(0);

@@ -25,5 +25,7 @@ describe('scale simulation: 1,000 hosts, 50,000 pages', () => {
     assert.deepEqual(report.dlq, { task: 0, results: 0, deadLetters: 0 });
     assert.equal(report.summaryWrites, 1);
     assert.equal(report.shortGaps, 0, 'no gap below the delay');
+    assert.equal(report.duplicateVisits, 0, 'no visit message dropped but the copies hurry makes');
+    assert.ok(report.hurriedVisits > 0, 'hosts awaiting their last results are hurried');
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * A host handed back only to await results of its URLs in flight (VisitEnd `results`) is visited as
+ * soon as an aggregate batch has written one of those results, not INFLIGHT_RECHECK_MS later: its
+ * last pages drain it at once, and a crawl's end is confirmed as soon as its last host drains
+ * (docs/frontier.md, "Hurry"). The batch reads which of its results' hosts wait so (half a read unit
+ * each) and sends each a copy of the visit message it expects, due now; whichever copy comes first
+ * takes the host, and the other finds it taken (held, stale or idle), as any duplicate does.
+ *
+ * Best effort: a host missed (its release landed after the read) or a failed call leaves the host to
+ * its own message, as before. Nothing here can lose or repeat a URL.
+ */
+import { visitOf } from './link-admission.ts';
+import { frontierHost } from './politeness.ts';
+import type { HostVisits, OutgoingVisit, TaskSender } from './ports.ts';
+
+export interface HurryDeps {
+  hosts: Pick<HostVisits, 'awaiting' | 'hurry'>;
+  tasks: TaskSender;
+  now: () => number;
+}
+
+/** Hurries the hosts of `urls` (results just written) that await results; how many were sent a visit. */
+export async function hurryAwaitingHosts(
+  crawlId: string,
+  urls: readonly string[],
+  deps: HurryDeps,
+): Promise<number> {
+  const hosts = [...new Set(urls.map(frontierHost))];
+  if (hosts.length === 0) return 0;
+  const awaiting = await deps.hosts.awaiting(crawlId, hosts);
+  const visits: OutgoingVisit[] = [];
+  await Promise.all(
+    awaiting.map(async (host) => {
+      const ticket = await deps.hosts.hurry(crawlId, host, deps.now());
+      if (ticket !== undefined) visits.push({ visit: visitOf(crawlId, host, ticket) });
+    }),
+  );
+  if (visits.length > 0) await deps.tasks.sendVisits(visits);
+  return visits.length;
+}

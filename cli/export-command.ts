@@ -10,7 +10,7 @@ import { write } from './cli-io.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';
 import { damageWarning } from './index-reader.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -28,7 +28,7 @@ export const exportCommand = defineCommand({
     if (values.out === undefined) throw new UsageError(`export needs --out DIR\n${EXPORT_USAGE}`);
     const crawlId = positionals[0]!;
     const outDir = resolve(values.out);
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const crawl = await openStoredCrawl(stack, crawlId, io);
       if (!crawl) return 1;
       const { counters, config, blobs } = crawl;

@@ -31,7 +31,7 @@ import type { IndexLine } from '../lambdas/core/cdxj.ts';
 import { isGzip } from '../lambdas/core/content-coding.ts';
 import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
 import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
-import { extractMainContent, type MainContent } from '../lambdas/core/main-content.ts';
+import type { MainContent } from '../lambdas/core/main-content.ts';
 import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
@@ -43,7 +43,7 @@ import { defineCommand } from './define-command.ts';
 import { isMissingObject, lookupIndexLine } from './index-lookup.ts';
 import { type BlobReader, damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 
@@ -88,7 +88,7 @@ export const getCommand = defineCommand({
     const normalized = normalizeUrl(positionals[0]!);
     if (!normalized.ok) throw new UsageError(`not a crawlable URL: ${normalized.reason}`);
 
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const blobs = new S3Blobs(
         stack.clients.s3,
         requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
@@ -249,6 +249,9 @@ async function extractFromStoredPage(
   const decoded = decodeStoredBody(http.message.body, http.message.header('Content-Encoding'), limits);
   if (!decoded.ok) throw new StoredRecordError(place, `cannot decode the page: ${decoded.reason}`);
   const html = decodeText(decoded.bytes, http.message.header('Content-Type'));
+  // Loaded here only: the extractor is most of what `get` would load, and a stored content record
+  // (every page crawled with content on) needs none of it.
+  const { extractMainContent } = await import('../lambdas/core/main-content.ts');
   return extractMainContent(html, line.finalUrl ?? line.url);
 }
 

@@ -8,7 +8,7 @@ import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 
 export const LIST_USAGE = `usage: crawler list [options]
@@ -47,7 +47,7 @@ export const listCommand = defineCommand({
   options: { json: { type: 'boolean' }, ...STACK_OPTIONS },
   run: async ({ io, values, positionals }) => {
     if (positionals.length > 0) throw new UsageError(`list takes no arguments\n${LIST_USAGE}`);
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
       const crawls: ListedCrawl[] = [];
       for await (const listing of listCrawls(stack.clients.dynamodb, table))

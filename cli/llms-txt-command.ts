@@ -13,7 +13,7 @@ import { streamContent } from './content-reader.ts';
 import { defineCommand } from './define-command.ts';
 import { damageWarning } from './index-reader.ts';
 import { betterHome, type LlmsEntry, llmsEntry, llmsFullSection, llmsTxt } from './llms-txt.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -31,7 +31,7 @@ export const llmsTxtCommand = defineCommand({
       throw new UsageError(`llms-txt needs exactly one crawl id\n${LLMS_TXT_USAGE}`);
     const crawlId = positionals[0]!;
     const outDir = resolve(values.out ?? '.');
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const crawl = await openStoredCrawl(stack, crawlId, io);
       if (!crawl) return 1;
       const { counters, config, blobs } = crawl;

@@ -16,7 +16,7 @@ import { defineCommand } from './define-command.ts';
 import { damageWarning, streamIndex } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
 import { CSV_COLUMNS, csvHeader, csvRow } from './results-csv.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 
@@ -41,7 +41,7 @@ export const resultsCommand = defineCommand({
         `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
       );
     }
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const blobs = new S3Blobs(
         stack.clients.s3,
         requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),

@@ -25,9 +25,16 @@ export class StackNotFoundError extends Error {
   override name = 'StackNotFoundError';
 }
 
+/**
+ * What a command needs of the stack: `storage`, only the page store and the frontier table (a
+ * local state then opens without provisioning: local/stack-locator.ts); `all`, queues too.
+ */
+export type StackNeeds = 'storage' | 'all';
+
 export async function openStack(
   values: { endpoint?: string | undefined; stack?: string | undefined; 'state-dir'?: string | undefined },
   io: Pick<CliIo, 'locate' | 'describeStackOutputs'>,
+  needs: StackNeeds = 'all',
 ): Promise<LocatedStack> {
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
@@ -44,6 +51,7 @@ export async function openStack(
   try {
     return await io.locate({
       stateDir,
+      ...(needs === 'storage' ? { storageOnly: true } : {}),
       ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
       ...(values.stack === undefined ? {} : { stackName: values.stack }),
       ...(describeStackOutputs ? { describeStackOutputs } : {}),
@@ -71,11 +79,12 @@ export function withStack(
   values: { endpoint?: string | undefined; stack?: string | undefined; 'state-dir'?: string | undefined },
   io: CliIo,
   body: (stack: LocatedStack) => Promise<number>,
+  needs: StackNeeds = 'all',
 ): Promise<number> {
   return writingTo(io.stdout, async () => {
     let stack: LocatedStack;
     try {
-      stack = await openStack(values, io);
+      stack = await openStack(values, io, needs);
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw error;
       io.stderr.write(`${error.message}\n`);
@@ -87,4 +96,13 @@ export function withStack(
       await stack.close();
     }
   });
+}
+
+/** withStack for a command that reads only the page store and the frontier table (StackNeeds). */
+export function withStorage(
+  values: { endpoint?: string | undefined; stack?: string | undefined; 'state-dir'?: string | undefined },
+  io: CliIo,
+  body: (stack: LocatedStack) => Promise<number>,
+): Promise<number> {
+  return withStack(values, io, body, 'storage');
 }

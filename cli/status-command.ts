@@ -4,14 +4,14 @@
  * Human text by default, `--json` for one JSON object.
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { summaryFromCounters } from '../lambdas/core/aggregate-batch.ts';
+import { summaryFromCounters } from '../lambdas/core/crawl-summary.ts';
 import { OUTCOMES, type Outcome } from '../lambdas/core/outcome.ts';
 import type { CrawlCounters } from '../lambdas/core/ports.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { requiredOutput } from './required-output.ts';
-import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
+import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 
@@ -78,7 +78,7 @@ export const statusCommand = defineCommand({
   run: async ({ io, values, positionals }) => {
     if (positionals.length !== 1) throw new UsageError(`status needs exactly one crawl id\n${STATUS_USAGE}`);
     const crawlId = positionals[0]!;
-    return withStack(values, io, async (stack) => {
+    return withStorage(values, io, async (stack) => {
       const frontier = createFrontierStore(
         stack.clients.dynamodb,
         requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description),

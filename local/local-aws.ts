@@ -31,7 +31,13 @@ import {
 import { type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
-import { readStateMarker, type StateMarker, stateInstanceId, stateLayout } from './state-dir.ts';
+import {
+  readStateMarker,
+  STORAGE_OUTPUTS,
+  type StateMarker,
+  stateInstanceId,
+  stateLayout,
+} from './state-dir.ts';
 import { acquireStateLock, type StateLock } from './state-lock.ts';
 import { sweepStrandedHosts } from './takeover.ts';
 
@@ -348,12 +354,19 @@ async function makeStateDir(dir: string): Promise<void> {
 
 async function writeStateMarker(dir: string, stack: ProvisionedStack): Promise<void> {
   const previous = readStateMarker(dir);
-  if (previous?.stackName === stack.stackName && previous.instanceId === stack.instanceId) return;
+  const storage = Object.fromEntries(STORAGE_OUTPUTS.map((name) => [name, stack.outputs[name] ?? '']));
+  if (
+    previous?.stackName === stack.stackName &&
+    previous.instanceId === stack.instanceId &&
+    JSON.stringify(previous.storage) === JSON.stringify(storage)
+  )
+    return;
   const marker: StateMarker = {
     format: 1,
     stackName: stack.stackName,
     instanceId: stack.instanceId,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
+    storage,
   };
   const file = stateLayout(dir).markerFile;
   await writeFile(`${file}.tmp`, `${JSON.stringify(marker, null, 2)}\n`);

@@ -9,9 +9,14 @@
 //                                     looked up, nothing created
 //   otherwise                         the embedded AWS on the state dir: started on the persisted state
 //                                     (no pollers), or - if a live process (a running `crawler crawl`)
-//                                     holds it - read through that process's emulators
+//                                     holds it - read through that process's emulators. A caller that
+//                                     reads only the page store and the frontier table (`storageOnly`)
+//                                     gets the emulators alone, with the names the state's marker
+//                                     recorded: no template, no provisioning (read commands in < 1 s)
+//
+// The modules only one way needs (the local runtime, provisioning, the template) are imported by it.
 import { existsSync } from 'node:fs';
-import { ListQueuesCommand, ListQueueTagsCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { STACK_NAME } from '../lambdas/shared/contracts.ts';
 import {
   type AwsClients,
@@ -24,12 +29,15 @@ import {
   endpointsFromUrl,
 } from './aws-clients.ts';
 import type { TemplateInput } from './cfn-template.ts';
-import { startLocalAws } from './local-aws.ts';
 import { STACK_ID_TAG, stackNamePrefix } from './physical-names.ts';
-import { NotProvisionedError, provisionStack } from './provision.ts';
-import { stackTemplate } from './stack-template.ts';
-import { LOCAL_INSTANCE_ID, NoLocalStateError, readStateMarker, stateLayout } from './state-dir.ts';
-import { liveStateLock, StateLockedError } from './state-lock.ts';
+import {
+  LOCAL_INSTANCE_ID,
+  NoLocalStateError,
+  readStateMarker,
+  type StateMarker,
+  stateLayout,
+} from './state-dir.ts';
+import { acquireStateLock, liveStateLock, StateLockedError } from './state-lock.ts';
 
 /** Outputs of a deployed CloudFormation stack by OutputKey (wire @aws-sdk/client-cloudformation here). */
 export type DescribeStackOutputs = (stackName: string) => Promise<Record<string, string>>;
@@ -50,6 +58,11 @@ export interface LocateStackOptions {
   instanceId?: string;
   /** Client settings for local endpoints (region, dummy credentials). */
   clientSettings?: Partial<ClientSettings>;
+  /**
+   * The caller reads only the page store and the frontier table (STORAGE_OUTPUTS): an embedded state
+   * is opened with the emulators alone, and `outputs` holds just those names.
+   */
+  storageOnly?: boolean;
 }
 
 export type LocatedMode = 'deployed' | 'endpoint' | 'embedded' | 'attached';
@@ -129,6 +142,10 @@ async function locateEmbedded(options: LocateStackOptions): Promise<LocatedStack
     });
   }
 
+  if (options.storageOnly && marker.storage && options.template === undefined)
+    return openStoredState(dir, marker.storage, options);
+
+  const { startLocalAws } = await import('./local-aws.ts');
   const local = await startLocalAws({
     template: options.template ?? (await stackTemplate()),
     stackName,
@@ -145,6 +162,48 @@ async function locateEmbedded(options: LocateStackOptions): Promise<LocatedStack
   };
 }
 
+/**
+ * The emulators alone on a state dir, taken with its lock as a crawl takes it (so no process writes
+ * it meanwhile), with the storage names its marker recorded when it was provisioned.
+ */
+async function openStoredState(
+  dir: string,
+  storage: NonNullable<StateMarker['storage']>,
+  options: LocateStackOptions,
+): Promise<LocatedStack> {
+  const { startEmulators } = await import('./emulators.ts');
+  const layout = stateLayout(dir);
+  const lock = await acquireStateLock(dir);
+  let emulators: Awaited<ReturnType<typeof startEmulators>>;
+  try {
+    emulators = await startEmulators({
+      s3Dir: layout.s3Dir,
+      sqsDir: layout.sqsDir,
+      dynamodbDir: layout.dynamodbDir,
+    });
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+  const clients = createClients(emulators.endpoints, clientSettings(options.clientSettings));
+  return {
+    mode: 'embedded',
+    description: `local state in ${dir}`,
+    clients,
+    outputs: { ...storage },
+    close: closeOnce(async () => {
+      destroyClients(clients);
+      await emulators.stop();
+      await lock.release();
+    }),
+  };
+}
+
+/** The stack's template, synthesized from cdk/ (or its cache): only the ways that provision need it. */
+async function stackTemplate(): Promise<TemplateInput> {
+  return (await import('./stack-template.ts')).stackTemplate();
+}
+
 interface LookupTarget {
   mode: LocatedMode;
   description: string;
@@ -159,6 +218,7 @@ interface LookupTarget {
 async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<LocatedStack> {
   const settings = clientSettings(target.options.clientSettings);
   const clients = createClients(endpoints, settings);
+  const { NotProvisionedError, provisionStack } = await import('./provision.ts');
   let instanceId = target.instanceId;
   try {
     instanceId ??= (await taggedInstanceId(clients.sqs, target.stackName)) ?? LOCAL_INSTANCE_ID;
@@ -190,6 +250,7 @@ async function lookupLocal(endpoints: Endpoints, target: LookupTarget): Promise<
 // Names derive from a random instance id (state-dir.ts); provisioning tags each queue with the stack id
 // (`arn:...:stack/<stackName>/<instanceId>`). None tagged (state from before): undefined.
 async function taggedInstanceId(sqs: SQSClient, stackName: string): Promise<string | undefined> {
+  const { ListQueuesCommand, ListQueueTagsCommand } = await import('@aws-sdk/client-sqs');
   const found = new Set<string>();
   const prefix = stackNamePrefix('queue', stackName);
   let NextToken: string | undefined;

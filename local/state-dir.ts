@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 
 /** Default state directory, relative to the current working directory. */
 export const DEFAULT_STATE_DIR = '.crawler';
@@ -81,7 +82,16 @@ export interface StateMarker {
   stackName: string;
   instanceId: string;
   createdAt: string;
+  /**
+   * The stack's storage outputs as provisioned here (STORAGE_OUTPUTS: the page bucket's and the
+   * frontier table's names, which do not depend on the emulators' port): a read command opens the
+   * state with them, without the template or provisioning. Absent in a state from before them.
+   */
+  storage?: Record<string, string>;
 }
+
+/** The outputs a read of the stored pages and frontier needs (StateMarker.storage). */
+export const STORAGE_OUTPUTS = [OUTPUTS.pageBucketName, OUTPUTS.frontierTableName] as const;
 
 /** The marker of a provisioned state directory; undefined when there is none (no state yet). */
 export function readStateMarker(dir: string): StateMarker | undefined {
@@ -104,7 +114,15 @@ export function readStateMarker(dir: string): StateMarker | undefined {
   ) {
     throw new Error(`${markerFile} is not a crawler state marker; delete ${dir} to start over`);
   }
-  return parsed as StateMarker;
+  const marker = parsed as StateMarker;
+  // Anything else than names for every storage output: as if absent (the state is provisioned again).
+  const storage: unknown = marker.storage;
+  const complete =
+    typeof storage === 'object' &&
+    storage !== null &&
+    STORAGE_OUTPUTS.every((name) => typeof Reflect.get(storage, name) === 'string');
+  if (!complete) delete marker.storage;
+  return marker;
 }
 
 export class NoLocalStateError extends Error {

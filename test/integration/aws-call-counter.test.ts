@@ -157,6 +157,7 @@ describe('counting AWS calls', () => {
         {
           ...endpointEnv(emulators.endpoints),
           RESULTS_QUEUE_URL: 'http://127.0.0.1:1/000000000000/counted',
+          TASK_QUEUE_URL: 'http://127.0.0.1:1/000000000000/counted-tasks',
           PAGE_BUCKET: 'counted',
           FRONTIER_TABLE: 'counted',
         },

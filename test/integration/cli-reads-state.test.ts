@@ -1,9 +1,10 @@
 // The read commands without --endpoint: they find the embedded AWS through its state dir, both while
 // the process that crawled still holds it (read through its emulators) and after it stopped (the
-// locator starts the emulators on the persisted state).
+// locator starts the emulators on the persisted state, with the storage names its marker recorded,
+// or, for a marker without them, provisions as before).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,6 +19,8 @@ import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { locateStack } from '../../local/stack-locator.ts';
+import { readStateMarker, STORAGE_OUTPUTS, stateLayout } from '../../local/state-dir.ts';
 import { Capture } from '../fixtures/capture.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 
@@ -35,6 +38,8 @@ let aws: LocalAws | undefined;
 let tempDir: string;
 let stateDir: string;
 let crawlId: string;
+/** The outputs the crawling process provisioned. */
+let outputs: Record<string, string>;
 
 before(async () => {
   site = await startSite({ '/': html(PAGE) });
@@ -47,6 +52,7 @@ before(async () => {
     handlerEnvOverrides: { LOG_LEVEL: 'silent' },
     log: () => {},
   });
+  outputs = { ...aws.outputs };
   crawlId = `state-${randomUUID().slice(0, 8)}`;
   await new CrawlConfigStore(aws.clients.dynamodb, aws.outputs.FrontierTableName!).put(
     parseCrawlConfig({ crawlId, seeds: [`${site.origin}/`], allowPrivate: true, delayMs: 0 }),
@@ -90,6 +96,31 @@ describe('read commands on the local state dir', () => {
       unknown.stderr,
       `no crawl nope in local state in ${stateDir}; check the id, or point at where it ran (--endpoint, --stack, --state-dir)\n`,
     );
+  });
+
+  it('open a stopped state for storage with the names its marker recorded, without provisioning; a marker without them is provisioned again and then records them', async () => {
+    assert.equal(aws, undefined, 'the crawling process has stopped');
+    const storage = Object.fromEntries(STORAGE_OUTPUTS.map((name) => [name, outputs[name]]));
+    assert.deepEqual(readStateMarker(stateDir)?.storage, storage);
+    const stored = await locateStack({ stateDir, storageOnly: true });
+    try {
+      assert.equal(stored.mode, 'embedded');
+      assert.deepEqual(stored.outputs, storage, 'the storage names alone: nothing was provisioned');
+    } finally {
+      await stored.close();
+    }
+
+    // A state from before the marker kept them (or a marker whose names are damaged): read as before.
+    const { markerFile } = stateLayout(stateDir);
+    const marker = JSON.parse(await readFile(markerFile, 'utf8'));
+    for (const damaged of [undefined, { [STORAGE_OUTPUTS[0]]: 5 }]) {
+      await writeFile(markerFile, JSON.stringify({ ...marker, storage: damaged }));
+      assert.equal(readStateMarker(stateDir)?.storage, undefined, JSON.stringify(damaged));
+      const results = await cli(resultsCommand, crawlId, '--state-dir', stateDir);
+      assert.equal(results.code, 0, results.stderr);
+      assert.equal(JSON.parse(results.stdout.trim()).url, `${site.origin}/`);
+      assert.deepEqual(readStateMarker(stateDir)?.storage, storage, 'provisioning recorded them again');
+    }
   });
 
   it('prints one line and exits 1 when there is no stack to read', async () => {

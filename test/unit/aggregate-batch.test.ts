@@ -9,13 +9,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import {
-  mapLimit,
-  processResultBatch,
-  type ResultMessage,
-  summaryFromCounters,
-} from '../../lambdas/core/aggregate-batch.ts';
+import { mapLimit, processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
+import { summaryFromCounters } from '../../lambdas/core/crawl-summary.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
 import type {
   CounterDeltas,

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 // Node keeps each module's compiled code (and, for TypeScript, its stripped source) here, checked
 // against the module's content, so a command's next start skips most of its compilation
-// (docs/performance.md, "Start-up"). Set in the environment so the handlers' worker threads use it
+// (docs/performance.md, "The local engine"). Set in the environment so the handlers' worker threads use it
 // too; NODE_DISABLE_COMPILE_CACHE=1 turns it off. Enabled before the CLI is imported: only modules
 // loaded after this use it.
 process.env.NODE_COMPILE_CACHE ??= join(

@@ -251,7 +251,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         new UpdateItemCommand({
           TableName: this.table,
           Key: hostKey(crawlId, host),
-          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}, #${ATTR.awaiting}`,
+          UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.took} = :ticket, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}, #${ATTR.awaiting}`,
           // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
           // The message must be the one the host expects (its ticket), or the host expects none.
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (${NO_LIVE_LEASE} OR #${ATTR.holder} = :holder) AND (attribute_not_exists(#${ATTR.visitBy}) OR #${ATTR.visitBy} = :ticket)`,
@@ -263,6 +263,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
             ATTR.visitBy,
             ATTR.sent,
             ATTR.awaiting,
+            ATTR.took,
             ATTR.expiresAt,
           ),
           ExpressionAttributeValues: {
@@ -281,11 +282,15 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       if (!isConditionFailed(err)) throw err;
       // AWS returns the item that failed the condition (none: there is no item); emulators may not.
       const current =
-        err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk, ATTR.lease, ATTR.visitBy]));
+        err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk, ATTR.lease, ATTR.visitBy, ATTR.took]));
       if (current === undefined) return { busy: 'idle' };
       const visitBy = str(current, ATTR.visitBy);
       if (visitBy !== undefined && visitBy !== ticket) return { busy: 'stale' };
-      return { busy: 'held', until: num(current, ATTR.lease) ?? now };
+      const until = num(current, ATTR.lease) ?? now;
+      // A copy of the message the live visit came with (HostBusy's `copy`).
+      if (ticket !== undefined && str(current, ATTR.took) === ticket)
+        return { busy: 'held', until, copy: true };
+      return { busy: 'held', until };
     }
     const pace =
       num(item, ATTR.next) === undefined

@@ -72,6 +72,8 @@ export const ATTR = {
   inflight: 'inflight',
   // handed back only to await results in flight (HostVisits.hurry)
   awaiting: 'aw',
+  // the ticket of the message the live lease was taken with (a copy of it: HostBusy's `copy`)
+  took: 'took',
   // where the last visit stopped in the host's URL partition (a URL key; absent: at its start)
   cursor: 'cursor',
   // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)

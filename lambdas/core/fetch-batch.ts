@@ -135,6 +135,13 @@ const DEFAULT_FLUSH_EVERY_MS = 5_000;
 const DEFAULT_FLUSH_EVERY_PAGES = 25;
 /** Visits wait once this many flushes' worth of pages are unsent (BatchOutput.room). */
 const PENDING_FLUSHES = 2;
+/**
+ * A copy of the message the live visit came with looks again this soon: that visit mostly ends in
+ * well under a second (a hurried visit that drains its host: core/host-hurry.ts), and the copy then
+ * finds the host drained or handed back and is dropped, instead of lingering until the lease ends
+ * (up to 75 s); if the visit died, the copy takes the host once its lease has ended, as before.
+ */
+const HELD_COPY_RECHECK_SECONDS = 5;
 /** SQS caps DelaySeconds at 15 minutes. */
 const MAX_DELAY_SECONDS = AWS_LIMITS.sqsMaxDelaySeconds;
 
@@ -267,13 +274,12 @@ async function startVisit(
     // A live visit has the host: this message is tried again when that lease ends (its holder may
     // have died). A stale copy (the host expects another message) or an idle host: nothing to do.
     if (lease.busy === 'held') {
-      const delaySeconds = Math.min(
-        MAX_DELAY_SECONDS,
-        Math.max(1, Math.ceil((lease.until - now) / 1000) + 1),
-      );
-      // Sent again as a new message, due when the lease ends: waiting for a live visit is not a
-      // failure, so it must not spend this message's receives (kills can keep a host held a while).
-      // If that send fails, the message itself comes back instead.
+      const leaseEnds = Math.ceil((lease.until - now) / 1000) + 1;
+      const due = lease.copy ? Math.min(leaseEnds, HELD_COPY_RECHECK_SECONDS) : leaseEnds;
+      const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, due));
+      // Sent again as a new message, due when the lease ends (a copy: sooner, HostBusy): waiting for
+      // a live visit is not a failure, so it must not spend this message's receives (kills can keep
+      // a host held a while). If that send fails, the message itself comes back instead.
       const again: OutgoingVisit = { visit, delaySeconds };
       try {
         await retryStep(() => deps.tasks.sendVisits([again]));

@@ -2,7 +2,7 @@
  * A host handed back only to await results of its URLs in flight (VisitEnd `results`) is visited as
  * soon as an aggregate batch has written one of those results, not INFLIGHT_RECHECK_MS later: its
  * last pages drain it at once, and a crawl's end is confirmed as soon as its last host drains
- * (docs/frontier.md, "Hurry"). The batch reads which of its results' hosts wait so (half a read unit
+ * (docs/frontier.md, "Hurry"). The aggregate batch calls it at a crawl's end only (aggregate-batch.ts). The batch reads which of its results' hosts wait so (half a read unit
  * each) and sends each a copy of the visit message it expects, due now; whichever copy comes first
  * takes the host, and the other finds it taken (held, stale or idle), as any duplicate does.
  *

@@ -356,7 +356,12 @@ export interface HostRelease extends HostPace {
 }
 
 /** Why a visit could not take its host (HostVisits.acquire). */
-export type HostBusy = { busy: 'held'; until: number } | { busy: 'stale' } | { busy: 'idle' };
+/**
+ * `copy`: the message carries the ticket the live visit took the host with (a hurried visit's twin,
+ * an SQS duplicate, the visit's own message retried): it is looked at again soon, not only when the
+ * lease ends, because that visit usually ends long before (fetch-batch.ts HELD_COPY_RECHECK_SECONDS).
+ */
+export type HostBusy = { busy: 'held'; until: number; copy?: true } | { busy: 'stale' } | { busy: 'idle' };
 
 /** Host items and visits of the frontier (docs/design/host-visits.md). */
 export interface HostVisits {

@@ -109,7 +109,12 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       const crawlId = crawl();
       const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
       leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
-      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + 2 * LEASE_MS, T0 + 1, ticket), {
+      assert.deepEqual(
+        await hosts.acquire(crawlId, HOST, 'b', T0 + 2 * LEASE_MS, T0 + 1, ticket),
+        { busy: 'held', until: T0 + LEASE_MS, copy: true },
+        'a copy of the message the live visit came with',
+      );
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'b', T0 + 2 * LEASE_MS, T0 + 1), {
         busy: 'held',
         until: T0 + LEASE_MS,
       });
@@ -154,7 +159,7 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       });
     });
 
-    it('a host handed back awaiting results is hurried once, with the ticket it expects; the copy sent then takes it and the original finds it held; a host leased, or handed back otherwise, is not', async () => {
+    it('a host handed back awaiting results is hurried once, with the ticket it expects; the copy sent then takes it and the original finds it held, as a copy; a host leased, or handed back otherwise, is not', async () => {
       const hosts = make();
       const crawlId = crawl();
       const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
@@ -176,7 +181,12 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       assert.deepEqual(await hosts.awaiting(crawlId, [HOST]), []);
       assert.equal(await hosts.wake(crawlId, HOST, T0 + 4), undefined, 'its message is on its way');
       leased(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 5, 'next'));
-      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'c', T0 + LEASE_MS, T0 + 2000, 'next'), {
+      assert.deepEqual(
+        await hosts.acquire(crawlId, HOST, 'c', T0 + LEASE_MS, T0 + 2000, 'next'),
+        { busy: 'held', until: T0 + LEASE_MS, copy: true },
+        'a copy of the message the live visit came with',
+      );
+      assert.deepEqual(await hosts.acquire(crawlId, HOST, 'c', T0 + LEASE_MS, T0 + 2000), {
         busy: 'held',
         until: T0 + LEASE_MS,
       });

@@ -34,6 +34,8 @@ export interface HostItem {
   sent?: boolean;
   /** Handed back only to await results in flight (hurry). */
   awaiting?: boolean;
+  /** The ticket of the message the live lease was taken with. */
+  took?: string;
   next?: number;
   pausedUntil?: number;
   inflight: string[];
@@ -136,10 +138,14 @@ export class MemoryHostVisits implements HostVisits {
       const expected = item.visitBy === undefined || item.visitBy === (ticket ?? '-');
       if (!(free && expected)) {
         if (item.visitBy !== undefined && item.visitBy !== ticket) return { busy: 'stale' };
-        return { busy: 'held', until: item.lease ?? now };
+        const until = item.lease ?? now;
+        // A copy of the message the live visit came with.
+        if (ticket !== undefined && item.took === ticket) return { busy: 'held', until, copy: true };
+        return { busy: 'held', until };
       }
       item.lease = leaseUntil;
       item.holder = holder;
+      item.took = ticket ?? '-';
       delete item.visitAt;
       delete item.visitBy;
       delete item.sent;

@@ -85,6 +85,7 @@ describe('startLocalAws({ stateDir })', () => {
       stackName: STACK,
       instanceId,
       createdAt: readStateMarker(stateDir)?.createdAt,
+      storage: { PageBucketName: outputs.PageBucketName, FrontierTableName: outputs.FrontierTableName },
     });
 
     const second = await start(stateDir);

@@ -195,11 +195,21 @@ describe('processFetchBatch: a visit', () => {
     );
   });
 
-  it('a host another visit holds: the message is sent again, due when that lease ends, without spending a receive', async () => {
+  it('a host another visit holds: the message is sent again, due when that lease ends (a copy of the message that visit came with: in 5 s), without spending a receive', async () => {
     const w = await world();
-    const visit = await wokenHost(w, HOST, ['/']);
+    const taken = await wokenHost(w, HOST, ['/']);
     const now = Date.now();
-    await w.hosts.acquire(CRAWL, HOST, 'another-invocation', now + 30_000, now, ticketOf(visit));
+    await w.hosts.acquire(CRAWL, HOST, 'another-invocation', now + 30_000, now, ticketOf(taken));
+    const copy = await w.run([taken]);
+    assert.deepEqual(copy.retries, []);
+    assert.deepEqual(
+      w.tasks.visits.map((sent) => [sent.visit.ticket, sent.delaySeconds]),
+      [[ticketOf(taken), 5]],
+      'looked at again soon: the visit holding the host is its own, and mostly ends in a moment',
+    );
+    w.tasks.visits.length = 0;
+    // A message the host did not take (an older claim's, superseded): it waits for the lease's end.
+    const visit = message({ v: 1, kind: 'visit', crawlId: CRAWL, host: HOST, ticket: 'superseded' });
     const report = await w.run([visit]);
     assert.deepEqual(report.retries, []);
     assert.deepEqual(w.web.requests, []);
@@ -212,9 +222,10 @@ describe('processFetchBatch: a visit', () => {
 
   it('a host another visit holds, and that send fails: the message itself comes back, due when the lease ends', async () => {
     const w = await world();
-    const visit = await wokenHost(w, HOST, ['/']);
+    const taken = await wokenHost(w, HOST, ['/']);
     const now = Date.now();
-    await w.hosts.acquire(CRAWL, HOST, 'another-invocation', now + 30_000, now, ticketOf(visit));
+    await w.hosts.acquire(CRAWL, HOST, 'another-invocation', now + 30_000, now, ticketOf(taken));
+    const visit = message({ v: 1, kind: 'visit', crawlId: CRAWL, host: HOST, ticket: 'superseded' });
     w.tasks.faults.fail('sendVisits', { times: Number.POSITIVE_INFINITY });
     const report = await w.run([visit]);
     assert.equal(report.retries.length, 1);

@@ -10,7 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
-  BatchGetItemCommand,
   DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
@@ -50,9 +49,6 @@ import {
  * so the redelivered parent of a crashed send finds it stale and re-sends.
  */
 export const VISIT_GRACE_MS = 120_000;
-
-/** BatchGetItem reads at most 100 keys a call (FrontierHosts.awaiting). */
-const BATCH_GET_KEYS = 100;
 
 /** Crawls whose last active shard a container remembers (FrontierHosts.anyActive). */
 const LAST_SHARD_CRAWLS = 1_000;
@@ -483,36 +479,16 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     return { ...totals, parts: [...parts] };
   }
 
-  /** One eventually consistent BatchGetItem per 100 hosts; keys left unprocessed are read once more, then skipped. */
+  /** One eventually consistent BatchGetItem per 100 hosts (FrontierTableAdapter.batchGet). */
   async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
-    const found: string[] = [];
-    const projected = [ATTR.sk, ATTR.awaiting];
-    for (let start = 0; start < hosts.length; start += BATCH_GET_KEYS) {
-      let keys: Item[] | undefined = hosts
-        .slice(start, start + BATCH_GET_KEYS)
-        .map((host) => hostKey(crawlId, host));
-      for (let round = 0; round < 2 && keys && keys.length > 0; round++) {
-        const request: Item[] = keys;
-        const out = await retryStep(() =>
-          this.dynamodb.send(
-            new BatchGetItemCommand({
-              RequestItems: {
-                [this.table]: {
-                  Keys: request,
-                  ProjectionExpression: projected.map((attr) => `#${attr}`).join(', '),
-                  ExpressionAttributeNames: names(...projected),
-                },
-              },
-            }),
-          ),
-        );
-        for (const item of out.Responses?.[this.table] ?? [])
-          if (item[ATTR.awaiting]?.BOOL === true)
-            found.push((str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
-        keys = out.UnprocessedKeys?.[this.table]?.Keys;
-      }
-    }
-    return found;
+    const items = await this.batchGet(
+      hosts.map((host) => hostKey(crawlId, host)),
+      [ATTR.sk, ATTR.awaiting],
+      'hint',
+    );
+    return items
+      .filter((item) => item[ATTR.awaiting]?.BOOL === true)
+      .map((item) => (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
   }
 
   /** One conditional write: `awaiting` goes, and the expected ticket comes back. */

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   type DynamoDBClient,
   QueryCommand,
   type QueryCommandInput,
@@ -224,6 +225,19 @@ export function resolveOptions(options: FrontierStoreOptions = {}): ResolvedOpti
   };
 }
 
+/** BatchGetItem reads at most 100 keys a call. */
+const BATCH_GET_KEYS = 100;
+/** Rounds of a BatchGetItem whose keys DynamoDB keeps leaving unprocessed before an `exact` read gives up. */
+const UNPROCESSED_ROUNDS = 5;
+
+/**
+ * How FrontierTableAdapter.batchGet reads. `hint`: eventually consistent; keys DynamoDB leaves
+ * unprocessed (throttling) are read once more, then left out, for a caller that treats a missing item
+ * as one to look at another way. `exact`: consistent; unprocessed keys are asked again after a pause,
+ * up to UNPROCESSED_ROUNDS times, then the read fails.
+ */
+export type BatchRead = 'hint' | 'exact';
+
 /** What every FrontierTable adapter holds: the client, the table and the resolved options. */
 export abstract class FrontierTableAdapter {
   protected readonly dynamodb: DynamoDBClient;
@@ -234,6 +248,44 @@ export abstract class FrontierTableAdapter {
     this.dynamodb = dynamodb;
     this.table = table;
     this.options = options;
+  }
+
+  /** The items of `keys` that exist (`attrs` projected): BatchGetItem calls of 100 keys, each tried as a step. */
+  protected async batchGet(
+    keys: readonly Item[],
+    attrs: readonly string[],
+    read: BatchRead,
+  ): Promise<Item[]> {
+    const found: Item[] = [];
+    const rounds = read === 'exact' ? UNPROCESSED_ROUNDS : 2;
+    for (let start = 0; start < keys.length; start += BATCH_GET_KEYS) {
+      let unread: Item[] = keys.slice(start, start + BATCH_GET_KEYS);
+      for (let round = 0; unread.length > 0; round++) {
+        if (round >= rounds) {
+          if (read === 'hint') break;
+          throw new Error(`BatchGetItem left ${unread.length} keys unprocessed`);
+        }
+        if (round > 0 && read === 'exact') await backoffPause(round, RETRY_BACKOFF.awsStep);
+        const request = unread;
+        const out = await retryStep(() =>
+          this.dynamodb.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.table]: {
+                  Keys: request,
+                  ...(read === 'exact' ? { ConsistentRead: true } : {}),
+                  ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
+                  ExpressionAttributeNames: names(...attrs),
+                },
+              },
+            }),
+          ),
+        );
+        found.push(...(out.Responses?.[this.table] ?? []));
+        unread = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      }
+    }
+    return found;
   }
 
   /**

@@ -3,9 +3,7 @@
  * host's URLs as a visit reads them, postponed retries, and finalization (docs/frontier.md, "A URL's
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
-import { BatchGetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { backoffPause } from '../core/backoff.ts';
-import { RETRY_BACKOFF } from '../core/limits.ts';
+import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
@@ -33,11 +31,6 @@ import {
   urlKey,
   urlsPk,
 } from './frontier-schema.ts';
-
-/** BatchGetItem reads at most 100 keys a call. */
-const BATCH_GET_KEYS = 100;
-/** Rounds of a BatchGetItem whose keys DynamoDB keeps leaving unprocessed before `get` gives up. */
-const UNPROCESSED_ROUNDS = 5;
 
 /**
  * URL item attributes of carried links (docs/frontier.md, "Skipped links"), kept here while
@@ -169,37 +162,21 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     };
   }
 
-  /** The URL items that exist among `urls`, by key (eventually consistent BatchGetItem, 100 keys a call). */
+  /**
+   * The URL items that exist among `urls`, by key (FrontierTableAdapter.batchGet: a key left unread
+   * after throttling is simply put).
+   */
   private async readExisting(crawlId: string, urls: readonly FrontierUrl[]): Promise<Map<string, Item>> {
+    const items = await this.batchGet(
+      urls.map((url) => urlKey(crawlId, frontierHost(url.url), url.key)),
+      [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts, CARRY_ATTR.carried],
+      'hint',
+    );
     const found = new Map<string, Item>();
-    const projected = [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts, CARRY_ATTR.carried];
-    for (let start = 0; start < urls.length; start += BATCH_GET_KEYS) {
-      let keys: Item[] | undefined = urls
-        .slice(start, start + BATCH_GET_KEYS)
-        .map((url) => urlKey(crawlId, frontierHost(url.url), url.key));
-      // Keys DynamoDB leaves unprocessed (throttling) are read once more, then simply put.
-      for (let round = 0; round < 2 && keys && keys.length > 0; round++) {
-        const request: Item[] = keys;
-        const out = await retryStep(() =>
-          this.dynamodb.send(
-            new BatchGetItemCommand({
-              RequestItems: {
-                [this.table]: {
-                  Keys: request,
-                  ProjectionExpression: projected.map((a) => `#${a}`).join(', '),
-                  ExpressionAttributeNames: names(...projected),
-                },
-              },
-            }),
-          ),
-        );
-        // A key names one URL, and a URL one host: the sort key alone identifies the item.
-        for (const item of out.Responses?.[this.table] ?? []) {
-          const sk = str(item, ATTR.sk);
-          if (sk !== undefined) found.set(sk, item);
-        }
-        keys = out.UnprocessedKeys?.[this.table]?.Keys;
-      }
+    // A key names one URL, and a URL one host: the sort key alone identifies the item.
+    for (const item of items) {
+      const sk = str(item, ATTR.sk);
+      if (sk !== undefined) found.set(sk, item);
     }
     return found;
   }
@@ -365,37 +342,14 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     return page;
   }
 
-  /**
-   * The URL items of `keys` that exist: consistent BatchGetItem, 100 keys a call; keys DynamoDB
-   * leaves unprocessed (throttling) are asked again after a pause, a bounded number of times.
-   */
+  /** The URL items of `keys` that exist: an `exact` read (FrontierTableAdapter.batchGet). */
   async get(crawlId: string, host: string, keys: readonly string[]): Promise<HostUrl[]> {
-    const urls: HostUrl[] = [];
-    for (let start = 0; start < keys.length; start += BATCH_GET_KEYS) {
-      let left: Item[] = keys.slice(start, start + BATCH_GET_KEYS).map((key) => urlKey(crawlId, host, key));
-      for (let round = 0; left.length > 0; round++) {
-        if (round >= UNPROCESSED_ROUNDS) throw new Error(`BatchGetItem left ${left.length} keys unprocessed`);
-        if (round > 0) await backoffPause(round, RETRY_BACKOFF.awsStep);
-        const request = left;
-        const out = await retryStep(() =>
-          this.dynamodb.send(
-            new BatchGetItemCommand({
-              RequestItems: {
-                [this.table]: {
-                  Keys: request,
-                  ConsistentRead: true,
-                  ProjectionExpression: HOST_URL_ATTRS.map((attr) => `#${attr}`).join(', '),
-                  ExpressionAttributeNames: names(...HOST_URL_ATTRS),
-                },
-              },
-            }),
-          ),
-        );
-        for (const item of out.Responses?.[this.table] ?? []) urls.push(hostUrl(item));
-        left = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
-      }
-    }
-    return urls;
+    const items = await this.batchGet(
+      keys.map((key) => urlKey(crawlId, host, key)),
+      HOST_URL_ATTRS,
+      'exact',
+    );
+    return items.map(hostUrl);
   }
 
   /**

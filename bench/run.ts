@@ -367,7 +367,7 @@ if (only.has('startup')) {
   report.startup = await runStartup(Math.max(runs, STARTUP_CACHED_RUNS) + 1, log);
 }
 if (only.has('reads')) {
-  log('read commands on a 500-page local crawl ...');
+  log('read commands on a local crawl of the 500-page bench site ...');
   report.reads = await runReadCommands(runs, log);
 }
 const realisticCrawlers = new Set(
@@ -416,7 +416,7 @@ if (report.startup?.length) {
 }
 if (report.reads?.length) {
   lines.push(
-    '### Read commands on a 500-page local crawl (`node bin/crawler.js CMD --state-dir DIR`, wall s)',
+    '### Read commands on a local crawl of the 500-page bench site (`node bin/crawler.js CMD --state-dir DIR`, wall s)',
     '',
     '| command | median | runs | target |',
     '| --- | --- | --- | --- |',

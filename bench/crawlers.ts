@@ -46,6 +46,8 @@ export async function runOurs(
   seeds: readonly string[],
   args: readonly string[],
   timeoutMs: number,
+  /** Node's own flags for the crawl's process (bench/cpu-components.ts: `--cpu-prof`). */
+  nodeFlags: readonly string[] = [],
 ): Promise<CrawlerRun & { summary: CrawlSummary }> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-ours-'));
   try {
@@ -54,6 +56,7 @@ export async function runOurs(
     const done = await run(
       [
         NODE,
+        ...nodeFlags,
         '--import',
         RSS_PRELOAD,
         join(ROOT, 'bin', 'crawler.ts'),

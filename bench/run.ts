@@ -24,9 +24,12 @@
  *   the labelled pages of test/data/article-extraction, with pages/s of each on one core, and the
  *   recall of listing pages' items (bench/listing-recall.ts, test/data/listing-pages).
  *
+ * - Where the CPU goes (`profile`, bench/cpu-components.ts): one more `crawler crawl` of the bench
+ *   site under `--cpu-prof`, its CPU milliseconds a page by component.
+ *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
  * (micro-benchmark rounds, 5; content-quality rounds are 4 × N), --only
- * startup,reads,ours,ours-content-off,crawlee,micro,memory,content,realistic (realistic-ours or
+ * startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic (realistic-ours or
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
@@ -42,6 +45,7 @@ import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { ESM_REQUIRE_BANNER } from '../cdk/crawler-function.ts';
 import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
+import { type ComponentTime, componentTable, componentTimes, readProfile } from './cpu-components.ts';
 import { runCrawlee, runOurs } from './crawlers.ts';
 import { canPin, fixed, ipcChild, mb, median, NODE, ROOT, run } from './processes.ts';
 import { READ_TARGET_SECONDS, type ReadCommandRun, runReadCommands } from './read-commands.ts';
@@ -77,7 +81,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     only: {
       type: 'string',
-      default: 'startup,reads,ours,ours-content-off,crawlee,micro,memory,content,realistic',
+      default: 'startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic',
     },
     // The realistic shape (bench/realistic.ts).
     hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
@@ -129,11 +133,12 @@ async function siteStats(site: ReturnType<typeof ipcChild<SiteMessage>>, plan: S
 
 type Crawled = Omit<CrawlRun, 'duplicates' | 'missed' | 'forbiddenRequests' | 'unplanned' | 'spanSeconds'>;
 
-async function crawlOurs(origin: string, contentOff = false): Promise<Crawled> {
+async function crawlOurs(origin: string, contentOff = false, nodeFlags: string[] = []): Promise<Crawled> {
   const ran = await runOurs(
     [`${origin}/`],
     ['--delay', '0', '--concurrency', String(concurrency), ...(contentOff ? ['--content', 'none'] : [])],
     300_000,
+    nodeFlags,
   );
   const aws = ran.summary.aws;
   return {
@@ -272,7 +277,9 @@ async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
 // --- main -------------------------------------------------------------------------------------
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const oneHost = ['ours', 'ours-content-off', 'crawlee', 'micro', 'memory'].some((part) => only.has(part));
+const oneHost = ['ours', 'ours-content-off', 'crawlee', 'profile', 'micro', 'memory'].some((part) =>
+  only.has(part),
+);
 log(
   `bench: ${oneHost ? `${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` : 'realistic shape only'}` +
     `${canPin ? ', crawlers on CPU 0, site on CPU 1' : ', not pinned (needs 2 CPUs and taskset)'}`,
@@ -287,6 +294,8 @@ const report: {
   scale?: ScaleReport;
   startup?: StartupRun[];
   reads?: ReadCommandRun[];
+  /** One crawl of the bench site under the CPU profiler, by component (bench/cpu-components.ts). */
+  profile?: { pages: number; pagesPerSecond: number; components: ComponentTime[] };
   /** bench/content-quality.ts's Markdown table. */
   content?: string;
   seconds?: number;
@@ -333,6 +342,22 @@ if (oneHost) {
               ? ''
               : `, $${fixed(result.costPerMillionPages, 2)}/M pages`),
         );
+      }
+    }
+    if (only.has('profile')) {
+      log('profile: crawler crawl of the bench site under --cpu-prof ...');
+      await site.request({ cmd: 'reset' });
+      const profileDir = await mkdtemp(join(tmpdir(), 'bench-profile-'));
+      try {
+        const crawl = await crawlOurs(origin, false, ['--cpu-prof', '--cpu-prof-dir', profileDir]);
+        report.profile = {
+          pages: crawl.pages,
+          pagesPerSecond: crawl.pagesPerSecond,
+          components: componentTimes(await readProfile(profileDir)),
+        };
+        log(`  profiled: ${crawl.pages} pages, ${fixed(crawl.pagesPerSecond)} pages/s under the profiler`);
+      } finally {
+        await rm(profileDir, { recursive: true, force: true });
       }
     }
     if (only.has('micro')) {
@@ -493,6 +518,17 @@ if (ours.length + oursContentOff.length + crawlee.length > 0) {
         .join(', ')}`,
     );
   }
+}
+if (report.profile) {
+  const { pages: profiled, pagesPerSecond, components } = report.profile;
+  lines.push(
+    '',
+    ...componentTable(
+      components,
+      profiled,
+      `\`crawler crawl\` of the bench site, ${profiled} pages at ${fixed(pagesPerSecond)} pages/s under --cpu-prof, one core`,
+    ),
+  );
 }
 if (report.micro) {
   const core = median(report.micro.core);

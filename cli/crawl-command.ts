@@ -106,8 +106,8 @@ export const crawlCommand = defineCommand({
           : { stateDir: resolveStateDir(options.stateDir) }),
         ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
         handlerEnvOverrides: { LOG_LEVEL: options.quiet ? 'error' : 'warn' },
-        // A local crawl's user sees its latency and its memory: a batch after a quiet spell goes as
-        // soon as the queue has no more, and the handlers share this process (local/README.md).
+        // A local crawl's user sees its latency and its memory: a batch goes as soon as the queue
+        // has no more, and the handlers share this process (local/README.md).
         eagerBatches: true,
         inProcessHandlers: true,
         ...(options.quiet ? {} : { onStaleLock: (line: string) => io.stderr.write(`${line}\n`) }),

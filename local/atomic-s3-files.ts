@@ -56,7 +56,7 @@ export function makeS3WritesAtomic(persistence: FileS3PersistenceLike): void {
  * dropped bucket file is written again by the next provisioning.
  */
 function recoverStaging(staging: string, bucketsDir: string): void {
-  commitStaging(staging, bucketsDir, (path, paths) => path.endsWith(META) && !paths.has(bodyOf(path)));
+  commitStaging(staging, bucketsDir, (path, paths) => path.endsWith(META) && !paths.has(bodyOf(path)), true);
 }
 
 /** Moves staged writes that `complete` accepts into `bucketsDir`, body before metadata; drops the rest. */
@@ -64,6 +64,7 @@ function commitStaging(
   staging: string,
   bucketsDir: string,
   complete: (metaPath: string, paths: ReadonlySet<string>) => boolean,
+  recovering = false,
 ): void {
   if (!existsSync(staging)) return;
   const files = readdirSync(staging, { recursive: true, withFileTypes: true }).filter((entry) =>
@@ -83,7 +84,9 @@ function commitStaging(
     }
     renameSync(path, target);
   }
-  rmSync(staging, { recursive: true, force: true });
+  // What is left is empty directories (and, at a start, what a killed write left): removing them
+  // after every write was 0.7 s of a 5,043-page crawl, so they stay until the next start.
+  if (recovering) rmSync(staging, { recursive: true, force: true });
 }
 
 function bodyOf(metaPath: string): string {

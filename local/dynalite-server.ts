@@ -2,6 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
+import { cacheDynaliteExpressions } from './dynalite-expression-cache.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { guardServer } from './request-guard.ts';
 import {
@@ -22,6 +23,8 @@ export async function startDynaliteServer(options: DynaliteOptions = {}): Promis
   if (options.path) await mkdir(options.path, { recursive: true });
   // Item sizes as DynamoDB counts them (UTF-8 bytes): always on, so local runs fail where AWS would.
   patchDynaliteItemSize();
+  // Parsing expressions was most of dynalite's CPU (dynalite-expression-cache.ts).
+  cacheDynaliteExpressions();
   const throttle = options.throttle ?? throttleFromEnv(process.env);
   // 0 ms table state transitions: CreateTable is ACTIVE at once, as provisioning expects.
   const server = dynalite({

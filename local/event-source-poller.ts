@@ -66,7 +66,8 @@ export interface EventSourcePollerOptions {
   receiveWaitSeconds?: number;
   /**
    * Invoke once a receive inside the batching window finds the queue empty, rather than at the
-   * window's end. Lambda waits out the window; a local crawl need not (local-aws.ts).
+   * window's end. Lambda waits out the window; a local crawl need not (local-aws.ts). A busy queue
+   * still fills its batches: a receive finds the messages that came during the last invocation.
    */
   eagerBatches?: boolean;
   /**
@@ -132,8 +133,6 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   let busy = 0;
   let running = 0;
   let activity = 0;
-  /** When a receive last got messages (any slot): eager batches only after a quiet spell. */
-  let lastReceivedAt = 0;
 
   async function receive(max: number, wait: number): Promise<Message[]> {
     try {
@@ -166,17 +165,13 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     if (batch.length === 0) return batch;
     onFirst();
     const windowMs = source.maximumBatchingWindowInSeconds * 1000;
-    // Eager only after a quiet spell (a crawl's next hop: one message after nothing for a window): a
-    // busy queue keeps Lambda's batches, and with them the crawl's counted requests and its files.
-    const eager = options.eagerBatches === true && Date.now() - lastReceivedAt >= windowMs;
-    lastReceivedAt = Date.now();
+    const eager = options.eagerBatches === true;
     const deadline = Date.now() + windowMs;
     while (batch.length < source.batchSize && !stopping) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
       const more = await receive(source.batchSize - batch.length, remaining >= 1000 && !eager ? 1 : 0);
       batch.push(...more);
-      if (more.length > 0) lastReceivedAt = Date.now();
       if (more.length === 0 && eager) break;
       if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
     }

@@ -16,9 +16,11 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { FRONTIER_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { HostBusy, HostLease, HostPace, HostRelease, HostTally, HostVisits } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
+import { mapLimit } from '../shared/map-limit.ts';
 import {
   ATTR,
   crawlShardPks,
@@ -429,34 +431,43 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
 
   /**
    * Whether any shard holds a `HOST#` item: one consistent Query `Limit 1` per shard (each tried
-   * SHARD_READ_ATTEMPTS times), stopping at the first found. The look starts at the shard where the
-   * last one found a host, so a crawl of few hosts costs one Query a look, not up to 32 (a running
-   * crawl of many hosts finds one at once anyway). The shards are read one after another, so a false
-   * answer alone proves nothing: docs/frontier.md, "Completion".
+   * SHARD_READ_ATTEMPTS times). The shard where the last look found a host is read first, alone, so
+   * a crawl of few hosts costs one Query a look, not up to 32 (a running crawl of many hosts finds
+   * one at once anyway); the others `shardReadsAtOnce` at a time, none started once one found a host.
+   * The shards are not read at one instant, so a false answer alone proves nothing: docs/frontier.md,
+   * "Completion".
    */
   async anyActive(crawlId: string): Promise<boolean> {
     const pks = crawlShardPks(crawlId);
-    const start = this.lastActiveShard.get(crawlId) ?? 0;
-    for (let i = 0; i < pks.length; i++) {
-      const shard = (start + i) % pks.length;
-      const query = new QueryCommand({
-        TableName: this.table,
-        ConsistentRead: true,
-        KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-        ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
-        ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
-        ExpressionAttributeValues: { ':pk': S(pks[shard]!), ':prefix': S(HOST_SK_PREFIX) },
-        Limit: 1,
-      });
-      const out = await retryStep(() => this.dynamodb.send(query), SHARD_READ_ATTEMPTS);
-      if ((out.Items?.length ?? 0) > 0) {
-        // Bounded: a container serves few crawls at once, and forgetting one costs only a longer look.
-        if (this.lastActiveShard.size >= LAST_SHARD_CRAWLS) this.lastActiveShard.clear();
-        this.lastActiveShard.set(crawlId, shard);
-        return true;
-      }
-    }
+    const first = this.lastActiveShard.get(crawlId) ?? 0;
+    if (await this.holdsHost(crawlId, pks, first)) return true;
+    const rest = pks.map((_, i) => (first + 1 + i) % pks.length).slice(0, -1);
+    let found = false;
+    const looks = await mapLimit(rest, FRONTIER_LIMITS.shardReadsAtOnce, async (shard) => {
+      if (!found && (await this.holdsHost(crawlId, pks, shard))) found = true;
+    });
+    if (found) return true;
+    const failed = looks.find((look) => look.status === 'rejected');
+    if (failed) throw failed.reason;
     return false;
+  }
+
+  private async holdsHost(crawlId: string, pks: readonly string[], shard: number): Promise<boolean> {
+    const query = new QueryCommand({
+      TableName: this.table,
+      ConsistentRead: true,
+      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
+      ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
+      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
+      ExpressionAttributeValues: { ':pk': S(pks[shard] as string), ':prefix': S(HOST_SK_PREFIX) },
+      Limit: 1,
+    });
+    const out = await retryStep(() => this.dynamodb.send(query), SHARD_READ_ATTEMPTS);
+    if ((out.Items?.length ?? 0) === 0) return false;
+    // Bounded: a container serves few crawls at once, and forgetting one costs only a longer look.
+    if (this.lastActiveShard.size >= LAST_SHARD_CRAWLS) this.lastActiveShard.clear();
+    this.lastActiveShard.set(crawlId, shard);
+    return true;
   }
 
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {

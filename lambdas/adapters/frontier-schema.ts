@@ -12,7 +12,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { backoffPause } from '../core/backoff.ts';
-import { FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
+import { FRONTIER_LIMITS, FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import type { CrawlCounters } from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
@@ -312,16 +312,19 @@ export abstract class FrontierTableAdapter {
 
   /**
    * Every item of the crawl's shards whose sort key begins with `prefix` (`attrs` projected), shard
-   * after shard. Each page is tried SHARD_READ_ATTEMPTS times: a listing of 32 shards or more must not
-   * fail for one failed read where the one Query of a single key did not.
+   * by shard in order, `shardReadsAtOnce` shards read ahead (each read whole before it is yielded).
+   * Each page is tried SHARD_READ_ATTEMPTS times: a listing of 32 shards or more must not fail for
+   * one failed read where the one Query of a single key did not.
    */
   protected async *queryShards(
     crawlId: string,
     prefix: string,
     attrs: readonly string[],
   ): AsyncGenerator<Item> {
-    for (const pk of crawlShardPks(crawlId))
-      yield* this.queryAll(
+    const pks = crawlShardPks(crawlId);
+    const read = async (pk: string): Promise<Item[]> => {
+      const items: Item[] = [];
+      const pages = this.queryAll(
         {
           KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
           ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
@@ -330,6 +333,30 @@ export abstract class FrontierTableAdapter {
         },
         SHARD_READ_ATTEMPTS,
       );
+      for await (const item of pages) items.push(item);
+      return items;
+    };
+    // Settled, so a read that fails while an earlier shard is awaited is no unhandled rejection.
+    const ahead: Array<Promise<PromiseSettledResult<Item[]>>> = [];
+    let next = 0;
+    const readAhead = () => {
+      while (next < pks.length && ahead.length < FRONTIER_LIMITS.shardReadsAtOnce) {
+        const pk = pks[next++] as string;
+        ahead.push(
+          read(pk).then(
+            (value) => ({ status: 'fulfilled', value }),
+            (reason: unknown) => ({ status: 'rejected', reason }),
+          ),
+        );
+      }
+    };
+    readAhead();
+    while (ahead.length > 0) {
+      const shard = await (ahead.shift() as Promise<PromiseSettledResult<Item[]>>);
+      if (shard.status === 'rejected') throw shard.reason;
+      readAhead();
+      yield* shard.value;
+    }
   }
 }
 

@@ -60,6 +60,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
+import { mapLimit } from '../shared/map-limit.ts';
 import { type IndexLine, indexLine } from './cdxj.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
 import { summaryFromCounters } from './crawl-summary.ts';
@@ -522,26 +523,4 @@ function compareLines(a: IndexLine, b: IndexLine): number {
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
-/** Like Promise.allSettled over `items`, with at most `limit` calls of `fn` in flight. */
-export async function mapLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<Array<PromiseSettledResult<R>>> {
-  const settled: Array<PromiseSettledResult<R>> = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      try {
-        settled[index] = { status: 'fulfilled', value: await fn(items[index] as T, index) };
-      } catch (reason) {
-        settled[index] = { status: 'rejected', reason };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  return settled;
 }

@@ -1,8 +1,8 @@
 /**
  * Whether every host of a crawl has drained, and the drained hosts' summed tallies: the first step of
- * completion (docs/frontier.md, "Completion"). The host items are spread over shards read one after
- * another, so one look can miss a host woken on a shard already read by a host that drains before its
- * own shard is read. Hence: no host active (a cheap early answer), the `DONE#` sums, no host active,
+ * completion (docs/frontier.md, "Completion"). The host items are spread over shards that are not
+ * read at one instant, so one look can miss a host woken on a shard already read by a host that drains
+ * before its own shard is read. Hence: no host active (a cheap early answer), the `DONE#` sums, no host active,
  * the sums again. Settled only if the second look finds no host and both sums are equal: a host that
  * hid from that look was woken by a host that drained during it, whose tally then grew between the
  * two sums (the page that woke it was not done at the first, and is counted by its host's drain).

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { mapLimit, processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
+import { processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
 import { summaryFromCounters } from '../../lambdas/core/crawl-summary.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
@@ -23,6 +23,7 @@ import type {
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { resultId, resultMessageBodies } from '../../lambdas/core/result-message.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
+import { mapLimit } from '../../lambdas/shared/map-limit.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 
 /**

@@ -64,9 +64,13 @@ export const redriveCommand = defineCommand({
           moved.malformed > 0
             ? `, left ${moved.malformed} dead-lettered as malformed (--include-malformed moves them)`
             : '';
+        const arrived =
+          moved.arrived > 0
+            ? `, left ${moved.arrived} that came in during the redrive (redrive again for them)`
+            : '';
         await write(
           io.stdout,
-          `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls${malformed}\n`,
+          `${name}: moved ${moved.moved} message(s) back, left ${moved.kept} of other crawls${malformed}${arrived}\n`,
         );
       }
       return 0;
@@ -105,9 +109,18 @@ export async function redrive(
   dlqUrl: string,
   sourceUrl: string,
   crawlId: string | undefined,
-  options: { includeMalformed?: boolean; owner?: (body: string) => string | undefined } = {},
-): Promise<{ moved: number; kept: number; malformed: number }> {
+  options: {
+    includeMalformed?: boolean;
+    owner?: (body: string) => string | undefined;
+    now?: () => number;
+  } = {},
+): Promise<{ moved: number; kept: number; malformed: number; arrived: number }> {
   let moved = 0;
+  // What comes into the DLQ during the scan is not this redrive's: a task it moved back that fails at
+  // once (its crawl gone) is dead-lettered again while the scan goes on, and moving it again would
+  // repeat that for as long as the scan lasts. It is left, counted apart.
+  const startedAt = (options.now ?? Date.now)();
+  const arrived = new Set<string>();
   // Messages not moved stay hidden until the scan ends (a message made visible at once could be
   // received again in place of one not yet seen, and end the scan early), then are all made visible
   // again at once. Each keeps its latest receipt handle: one that came back after the look is seen again.
@@ -122,6 +135,7 @@ export async function redrive(
           VisibilityTimeout: LOOK_SECONDS,
           WaitTimeSeconds: 1,
           MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['SentTimestamp'],
         }),
       );
       const messages = received.Messages ?? [];
@@ -130,9 +144,15 @@ export async function redrive(
         if (held.has(message.MessageId ?? '')) held.set(message.MessageId!, message);
       if (fresh.length === 0) break;
       const owner = options.owner ?? crawlOf;
-      const ours = fresh.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
-      const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
+      const before = fresh.filter((message) => !(Number(message.Attributes?.SentTimestamp) > startedAt));
       for (const message of fresh) {
+        if (before.includes(message)) continue;
+        held.set(message.MessageId ?? '', message);
+        arrived.add(message.MessageId ?? '');
+      }
+      const ours = before.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
+      const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
+      for (const message of before) {
         if (mine.includes(message)) continue;
         held.set(message.MessageId ?? '', message);
         if (ours.includes(message)) malformed.add(message.MessageId ?? '');
@@ -168,7 +188,12 @@ export async function redrive(
   } finally {
     await release(sqs, dlqUrl, [...held.values()]);
   }
-  return { moved, kept: held.size - malformed.size, malformed: malformed.size };
+  return {
+    moved,
+    kept: held.size - malformed.size - arrived.size,
+    malformed: malformed.size,
+    arrived: arrived.size,
+  };
 }
 
 /** Dead-lettered by the crawler itself, with why: not something a retry fixes. */

@@ -21,9 +21,12 @@ interface Stored {
   body: string;
   hiddenUntil: number;
   receipt: number;
+  /** SentTimestamp, as SQS reports it: when the message came into the DLQ. */
+  sent?: number;
 }
 
-function lifoQueue(bodies: string[]) {
+/** `bounceAt`: every message sent to the source queue comes back into the DLQ at once, sent then. */
+function lifoQueue(bodies: string[], bounceAt?: number) {
   let clock = 0;
   let receipts = 0;
   // The last entry is handed out first: released messages are pushed to the end.
@@ -41,7 +44,12 @@ function lifoQueue(bodies: string[]) {
         const messages: Message[] = visible.map((m) => {
           m.hiddenUntil = clock + 1_000_000; // the look outlasts this test's scan
           m.receipt = ++receipts;
-          return { MessageId: m.id, Body: m.body, ReceiptHandle: `${m.id}#${m.receipt}` };
+          return {
+            MessageId: m.id,
+            Body: m.body,
+            ReceiptHandle: `${m.id}#${m.receipt}`,
+            ...(m.sent === undefined ? {} : { Attributes: { SentTimestamp: String(m.sent) } }),
+          };
         });
         return { Messages: messages };
       }
@@ -56,7 +64,17 @@ function lifoQueue(bodies: string[]) {
         return { Successful: [], Failed: [] };
       }
       if (command instanceof SendMessageBatchCommand) {
-        for (const entry of command.input.Entries ?? []) source.push(entry.MessageBody ?? '');
+        for (const entry of command.input.Entries ?? []) {
+          source.push(entry.MessageBody ?? '');
+          if (bounceAt !== undefined)
+            dlq.push({
+              id: `b${source.length}`,
+              body: entry.MessageBody ?? '',
+              hiddenUntil: 0,
+              receipt: 0,
+              sent: bounceAt,
+            });
+        }
         return { Successful: (command.input.Entries ?? []).map((e) => ({ Id: e.Id })), Failed: [] };
       }
       if (command instanceof DeleteMessageBatchCommand) {
@@ -91,4 +109,22 @@ test('redrive of one crawl moves all its messages past 30 of other crawls, and l
   assert.deepEqual(queue.source.sort(), [...ours].sort());
   assert.equal(queue.dlq.length, 30);
   assert.equal(queue.visibleNow().length, 30, 'every message not moved is visible again when the scan ends');
+});
+
+test('a task that comes back into the DLQ during the scan is left there, not moved again and again', async () => {
+  const ours = Array.from({ length: 12 }, (_, n) => task('gone', n));
+  const startedAt = 1_000;
+  // Each task moved back fails at once (its crawl is gone) and is dead-lettered again while the scan goes on.
+  const queue = lifoQueue(ours, startedAt + 1);
+  for (const m of queue.dlq) m.sent = startedAt - 1;
+  const result = await redrive(queue.client, 'dlq', 'source', undefined, { now: () => startedAt });
+  assert.equal(result.moved, 12, 'each task that was in the DLQ is moved once');
+  assert.equal(result.arrived, 12, 'its copy that came back is counted apart');
+  assert.equal(result.kept, 0);
+  assert.deepEqual(queue.source.sort(), [...ours].sort());
+  assert.equal(
+    queue.visibleNow().length,
+    12,
+    'the copies that came back are visible in the DLQ when the scan ends',
+  );
 });

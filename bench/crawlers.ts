@@ -7,6 +7,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LONG_COMMAND_NODE_FLAGS } from '../bin/node-flags.js';
 import type { CrawleeRunArgs, CrawleeRunResult } from './crawlee-run.ts';
 import { mb, NODE, ROOT, RSS_PRELOAD, run } from './processes.ts';
 
@@ -56,6 +57,8 @@ export async function runOurs(
     const done = await run(
       [
         NODE,
+        // As the shim (bin/crawler.js) starts the crawl's process.
+        ...LONG_COMMAND_NODE_FLAGS,
         ...nodeFlags,
         '--import',
         RSS_PRELOAD,

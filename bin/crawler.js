@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LONG_COMMAND_NODE_FLAGS } from './node-flags.js';
 
 const entry = fileURLToPath(new URL('./crawler.ts', import.meta.url));
 const major = Number(process.versions.node.split('.')[0]);
@@ -32,7 +33,9 @@ if (major >= 24 && !SUPERVISED.has(args.find((arg) => arg !== '--debug') ?? ''))
     process.exit(2);
   }
   // The IPC channel tells the child when this process is gone, however it ended (bin/crawler.ts).
-  const child = spawn(node, [entry, ...args], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(node, [...LONG_COMMAND_NODE_FLAGS, entry, ...args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  });
   const running = () => child.exitCode === null && child.signalCode === null;
   let received = 0;
   /** A signal for the child that it did not get itself. */

@@ -133,6 +133,8 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   let busy = 0;
   let running = 0;
   let activity = 0;
+  /** Ends the long polls in flight at stop(): a process that is done need not wait out their second. */
+  const receives = new AbortController();
 
   async function receive(max: number, wait: number): Promise<Message[]> {
     try {
@@ -144,6 +146,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
+        { abortSignal: receives.signal },
       );
       const messages = out.Messages ?? [];
       if (messages.length > 0) {
@@ -152,8 +155,9 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       }
       return messages;
     } catch (err) {
+      if (stopping) return [];
       stats.receiveErrors++;
-      if (!stopping) log(`${label} ReceiveMessage failed: ${describe(err)}`);
+      log(`${label} ReceiveMessage failed: ${describe(err)}`);
       await sleep(500);
       return [];
     }
@@ -346,6 +350,9 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     },
     async stop() {
       stopping = true;
+      // A receive cut off as a message arrived leaves it hidden for the queue's visibility timeout
+      // (nothing is lost: it comes back then). windDown() lets its receives end on their own.
+      receives.abort();
       await Promise.all(slots);
       slots = [];
     },

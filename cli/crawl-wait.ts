@@ -6,8 +6,8 @@
  * - `complete`: the aggregate function confirmed completion (every host drained, every index part
  *   written: lambdas/core/aggregate-batch.ts), so the index is whole;
  * - `cancelled` (`crawler cancel`, `--max-cost-usd`) and no host of the crawl is active any more:
- *   every URL has its `cancelled` (or earlier) result and its index line. The host items are read
- *   shard after shard, so "none active" is settled as completion settles it
+ *   every URL has its `cancelled` (or earlier) result and its index line. The host items' shards are
+ *   not read at one instant, so "none active" is settled as completion settles it
  *   (lambdas/core/completion-check.ts: no host, the sums, no host, the same sums).
  *
  * The poll is one GetItem per interval (plus the shards' Queries while cancelled).

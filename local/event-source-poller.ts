@@ -134,7 +134,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   let running = 0;
   let activity = 0;
   /** Ends the long polls in flight at stop(): a process that is done need not wait out their second. */
-  const receives = new AbortController();
+  let receives = new AbortController();
 
   async function receive(max: number, wait: number): Promise<Message[]> {
     try {
@@ -346,6 +346,8 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       handlerModule = await loadHandlerModule(fn);
       stopping = false;
       windingDown = false;
+      // A poller started again after stop() polls with a controller not yet aborted.
+      if (receives.signal.aborted) receives = new AbortController();
       slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
     },
     async stop() {

@@ -109,8 +109,6 @@ export interface LocalAws {
    * are empty (or `firstTimeoutMs`, default 60 s, passed), before the others start.
    */
   start(options?: { first?: readonly string[]; firstTimeoutMs?: number }): Promise<void>;
-  /** Stops taking messages; in-flight invocations finish (and are settled) first. The AWS stays up. */
-  stopPolling(): Promise<void>;
   /**
    * Stops early (Ctrl-C) without losing what was done: the pollers of every function but `drain`
    * stop taking messages, and their invocations in flight see their deadline arrive now, so a fetch
@@ -272,9 +270,6 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
           takenOverAt = undefined;
         }
         await Promise.all(pollers.map((p) => p.start()));
-      },
-      async stopPolling() {
-        await Promise.all(pollers.map((p) => p.stop()));
       },
       async windDown(windOptions = {}) {
         const keep = new Set(windOptions.drain ?? []);

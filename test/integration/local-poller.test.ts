@@ -379,6 +379,16 @@ describe('event-source poller: quiescence and shutdown', () => {
     await assert.rejects(aws.waitForIdle({ timeoutMs: 500 }), /not idle after 500 ms/);
   });
 
+  it('a poller stopped (its long polls cut short) and started again takes messages again', async (t) => {
+    const { aws, rec, send } = await runtime(t);
+    await aws.start();
+    await Promise.all(aws.pollers.map((poller) => poller.stop()));
+    await Promise.all(aws.pollers.map((poller) => poller.start()));
+    await send(['after-restart']);
+    await aws.waitForIdle(idle);
+    assert.equal(rec.completed.get('after-restart'), 1);
+  });
+
   it('stop() lets the in-flight batch finish and settle', async (t) => {
     const emulators = await startEmulators();
     t.after(() => emulators.stop());

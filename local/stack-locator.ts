@@ -12,7 +12,7 @@
 //                                     holds it - read through that process's emulators. A caller that
 //                                     reads only the page store and the frontier table (`storageOnly`)
 //                                     gets the emulators alone, with the names the state's marker
-//                                     recorded: no template, no provisioning (read commands in ~0.8-1.0 s)
+//                                     recorded: no template, no provisioning (docs/performance.md)
 //
 // The modules only one way needs (the local runtime, provisioning, the template) are imported by it.
 import { existsSync } from 'node:fs';

@@ -107,9 +107,10 @@ export const crawlCommand = defineCommand({
         ...(options.concurrency ? { concurrencyOverride: { FetchFunction: options.concurrency } } : {}),
         handlerEnvOverrides: { LOG_LEVEL: options.quiet ? 'error' : 'warn' },
         // A local crawl's user sees its latency and its memory: a batch goes as soon as the queue
-        // has no more, and the handlers share this process (local/README.md).
+        // has no more, the handlers share this process, and so do its AWS calls (local/README.md).
         eagerBatches: true,
         inProcessHandlers: true,
+        ...(options.endpoint ? {} : { inProcessAws: true }),
         ...(options.quiet ? {} : { onStaleLock: (line: string) => io.stderr.write(`${line}\n`) }),
         onInvocation: (report) => {
           const id = report.functionLogicalId;

@@ -9,6 +9,7 @@ import {
   OPERATOR,
   recordAwsCalls,
 } from '../lambdas/shared/aws-call-ledger.ts';
+import type { AwsTransport } from '../lambdas/shared/aws-clients.ts';
 
 export interface Endpoints {
   sqs: string;
@@ -21,6 +22,8 @@ export interface ClientSettings {
   accessKeyId: string;
   secretAccessKey: string;
   maxAttempts: number;
+  /** How calls travel: the SDK's signed HTTP when absent; the embedded emulators' in-process one. */
+  transport?: AwsTransport;
 }
 
 export const LOCAL_REGION = 'us-east-1';
@@ -53,6 +56,7 @@ function base(endpoint: string, settings: ClientSettings) {
     endpoint,
     credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
     maxAttempts: settings.maxAttempts,
+    ...settings.transport,
   };
 }
 

@@ -3,6 +3,7 @@
 // still do, as Lambda does; in process (for test fixtures that share state with the test) the
 // timeout is only raced and the invocation runs on.
 import type { Context, SQSEvent } from 'aws-lambda';
+import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import type { HandlerFactory, HandlerInstance } from './handler-module.ts';
 
 /** What one invocation came to, as the runtime settles it. */
@@ -30,7 +31,11 @@ export interface Container {
 }
 
 /** In this thread: the timeout is raced, not enforced (the handler's promise runs on). */
-export function inProcessContainer(factory: HandlerFactory, env: Record<string, string>): Container {
+export function inProcessContainer(
+  factory: HandlerFactory,
+  env: Record<string, string>,
+  wiring?: HandlerWiring,
+): Container {
   let instance: HandlerInstance | undefined;
   return {
     // The module was imported once for the whole process (loadHandlerModule).
@@ -40,7 +45,7 @@ export function inProcessContainer(factory: HandlerFactory, env: Record<string, 
       const call = async (): Promise<unknown> => {
         if (!instance) {
           coldStart = true;
-          instance = await factory({ ...env });
+          instance = await factory({ ...env }, wiring);
         }
         return instance(event, context);
       };

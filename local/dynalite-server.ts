@@ -46,6 +46,7 @@ export async function startDynaliteServer(options: DynaliteOptions = {}): Promis
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    server,
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err?: Error) => (err ? reject(err) : resolve()));

@@ -1,11 +1,16 @@
 // The embedded AWS: fauxqs (SQS + S3) and dynalite (DynamoDB) on loopback.
+
+import type { AwsTransport } from '../lambdas/shared/aws-clients.ts';
 import type { Endpoints } from './aws-clients.ts';
 import { startDynaliteServer } from './dynalite-server.ts';
 import { startEndpointRouter } from './endpoint-router.ts';
 import { type RunningServer, startFauxqsServer } from './fauxqs-server.ts';
+import { inProcessTransport } from './in-process-http.ts';
 
 export interface Emulators {
   endpoints: Endpoints;
+  /** SDK client config that reaches these emulators in this thread: no socket, no signature. */
+  inProcess: AwsTransport;
   stop(): Promise<void>;
 }
 
@@ -44,7 +49,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       // Queues loaded from disk must name the router, which clients use, not fauxqs' own port.
       fauxqs.rehostQueues(router.url);
     }
-    return { endpoints, stop: () => stopAll(started) };
+    const servers = new Map(started.map((running) => [running.url, running.server]));
+    return { endpoints, inProcess: inProcessTransport(servers), stop: () => stopAll(started) };
   } catch (err) {
     await stopAll(started).catch(() => {});
     throw err;

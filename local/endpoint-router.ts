@@ -52,6 +52,7 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
   const { port: actual } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${actual}`,
+    server,
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

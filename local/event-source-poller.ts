@@ -10,6 +10,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
+import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import { type Container, inProcessContainer } from './container.ts';
 import { type HandlerModule, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext, logStreamName } from './lambda-context.ts';
@@ -75,6 +76,8 @@ export interface EventSourcePollerOptions {
    * start and no isolate to keep per slot. The handlers still stop on their own deadline.
    */
   inProcess?: boolean;
+  /** What an in-process container's handler is built with (its SDK transport); none in a worker. */
+  wiring?: HandlerWiring;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
 }
@@ -185,7 +188,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
   function newContainer(): Container {
     if (!handlerModule) throw new Error('poller not started');
     return handlerModule.inProcess || options.inProcess
-      ? inProcessContainer(handlerModule.factory, options.env)
+      ? inProcessContainer(handlerModule.factory, options.env, options.wiring)
       : workerContainer(fn, { ...options.env });
   }
 

@@ -5,6 +5,7 @@
 // through AWS_ENDPOINT_URL_SQS sends requests to the QueueUrl's host (useQueueUrlAsEndpoint), so
 // those URLs break handlers. We build the stores ourselves (host unset -> queue URLs use the request
 // host, e.g. http://127.0.0.1:PORT/000000000000/name) and listen on loopback.
+import type { Server } from 'node:http';
 import { buildApp } from 'fauxqs';
 import { isFileS3Persistence, makeS3WritesAtomic } from './atomic-s3-files.ts';
 import { guardServer } from './request-guard.ts';
@@ -17,6 +18,8 @@ import {
 
 export interface RunningServer {
   url: string;
+  /** The listening server: in-process-http.ts hands requests to its listeners without a socket. */
+  server: Server;
   stop(): Promise<void>;
 }
 
@@ -70,6 +73,7 @@ export async function startFauxqsServer(options: FauxqsOptions = {}): Promise<Fa
   const url = new URL(address).origin;
   const server: FauxqsServer = {
     url,
+    server: app.server,
     rehostQueues: (origin) => rehostQueues(sqsStore, origin),
     stop: () => app.close(),
   };

@@ -1,10 +1,15 @@
 // A function's handler module: `createHandler(env)` returning the handler, and where its containers run.
 import { pathToFileURL } from 'node:url';
 import type { Context, SQSEvent } from 'aws-lambda';
+import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import type { LocalFunction } from './stack-model.ts';
 
 export type HandlerInstance = (event: SQSEvent, context: Context) => unknown;
-export type HandlerFactory = (env: Record<string, string>) => HandlerInstance | Promise<HandlerInstance>;
+/** `wiring` only in this thread: a worker's handler reaches the AWS over the wire. */
+export type HandlerFactory = (
+  env: Record<string, string>,
+  wiring?: HandlerWiring,
+) => HandlerInstance | Promise<HandlerInstance>;
 
 /**
  * A module exporting `runInProcess = true` has its containers run in the runtime's own thread: a test
@@ -29,8 +34,8 @@ export async function loadHandlerModule(
   if (typeof createHandler !== 'function') {
     throw new Error(`${fn.handlerModule} (function ${fn.logicalId}) does not export createHandler(env)`);
   }
-  const factory: HandlerFactory = async (env) => {
-    const instance: unknown = await createHandler(env);
+  const factory: HandlerFactory = async (env, wiring) => {
+    const instance: unknown = await createHandler(env, wiring);
     if (typeof instance !== 'function') {
       throw new Error(`${fn.handlerModule}: createHandler(env) did not return a handler function`);
     }

@@ -81,6 +81,12 @@ export interface LocalAwsOptions {
    * the suites keep worker containers, cut off at their deadlines as on Lambda.
    */
   inProcessHandlers?: boolean;
+  /**
+   * This process's calls to the embedded emulators skip the sockets (local/in-process-http.ts): the
+   * runtime's own, the caller's (`clients`, `clientConfig`) and, with `inProcessHandlers`, the
+   * handlers'. For `crawler crawl`; `crawler local` and the suites keep the wire. Not with `endpoint`.
+   */
+  inProcessAws?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
   /** Told when the state dir's lock was left by a process that is gone and is taken over. */
@@ -123,7 +129,7 @@ export interface LocalAws {
 }
 
 export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws> {
-  const settings = clientSettings(options.clientSettings);
+  let settings = clientSettings(options.clientSettings);
   let emulators: Emulators | undefined;
   let endpoints: Endpoints;
   let lock: StateLock | undefined;
@@ -136,6 +142,9 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     throw new Error('stateDir applies to the embedded emulators only, not with an endpoint');
   }
   if (layout && options.s3Dir) throw new Error('give stateDir or s3Dir, not both');
+  if (options.inProcessAws && options.endpoint !== undefined) {
+    throw new Error('inProcessAws applies to the embedded emulators only, not with an endpoint');
+  }
   if (layout) {
     await makeStateDir(layout.dir);
     let stale = false;
@@ -170,6 +179,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   } else {
     endpoints = typeof options.endpoint === 'string' ? endpointsFromUrl(options.endpoint) : options.endpoint;
   }
+  if (options.inProcessAws && emulators) settings = { ...settings, transport: emulators.inProcess };
   // AWS's own work (CloudFormation's provisioning, the idle checks) is no principal of the stack's.
   const clients = createClients(endpoints, settings, { principal: LOCAL_RUNTIME });
   // Lambda polls an event source with the function's role: its pollers' calls are the function's.
@@ -214,6 +224,9 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
             : {}),
           ...(options.eagerBatches ? { eagerBatches: true } : {}),
           ...(options.inProcessHandlers ? { inProcess: true } : {}),
+          ...(options.inProcessHandlers && settings.transport
+            ? { wiring: { awsTransport: settings.transport } }
+            : {}),
           ...(options.log ? { log: options.log } : {}),
           ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
         }),

@@ -16,7 +16,7 @@ import { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
 import { processResultBatch } from '../core/aggregate-batch.ts';
 import { backoffSeconds } from '../core/backoff.ts';
 import { RETRY_BACKOFF } from '../core/limits.ts';
-import { createAwsClients } from '../shared/aws-clients.ts';
+import { createAwsClients, type HandlerWiring } from '../shared/aws-clients.ts';
 import { AggregateEnvSchema, type Env, loadEnv } from '../shared/env.ts';
 import {
   failedItems,
@@ -27,9 +27,9 @@ import {
   receivedMessages,
 } from '../shared/sqs-batch-handler.ts';
 
-export function createHandler(rawEnv: Env) {
+export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
   const env = loadEnv(AggregateEnvSchema, rawEnv, 'aggregate function');
-  const clients = createAwsClients(env);
+  const clients = createAwsClients(env, wiring.awsTransport);
   const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET, { singleAttempt: clients.singleAttempt.s3 });
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
     singleAttemptClient: clients.singleAttempt.dynamodb,

@@ -13,7 +13,7 @@ import type { FetchBatchDeps } from '../core/fetch-batch.ts';
 import { LruSet } from '../core/lru.ts';
 import type { PageFetcher } from '../core/ports.ts';
 import { createRobotsCache } from '../core/robots-gate.ts';
-import type { AwsClients } from '../shared/aws-clients.ts';
+import type { AwsClients, HandlerWiring } from '../shared/aws-clients.ts';
 import type { FetchEnv } from '../shared/env.ts';
 import type { Logger } from '../shared/logger.ts';
 
@@ -22,8 +22,8 @@ const SEEN_CACHE_ENTRIES = 100_000;
 /** Index parts this container has seen written. */
 const WRITTEN_PARTS_CACHE_ENTRIES = 10_000;
 
-/** What a test may put in place of the real thing (a synthetic web instead of sockets). */
-export interface HandlerOverrides {
+/** The runtime's wiring, and what a test may put in place of the real thing (a synthetic web instead of sockets). */
+export interface HandlerOverrides extends HandlerWiring {
   fetcher?: PageFetcher;
 }
 

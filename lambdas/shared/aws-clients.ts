@@ -5,6 +5,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type {
+  HttpHandlerOptions,
+  HttpRequest,
+  HttpResponse,
+  RequestSigner,
+  RequestSigningArguments,
+} from '@smithy/types';
 import { countAwsCalls } from './aws-call-counter.ts';
 import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';
@@ -21,10 +28,36 @@ export interface AwsClients {
   singleAttempt: { s3: S3Client; dynamodb: DynamoDBClient };
 }
 
+/** An SDK v3 client's `requestHandler`, as NodeHttpHandler is one. */
+export interface AwsRequestHandler {
+  handle(request: HttpRequest, options?: HttpHandlerOptions): Promise<{ response: HttpResponse }>;
+  updateHttpClientConfig(key: never, value: never): void;
+  httpHandlerConfigs(): Record<string, never>;
+  destroy(): void;
+}
+
+/**
+ * How SDK calls travel, in place of the SDK's HTTP and SigV4: the local runtime reaches its embedded
+ * emulators in its own thread, with no socket and no signature to compute (local/in-process-http.ts).
+ */
+export interface AwsTransport {
+  requestHandler: AwsRequestHandler;
+  signer: RequestSigner & {
+    sign(request: HttpRequest, options?: RequestSigningArguments): Promise<HttpRequest>;
+  };
+}
+
+/** What the runtime hands a handler besides its environment (`createHandler(env, wiring)`). */
+export interface HandlerWiring {
+  /** The local runtime's transport to its emulators, for handlers in its thread; Lambda gives none. */
+  awsTransport?: AwsTransport;
+}
+
 /** The principal of clients built outside Lambda without a function name (tests, benchmarks). */
 export const UNNAMED_FUNCTION = 'unnamed-function';
 
-export function createAwsClients(env: AwsEnv): AwsClients {
+/** `transport`: how the calls travel; the SDK's own (signed HTTP) when absent. */
+export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClients {
   const credentials =
     env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
       ? {
@@ -37,6 +70,7 @@ export function createAwsClients(env: AwsEnv): AwsClients {
     region: env.AWS_REGION,
     ...(credentials ? { credentials } : {}),
     ...(env.AWS_MAX_ATTEMPTS ? { maxAttempts: env.AWS_MAX_ATTEMPTS } : {}),
+    ...transport,
   };
   const endpoint = (specific: string | undefined) => {
     const url = specific ?? env.AWS_ENDPOINT_URL;

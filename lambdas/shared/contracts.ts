@@ -48,8 +48,8 @@ export const HANDLERS = {
 
 /**
  * Resource Metadata key naming a function's handler module (repo-relative): the stack writes it, the
- * local runtime imports that module and calls its `createHandler(env)` with the function's
- * Environment.Variables.
+ * local runtime imports that module and calls its `createHandler(env, wiring)` with the function's
+ * Environment.Variables (and, for a handler in its own thread, `HandlerWiring`: aws-clients.ts).
  */
 export const HANDLER_METADATA_KEY = 'crawler:handler';
 

@@ -1,9 +1,11 @@
 /**
  * Each port's contract (test/contracts/) run against its in-memory fake (test/fakes/) and against the
  * real adapter — on dynalite, fauxqs' S3 and SQS, or the visit's pacer — so the fakes the unit tests
- * stand on behave as what they imitate.
+ * stand on behave as what they imitate. The AWS adapters run twice: over HTTP, as on AWS, and over the
+ * in-process transport `crawler crawl` uses (local/in-process-http.ts), so both reach the same answers.
  */
 import { after, before } from 'node:test';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
@@ -28,7 +30,7 @@ import { ROBOTS_LIMITS } from '../../lambdas/core/limits.ts';
 import type { DeadLetter } from '../../lambdas/core/ports.ts';
 import type { VisitMessage } from '../../lambdas/core/task.ts';
 import { VisitPacer } from '../../lambdas/core/visit-pacer.ts';
-import { s3Config, sqsConfig } from '../../local/aws-clients.ts';
+import { dynamodbConfig, s3Config, sqsConfig } from '../../local/aws-clients.ts';
 import { blobStoreContract } from '../contracts/blob-store.ts';
 import { crawlConfigsContract } from '../contracts/crawl-configs.ts';
 import { frontierUrlsContract } from '../contracts/frontier-urls.ts';
@@ -51,6 +53,30 @@ let table: FrontierTableFixture;
 let s3: S3Client;
 let sqs: SQSClient;
 
+/** The clients the AWS adapters run on, per transport. */
+interface Wire {
+  name: string;
+  dynamodb(): DynamoDBClient;
+  s3(): S3Client;
+  sqs(): SQSClient;
+}
+
+const inProcessClients: { dynamodb?: DynamoDBClient; s3?: S3Client; sqs?: SQSClient } = {};
+const wires: Wire[] = [
+  { name: 'over HTTP', dynamodb: () => table.dynamodb, s3: () => s3, sqs: () => sqs },
+  {
+    name: 'in process',
+    dynamodb: () =>
+      (inProcessClients.dynamodb ??= new DynamoDBClient({
+        ...dynamodbConfig(table.endpoints),
+        ...table.inProcess,
+      })),
+    s3: () => (inProcessClients.s3 ??= new S3Client({ ...s3Config(table.endpoints), ...table.inProcess })),
+    sqs: () =>
+      (inProcessClients.sqs ??= new SQSClient({ ...sqsConfig(table.endpoints), ...table.inProcess })),
+  },
+];
+
 before(async () => {
   table = await startFrontierTable();
   s3 = new S3Client(s3Config(table.endpoints));
@@ -61,15 +87,18 @@ before(async () => {
 after(async () => {
   s3?.destroy();
   sqs?.destroy();
+  for (const client of Object.values(inProcessClients)) client.destroy();
   await table?.stop();
 });
 
 robotsStoreContract('MemoryRobotsStore', () => new MemoryRobotsStore({ maxAgeMs }), { maxAgeMs });
-robotsStoreContract(
-  'FrontierRobots on dynalite',
-  () => new FrontierRobots(table.dynamodb, FRONTIER_TABLE, resolveOptions({ robotsMaxAgeMs: maxAgeMs })),
-  { maxAgeMs },
-);
+for (const wire of wires) {
+  robotsStoreContract(
+    `FrontierRobots on dynalite, ${wire.name}`,
+    () => new FrontierRobots(wire.dynamodb(), FRONTIER_TABLE, resolveOptions({ robotsMaxAgeMs: maxAgeMs })),
+    { maxAgeMs },
+  );
+}
 
 hostSlotsContract('MemoryHostSlots', () => new MemoryHostSlots());
 hostSlotsContract('VisitPacer', () => new VisitPacer({ nextAt: 0 }));
@@ -78,28 +107,33 @@ blobStoreContract('MemoryBlobs', () => {
   const store = new MemoryBlobs();
   return { store, read: async (key) => store.objects.get(key) };
 });
-blobStoreContract('S3Blobs on fauxqs', () => ({
-  store: new S3Blobs(s3, BUCKET),
-  read: async (key) => {
-    const out = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
-    return out.Body?.transformToByteArray();
-  },
-}));
+for (const wire of wires) {
+  // Read back over HTTP: what the adapter stored, whichever way it went.
+  blobStoreContract(`S3Blobs on fauxqs, ${wire.name}`, () => ({
+    store: new S3Blobs(wire.s3(), BUCKET),
+    read: async (key) => {
+      const out = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+      return out.Body?.transformToByteArray();
+    },
+  }));
+}
 
 frontierUrlsContract('MemoryFrontierUrls', () => new MemoryFrontierUrls());
-frontierUrlsContract('FrontierTable on dynalite', () => createFrontierStore(table.dynamodb, FRONTIER_TABLE));
-
 hostVisitsContract('MemoryHostVisits', () => new MemoryHostVisits());
-hostVisitsContract(
-  'FrontierHosts on dynalite',
-  () => new FrontierHosts(table.dynamodb, FRONTIER_TABLE, resolveOptions()),
-);
-
 crawlConfigsContract('MemoryCrawlConfigs', (defaults) => new MemoryCrawlConfigs(defaults));
-crawlConfigsContract(
-  'CrawlConfigStore on dynalite',
-  (defaults) => new CrawlConfigStore(table.dynamodb, FRONTIER_TABLE, defaults),
-);
+for (const wire of wires) {
+  frontierUrlsContract(`FrontierTable on dynalite, ${wire.name}`, () =>
+    createFrontierStore(wire.dynamodb(), FRONTIER_TABLE),
+  );
+  hostVisitsContract(
+    `FrontierHosts on dynalite, ${wire.name}`,
+    () => new FrontierHosts(wire.dynamodb(), FRONTIER_TABLE, resolveOptions()),
+  );
+  crawlConfigsContract(
+    `CrawlConfigStore on dynalite, ${wire.name}`,
+    (defaults) => new CrawlConfigStore(wire.dynamodb(), FRONTIER_TABLE, defaults),
+  );
+}
 
 queueContract('memory queues', async () => {
   const tasks = new MemoryTaskQueue();
@@ -121,21 +155,30 @@ queueContract('memory queues', async () => {
 });
 
 let queueSeq = 0;
-queueContract('SQS senders on fauxqs', async () => {
-  const [tasksUrl, resultsUrl, dlqUrl] = await Promise.all(
-    ['tasks', 'results', 'dlq'].map(async (kind) => {
-      const created = await sqs.send(new CreateQueueCommand({ QueueName: `contract-${kind}-${++queueSeq}` }));
-      return created.QueueUrl!;
-    }),
-  );
+for (const wire of wires) {
+  queueContract(`SQS senders on fauxqs, ${wire.name}`, async () => {
+    const [tasksUrl, resultsUrl, dlqUrl] = await Promise.all(
+      ['tasks', 'results', 'dlq'].map(async (kind) => {
+        const created = await sqs.send(
+          new CreateQueueCommand({ QueueName: `contract-${kind}-${++queueSeq}` }),
+        );
+        return created.QueueUrl!;
+      }),
+    );
+    return sqsSenders(wire.sqs(), tasksUrl!, resultsUrl!, dlqUrl!);
+  });
+}
+
+/** The senders on `client`, and what reached their queues, received over HTTP. */
+function sqsSenders(client: SQSClient, tasksUrl: string, resultsUrl: string, dlqUrl: string) {
   return {
-    tasks: new SqsTaskSender(sqs, tasksUrl!),
-    results: new SqsResultSender(sqs, resultsUrl!),
-    deadLetters: new SqsDeadLetterSender(sqs, dlqUrl!),
+    tasks: new SqsTaskSender(client, tasksUrl),
+    results: new SqsResultSender(client, resultsUrl),
+    deadLetters: new SqsDeadLetterSender(client, dlqUrl),
     arrived: async () => ({
-      visits: (await receiveAll(tasksUrl!)).map((m) => JSON.parse(m.Body ?? '') as VisitMessage),
-      results: (await receiveAll(resultsUrl!)).map((m) => JSON.parse(m.Body ?? '') as unknown),
-      letters: (await receiveAll(dlqUrl!)).map(
+      visits: (await receiveAll(tasksUrl)).map((m) => JSON.parse(m.Body ?? '') as VisitMessage),
+      results: (await receiveAll(resultsUrl)).map((m) => JSON.parse(m.Body ?? '') as unknown),
+      letters: (await receiveAll(dlqUrl)).map(
         (m): DeadLetter => ({
           body: m.Body ?? '',
           code: m.MessageAttributes?.[DEAD_LETTER_CODE_ATTRIBUTE]?.StringValue ?? '',
@@ -144,7 +187,7 @@ queueContract('SQS senders on fauxqs', async () => {
       ),
     }),
   };
-});
+}
 
 /** Everything on the queue now, taken off it (until a receive finds nothing). */
 async function receiveAll(queueUrl: string): Promise<Message[]> {

@@ -98,6 +98,7 @@ export const crawlCommand = defineCommand({
       const startedAt = new Date();
       // Counted cost: handler durations by function (every AWS call is counted by the clients' middleware).
       const lambdaUsage: Record<string, LambdaUsage> = {};
+      const aggregateReturned = new Set<() => void>();
       const local = await startLocalAws({
         template: parseTemplate(await stackTemplate()),
         stackName: STACK_NAME,
@@ -114,6 +115,8 @@ export const crawlCommand = defineCommand({
         ...(options.quiet ? {} : { onStaleLock: (line: string) => io.stderr.write(`${line}\n`) }),
         onInvocation: (report) => {
           const id = report.functionLogicalId;
+          // Completion is confirmed by an aggregate invocation: the wait reads again when one returns.
+          if (id === IDS.aggregateFunction) for (const listener of aggregateReturned) listener();
           const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
           const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
           usage.invocations++;
@@ -188,7 +191,13 @@ export const crawlCommand = defineCommand({
         let counted: ReturnType<typeof diffSnapshots>;
         try {
           if (!interrupt.signal.aborted)
-            end = await waitForCrawl(frontier, crawlId, { signal: interrupt.signal });
+            end = await waitForCrawl(frontier, crawlId, {
+              signal: interrupt.signal,
+              wake: (listener) => {
+                aggregateReturned.add(listener);
+                return () => aggregateReturned.delete(listener);
+              },
+            });
           if (end === 'interrupted' && started) {
             ticker.windingDown();
             windDown();

@@ -10,7 +10,9 @@
  *   not read at one instant, so "none active" is settled as completion settles it
  *   (lambdas/core/completion-check.ts: no host, the sums, no host, the same sums).
  *
- * The poll is one GetItem per interval (plus the shards' Queries while cancelled).
+ * The poll is one GetItem per interval (plus the shards' Queries while cancelled), and one more
+ * whenever `wake` says something may have changed: a local crawl's end is seen when the aggregate
+ * invocation that confirmed it returns, not up to an interval later.
  */
 import { drainedTotals } from '../lambdas/core/completion-check.ts';
 import type { CrawlCounters, HostVisits } from '../lambdas/core/ports.ts';
@@ -26,6 +28,8 @@ export interface WaitForCrawlOptions {
   intervalMs?: number;
   /** Aborted: stop waiting, the crawl is `interrupted` (Ctrl-C). */
   signal?: AbortSignal;
+  /** Subscribes a listener called when the crawl may have ended (read again then); returns its unsubscribe. */
+  wake?: (listener: () => void) => () => void;
 }
 
 export async function waitForCrawl(
@@ -34,17 +38,38 @@ export async function waitForCrawl(
   options: WaitForCrawlOptions = {},
 ): Promise<CrawlEnd> {
   const interval = options.intervalMs ?? 250;
-  for (;;) {
-    if (options.signal?.aborted) return 'interrupted';
-    const counters = await probe.readCounters(crawlId);
-    if (counters?.state === 'complete') return 'complete';
-    if (counters?.state === 'cancelled' && (await drainedTotals(probe, crawlId)) !== undefined)
-      return 'cancelled';
-    await sleep(interval, options.signal);
+  // A wake during a read is kept, so the read after it is not left to the interval.
+  let woken = false;
+  let onWake: (() => void) | undefined;
+  const unsubscribe = options.wake?.(() => {
+    woken = true;
+    onWake?.();
+  });
+  try {
+    for (;;) {
+      if (options.signal?.aborted) return 'interrupted';
+      woken = false;
+      const counters = await probe.readCounters(crawlId);
+      if (counters?.state === 'complete') return 'complete';
+      if (counters?.state === 'cancelled' && (await drainedTotals(probe, crawlId)) !== undefined)
+        return 'cancelled';
+      if (!woken)
+        await sleep(interval, options.signal, (end) => {
+          onWake = end;
+        });
+      onWake = undefined;
+    }
+  } finally {
+    unsubscribe?.();
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Ends after `ms`, on abort, or when the function handed to `endEarly` is called. */
+function sleep(
+  ms: number,
+  signal: AbortSignal | undefined,
+  endEarly: (end: () => void) => void,
+): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -53,5 +78,6 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
     };
     const timer = setTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
+    endEarly(done);
   });
 }

@@ -59,4 +59,45 @@ describe('waitForCrawl: done when this crawl is, whatever else the queues hold',
     assert.equal(await waiting, 'interrupted');
     assert.ok(Date.now() - started < 5_000);
   });
+
+  it('reads again as soon as it is woken, not an interval later, and unsubscribes when done', async () => {
+    const listeners = new Set<() => void>();
+    const p = probe(['running', 'complete'], []);
+    const waiting = waitForCrawl(p, 'c', {
+      intervalMs: 600_000,
+      wake: (listener) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    });
+    while (p.reads < 1) await new Promise((resolve) => setImmediate(resolve));
+    for (const listener of listeners) listener();
+    assert.equal(await waiting, 'complete');
+    assert.equal(p.reads, 2);
+    assert.equal(listeners.size, 0);
+  });
+
+  it('a wake that comes while a read is under way is not lost: the next read follows at once', async () => {
+    let wakeNow: () => void = () => {};
+    let reads = 0;
+    const p: CrawlProbe = {
+      async readCounters() {
+        reads++;
+        // The crawl completes during the first read, and says so after that read has looked.
+        if (reads === 1) wakeNow();
+        return counters(reads === 1 ? 'running' : 'complete');
+      },
+      anyActive: async () => false,
+      doneTotals: async () => ({ hosts: 1, total: 1, byOutcome: {}, bytes: 0, requests: 0, parts: [] }),
+    };
+    const state = await waitForCrawl(p, 'c', {
+      intervalMs: 600_000,
+      wake: (listener) => {
+        wakeNow = listener;
+        return () => {};
+      },
+    });
+    assert.equal(state, 'complete');
+    assert.equal(reads, 2);
+  });
 });

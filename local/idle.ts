@@ -70,7 +70,8 @@ export async function waitForIdle(probe: IdleProbe, options: WaitForIdleOptions 
   }
 }
 
-async function depths(probe: IdleProbe): Promise<Record<string, QueueDepth>> {
+/** Each queue's depth, read once. */
+export async function depths(probe: Pick<IdleProbe, 'sqs' | 'queues'>): Promise<Record<string, QueueDepth>> {
   const entries = await Promise.all(
     Object.entries(probe.queues).map(async ([id, url]) => {
       const { Attributes: a = {} } = await probe.sqs.send(

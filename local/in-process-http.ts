@@ -18,7 +18,7 @@ export function inProcessTransport(servers: ReadonlyMap<string, Server>): AwsTra
  * Nothing local verifies signatures (the credentials are dummies); computing one was a quarter of
  * the SDK's CPU in a local crawl.
  */
-export const placeholderSigner: AwsTransport['signer'] = {
+const placeholderSigner: AwsTransport['signer'] = {
   async sign(request: HttpRequest, options: RequestSigningArguments = {}) {
     const amzDate = new Date(options.signingDate ?? Date.now()).toISOString().replace(/[-:]|\.\d{3}/g, '');
     const scope = `${amzDate.slice(0, 8)}/${options.signingRegion ?? 'us-east-1'}/${options.signingService ?? 'aws'}`;
@@ -36,7 +36,7 @@ const PLACEHOLDER_SIGNATURE = '0'.repeat(64);
  * Requests for one of `servers` (by the origin they listen on) go to its `request` listeners;
  * any other origin is a mistake of the caller's wiring, answered with an error, never sent.
  */
-export function inProcessRequestHandler(servers: ReadonlyMap<string, Server>): AwsRequestHandler {
+function inProcessRequestHandler(servers: ReadonlyMap<string, Server>): AwsRequestHandler {
   return {
     async handle(request, options = {}) {
       const origin = `${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ''}`;
@@ -110,18 +110,27 @@ interface AbortSignalLike {
   onabort?: unknown;
 }
 
-/** The answer is left to the server (an emulator's long poll ends on its own); the caller stops waiting. */
+/**
+ * The answer is left to the server (an emulator's long poll ends on its own); the caller stops
+ * waiting. Like NodeHttpHandler: the signal's listener if it has them, else its `onabort`.
+ */
 function raceAbort<T>(answer: Promise<T>, signal: AbortSignalLike): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(abortError());
-    signal.addEventListener?.('abort', onAbort, { once: true });
+    if (typeof signal.addEventListener === 'function')
+      signal.addEventListener('abort', onAbort, { once: true });
+    else signal.onabort = onAbort;
+    const settle = () => {
+      if (typeof signal.removeEventListener === 'function') signal.removeEventListener('abort', onAbort);
+      else if (signal.onabort === onAbort) signal.onabort = null;
+    };
     answer.then(
       (value) => {
-        signal.removeEventListener?.('abort', onAbort);
+        settle();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener?.('abort', onAbort);
+        settle();
         reject(error);
       },
     );

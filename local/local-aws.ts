@@ -28,7 +28,7 @@ import {
   type InvocationReport,
   type PollerStats,
 } from './event-source-poller.ts';
-import { type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
+import { depths, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
 import {
@@ -112,7 +112,8 @@ export interface LocalAws {
   pollers: EventSourcePoller[];
   /**
    * Starts every poller. `first`: function logical ids whose pollers start alone, until their queues
-   * are empty (or `firstTimeoutMs`, default 60 s, passed), before the others start.
+   * are empty (or `firstTimeoutMs`, default 60 s, passed), before the others start; all start at
+   * once when those queues hold nothing to begin with.
    */
   start(options?: { first?: readonly string[]; firstTimeoutMs?: number }): Promise<void>;
   /**
@@ -239,6 +240,15 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     );
     const gating = pollers.filter((p) => p.eventSource.enabled).map((p) => p.eventSource.queueLogicalId);
     let stopped = false;
+    /** Whether these pollers' queues hold no message: visible, in flight or delayed. */
+    const empty = async (subset: EventSourcePoller[]): Promise<boolean> => {
+      const ids = subset.map((p) => p.eventSource.queueLogicalId);
+      const found = await depths({
+        sqs: clients.sqs,
+        queues: Object.fromEntries(ids.map((id) => [id, queues[id] ?? ''])),
+      });
+      return Object.values(found).every((d) => d.visible + d.inFlight + d.delayed === 0);
+    };
     /** Resolves once these pollers' queues are empty and they hold nothing, or `timeoutMs` passed. */
     const drained = async (subset: EventSourcePoller[], timeoutMs: number): Promise<void> => {
       if (subset.length === 0) return;
@@ -271,7 +281,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       async start(startOptions = {}) {
         const first = new Set(startOptions.first ?? []);
         const leading = pollers.filter((p) => first.has(p.eventSource.functionLogicalId));
-        if (leading.length > 0) {
+        // Nothing waiting for them (a fresh state): they need no head start, nor its idle checks.
+        if (leading.length > 0 && !(await empty(leading))) {
           await Promise.all(leading.map((p) => p.start()));
           // Still not empty (a result that keeps failing): the rest start anyway; nothing waits on it.
           await drained(leading, startOptions.firstTimeoutMs ?? 60_000);

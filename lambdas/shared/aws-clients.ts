@@ -5,13 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type {
-  HttpHandlerOptions,
-  HttpRequest,
-  HttpResponse,
-  RequestSigner,
-  RequestSigningArguments,
-} from '@smithy/types';
+import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
 import { countAwsCalls } from './aws-call-counter.ts';
 import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';
@@ -42,9 +36,7 @@ export interface AwsRequestHandler {
  */
 export interface AwsTransport {
   requestHandler: AwsRequestHandler;
-  signer: RequestSigner & {
-    sign(request: HttpRequest, options?: RequestSigningArguments): Promise<HttpRequest>;
-  };
+  signer: RequestSigner;
 }
 
 /** What the runtime hands a handler besides its environment (`createHandler(env, wiring)`). */

@@ -138,13 +138,13 @@ export class CrawlerStack extends Stack {
     // parks it in ResultsDLQ after maxReceiveCount. Results it had no time to start go back to the
     // queue as new messages (SendMessage).
     allow(aggregateFunction, ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'], [resultsQueue.queueArn]);
-    // A visit of a host whose awaited results it wrote, due at once (core/host-hurry.ts).
+    // A visit of a host that awaits results at the crawl's end, due at once (core/host-hurry.ts).
     allow(aggregateFunction, ['sqs:SendMessage'], [taskQueue.queueArn]);
     allow(aggregateFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // index parts, summaries
     allow(aggregateFunction, ['s3:ListBucket'], [pageStore.bucketArn]); // listing parts; 404 on a missing one
     allow(
       aggregateFunction,
-      ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       [frontierTable.tableArn],
     );
 

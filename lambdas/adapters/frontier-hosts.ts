@@ -490,16 +490,13 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     return { ...totals, parts: [...parts] };
   }
 
-  /** One eventually consistent BatchGetItem per 100 hosts (FrontierTableAdapter.batchGet). */
-  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
-    const items = await this.batchGet(
-      hosts.map((host) => hostKey(crawlId, host)),
-      [ATTR.sk, ATTR.awaiting],
-      'hint',
-    );
-    return items
-      .filter((item) => item[ATTR.awaiting]?.BOOL === true)
-      .map((item) => (str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
+  /** The host items of every shard, `shardReadsAtOnce` shards at a time, projected to `awaiting`. */
+  async awaiting(crawlId: string): Promise<string[]> {
+    const found: string[] = [];
+    for await (const item of this.queryShards(crawlId, HOST_SK_PREFIX, [ATTR.sk, ATTR.awaiting]))
+      if (item[ATTR.awaiting]?.BOOL === true)
+        found.push((str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
+    return found;
   }
 
   /** One conditional write: `awaiting` goes, and the expected ticket comes back. */

@@ -60,7 +60,7 @@ export function createFrontierStore(
       hosts.drain(crawlId, host, holder, wakeSeen, tally, pace),
     anyActive: (crawlId) => hosts.anyActive(crawlId),
     doneTotals: (crawlId) => hosts.doneTotals(crawlId),
-    awaiting: (crawlId, ids) => hosts.awaiting(crawlId, ids),
+    awaiting: (crawlId) => hosts.awaiting(crawlId),
     hurry: (crawlId, host, now) => hosts.hurry(crawlId, host, now),
     // FrontierFinalizer
     finalize: (crawlId, entry) => urls.finalize(crawlId, entry),

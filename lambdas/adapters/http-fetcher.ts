@@ -42,7 +42,14 @@ import {
   metadataNameRefusal,
 } from '../core/address-guard.ts';
 import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
-import { type CrawlError, FatalError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
+import {
+  ADDRESS_BLOCKED,
+  type CrawlError,
+  FatalError,
+  isCrawlError,
+  PermanentError,
+  RetryableError,
+} from '../core/errors.ts';
 import { STORAGE_LIMITS } from '../core/limits.ts';
 import type { PageFetcher, PageResponse } from '../core/ports.ts';
 import { withoutUserinfo } from '../core/url-normalize.ts';
@@ -169,11 +176,7 @@ function blockedError(
   reason: string,
   policy: AddressPolicy = PUBLIC_ONLY,
 ): PermanentError {
-  return new PermanentError(
-    'blocked',
-    'address-blocked',
-    addressRefusal(host, verb, ip, reason, policy.hint),
-  );
+  return new PermanentError('blocked', ADDRESS_BLOCKED, addressRefusal(host, verb, ip, reason, policy.hint));
 }
 
 /**
@@ -526,7 +529,7 @@ function classifyError(
   if (codes.has('ERR_IP_BLOCKED')) {
     return new PermanentError(
       'blocked',
-      'address-blocked',
+      ADDRESS_BLOCKED,
       `address not allowed: ${host}: the socket refused to dial it (${detail}); crawl with --allow-private to permit`,
       options,
     );
@@ -658,7 +661,7 @@ export class HttpFetcher implements PageFetcher {
     const policy = !request.allowPrivate ? PUBLIC_ONLY : this.#refuseHostLocal ? NOT_HOST_LOCAL : undefined;
     if (policy) {
       const byName = metadataNameRefusal(host, policy.hint);
-      if (byName !== undefined) throw new PermanentError('blocked', 'address-blocked', byName);
+      if (byName !== undefined) throw new PermanentError('blocked', ADDRESS_BLOCKED, byName);
       const literal = hostIpLiteral(host);
       const reason = literal === undefined ? undefined : policy.reasonOf(literal);
       if (literal !== undefined && reason !== undefined)

@@ -410,9 +410,8 @@ async function processCrawl(
   // After the part is written: the visit it calls may drain the host, which needs the part.
   if (deps.hurry && counters.state === 'running' && counters.done >= counters.queued) {
     const hurryDeps = { ...deps.hurry, now: () => now().getTime() };
-    const urls = kept.map((item) => item.result.url);
     // A host not hurried is visited at its own recheck: a failure here costs time, not results.
-    const hosts = await hurryAwaitingHosts(crawlId, urls, hurryDeps).catch(() => 0);
+    const hosts = await hurryAwaitingHosts(crawlId, hurryDeps).catch(() => 0);
     if (hosts > 0) report.hurried.push({ crawlId, hosts });
   }
 

@@ -11,6 +11,9 @@ import type { Outcome } from './outcome.ts';
 
 export type Disposition = 'retry' | 'record' | 'fatal';
 
+/** The code of a request the address guard refused before dialing: nothing reached the host. */
+export const ADDRESS_BLOCKED = 'address-blocked';
+
 export abstract class CrawlError extends Error {
   abstract readonly disposition: Disposition;
   readonly code: string;

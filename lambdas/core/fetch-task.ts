@@ -10,6 +10,7 @@ import { htmlContentRecord, textContentRecord } from './content-extract.ts';
 import { type ContentRecord, contentKind } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
+  ADDRESS_BLOCKED,
   describeError,
   isCrawlError,
   OutOfTime,
@@ -93,7 +94,7 @@ export async function fetchUrl(
       return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), why) };
     }
     if (verdict.kind === 'failed') {
-      const outcome = verdict.code === 'address-blocked' ? 'blocked' : 'failed';
+      const outcome = verdict.code === ADDRESS_BLOCKED ? 'blocked' : 'failed';
       return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
     }
     if (verdict.kind === 'defer') {

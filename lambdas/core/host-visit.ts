@@ -13,7 +13,7 @@
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import { cancelledResult, crawlClosed } from './crawl-state.ts';
-import { OutOfTime } from './errors.ts';
+import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { addToTally, emptyTally } from './host-tally.ts';
 import { FRONTIER_LIMITS } from './limits.ts';
@@ -178,9 +178,14 @@ export async function visitHost(
     fetch: async (request) => {
       if (!(await waitUntil(pacer.departureAt(deps.now()), requestBudget, deps))) throw new OutOfTime();
       await pacer.depart(deps.now, deps.sleep);
-      const response = await deps.fetcher.fetch(request);
-      if (response.sentAt !== undefined) pacer.sent(response.sentAt);
-      return response;
+      try {
+        const response = await deps.fetcher.fetch(request);
+        if (response.sentAt !== undefined) pacer.sent(response.sentAt);
+        return response;
+      } catch (error) {
+        if (error instanceof PermanentError && error.code === ADDRESS_BLOCKED) pacer.refund();
+        throw error;
+      }
     },
   };
 

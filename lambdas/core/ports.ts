@@ -419,10 +419,10 @@ export interface HostVisits {
   /** The sum of the drained hosts' tallies, and how many hosts there are. */
   doneTotals(crawlId: string): Promise<HostTally & { hosts: number }>;
   /**
-   * Of `hosts`, those handed back `awaiting` results and not taken since. Eventually consistent
-   * (half a read unit a host): a release of a moment ago may be missed.
+   * Every host of the crawl handed back `awaiting` results and not taken since: a Query of the
+   * crawl's host items per shard (O(active hosts)). A release of a moment ago may be missed.
    */
-  awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]>;
+  awaiting(crawlId: string): Promise<string[]>;
   /**
    * A host handed back `awaiting` results, with no live lease: clears `awaiting` (so one caller
    * hurries it) and returns the ticket of the visit message it expects, which the caller sends

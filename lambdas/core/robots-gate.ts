@@ -58,6 +58,7 @@ import { backoffMs } from './backoff.ts';
 import { decodeContent } from './capped-inflate.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
+  ADDRESS_BLOCKED,
   describeError,
   FatalError,
   isCrawlError,
@@ -97,13 +98,13 @@ export type RobotsVerdict =
   | { kind: 'allowed'; crawlDelaySeconds?: number }
   | { kind: 'disallowed'; reason: string }
   | { kind: 'defer'; untilMs: number; reason: string }
-  | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
+  | { kind: 'failed'; code: 'robots-unavailable' | typeof ADDRESS_BLOCKED; reason: string };
 
 /** What one resolution of an origin's policy came to (shared by concurrent checks in a container). */
 type Resolution =
   | { kind: 'policy'; policy: RobotsPolicy }
   | { kind: 'defer'; untilMs: number; reason: string }
-  | { kind: 'failed'; code: 'robots-unavailable' | 'address-blocked'; reason: string };
+  | { kind: 'failed'; code: 'robots-unavailable' | typeof ADDRESS_BLOCKED; reason: string };
 
 /** A parsed policy, or the address guard's refusal of the origin (module comment, `failed`). */
 type CacheEntry = { policy: RobotsPolicy; fetchedAt: number } | { refused: string; fetchedAt: number };
@@ -269,7 +270,7 @@ export async function checkRobots(
 
 /** The verdict for an origin the address guard refuses; `refusal` is the guard's message. */
 function refusedVerdict(refusal: string): Extract<RobotsVerdict, { kind: 'failed' }> {
-  return { kind: 'failed', code: 'address-blocked', reason: `address-blocked: ${refusal}` };
+  return { kind: 'failed', code: ADDRESS_BLOCKED, reason: `${ADDRESS_BLOCKED}: ${refusal}` };
 }
 
 function decide(policy: RobotsPolicy, url: URL, config: CrawlConfig): RobotsVerdict {

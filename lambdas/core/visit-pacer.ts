@@ -22,6 +22,8 @@ export class VisitPacer implements HostSlots {
   /** The gap of the latest reservation, and when the latest request really left. */
   private gap = 0;
   private lastDeparture: number | undefined;
+  /** The pace before the latest reservation: what `refund` restores. */
+  private beforeReservation: { next: number; gap: number; lastDeparture: number | undefined } | undefined;
 
   constructor(state: PaceState) {
     this.next = state.nextAt;
@@ -30,6 +32,7 @@ export class VisitPacer implements HostSlots {
 
   /** The next free slot (now, or the host's next allowed time), and the one after it `gapMs` later. */
   async reserve(_crawlId: string, _host: string, gapMs: number, now: number): Promise<number> {
+    this.beforeReservation = { next: this.next, gap: this.gap, lastDeparture: this.lastDeparture };
     const slot = Math.max(now, this.next);
     this.next = slot + gapMs;
     this.gap = gapMs;
@@ -61,6 +64,18 @@ export class VisitPacer implements HostSlots {
     if (this.lastDeparture === undefined || at <= this.lastDeparture) return;
     this.lastDeparture = at;
     this.next = Math.max(this.next, at + this.gap);
+  }
+
+  /**
+   * The request reserved last never reached the host: the address guard refused it before dialing
+   * (a name that resolves to loopback, the metadata address). It owes the host no gap, so the pace is
+   * as it was before its reservation: the URLs after it, decided without a request (robots.txt
+   * refused), do not wait a delay for nothing.
+   */
+  refund(): void {
+    if (this.beforeReservation === undefined) return;
+    ({ next: this.next, gap: this.gap, lastDeparture: this.lastDeparture } = this.beforeReservation);
+    this.beforeReservation = undefined;
   }
 
   async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {

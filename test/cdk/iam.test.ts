@@ -149,7 +149,11 @@ describe('AggregateFunction role', () => {
     assert.ok(allows(aggregate, 's3:PutObject', `${IDS.pageStore}/*`));
     assert.ok(allows(aggregate, 'dynamodb:UpdateItem', IDS.frontierTable));
     assert.ok(allows(aggregate, 'dynamodb:GetItem', IDS.frontierTable));
-    assert.ok(allows(aggregate, 'dynamodb:BatchGetItem', IDS.frontierTable));
+    assert.ok(allows(aggregate, 'dynamodb:Query', IDS.frontierTable));
+    assert.ok(
+      !allows(aggregate, 'dynamodb:BatchGetItem', IDS.frontierTable),
+      'nothing it does reads in batches',
+    );
   });
 });
 

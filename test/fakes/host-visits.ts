@@ -213,9 +213,9 @@ export class MemoryHostVisits implements HostVisits {
     });
   }
 
-  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
-    return this.faults.run('awaiting', [crawlId, hosts], async () =>
-      [...new Set(hosts)].filter((host) => this.host(crawlId, host)?.awaiting === true),
+  async awaiting(crawlId: string): Promise<string[]> {
+    return this.faults.run('awaiting', [crawlId], async () =>
+      this.hosts(crawlId, 'active').filter((host) => this.host(crawlId, host)?.awaiting === true),
     );
   }
 

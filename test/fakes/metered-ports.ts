@@ -367,21 +367,22 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.anyActive(crawlId);
   }
 
-  /** BatchGetItem of the host items, eventually consistent, projected: half a unit each, found or not. */
-  async awaiting(crawlId: string, hosts: readonly string[]): Promise<string[]> {
-    const unique = [...new Set(hosts)];
-    const calls: AwsRequest[] = [];
-    for (let start = 0; start < unique.length; start += BATCH_GET_KEYS) {
-      const keys = unique.slice(start, start + BATCH_GET_KEYS);
-      calls.push({
-        op: 'DynamoDB:BatchGetItem',
-        kind: 'host',
-        pk: shardPk(crawlId, keys[0]!),
-        rcu: keys.length * readUnits(0, false),
-      });
+  /** A consistent Query of every shard's host items, paged by what they hold (keys, `aw`: ~80 bytes each). */
+  async awaiting(crawlId: string): Promise<string[]> {
+    const perShard = new Array<number>(FRONTIER_SHARDS).fill(0);
+    for (const host of this.#hosts.hosts(crawlId, 'active')) perShard[shardOf(host)]! += 1;
+    const pages: AwsRequest[] = [];
+    for (const [shard, hosts] of perShard.entries()) {
+      for (let left = Math.max(1, hosts * 80); left > 0; left -= QUERY_PAGE_BYTES)
+        pages.push({
+          op: 'DynamoDB:Query',
+          kind: 'host',
+          pk: crawlShardPk(crawlId, shard),
+          rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
+        });
     }
-    await this.#meter.serial(calls);
-    return this.#hosts.awaiting(crawlId, unique);
+    await this.#meter.serial(pages);
+    return this.#hosts.awaiting(crawlId);
   }
 
   async hurry(crawlId: string, host: string, now: number): Promise<string | undefined> {

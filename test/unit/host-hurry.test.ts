@@ -143,7 +143,7 @@ describe('a host awaiting only its last results', () => {
     const ticket = await w.hosts.wake(CRAWL, HOST, Date.now());
     assert.ok(ticket);
     await w.hosts.acquire(CRAWL, HOST, 'inv-1', Date.now() + 60_000, Date.now(), ticket);
-    assert.deepEqual(await w.hosts.awaiting(CRAWL, [HOST]), []);
+    assert.deepEqual(await w.hosts.awaiting(CRAWL), []);
     assert.equal(await w.hosts.hurry(CRAWL, HOST, Date.now()), undefined);
     await w.hosts.release(CRAWL, HOST, 'inv-1', {
       nextAt: Date.now(),
@@ -152,7 +152,7 @@ describe('a host awaiting only its last results', () => {
       ticket: 'deadline',
       sent: true,
     });
-    assert.deepEqual(await w.hosts.awaiting(CRAWL, [HOST]), []);
+    assert.deepEqual(await w.hosts.awaiting(CRAWL), []);
     assert.equal(await w.hosts.hurry(CRAWL, HOST, Date.now()), undefined);
   });
 });

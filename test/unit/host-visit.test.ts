@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { ADDRESS_BLOCKED, PermanentError } from '../../lambdas/core/errors.ts';
 import { type VisitDecision, visitHost } from '../../lambdas/core/host-visit.ts';
 import type {
   HostUrl,
@@ -142,6 +143,36 @@ describe('visitHost: a visit owns its host and paces it in memory', () => {
     assert.equal(urls.postponed[0]?.attempts, 1);
     assert.equal(decisions.length, 1, 'the other URL was fetched');
     assert.ok(report.end.kind === 'hand-back' && report.end.visitAt >= urls.postponed[0]!.retryAt - 5_000);
+  });
+});
+
+describe('visitHost: a host the address guard refuses', () => {
+  it('decides every URL at once: a request refused before dialing owes the host no delay', async () => {
+    // The guard's answer for a name that resolves to loopback, for robots.txt and every page alike.
+    let dials = 0;
+    const refusing: PageFetcher = {
+      async fetch(request: PageRequest): Promise<PageResponse> {
+        dials++;
+        throw new PermanentError('blocked', ADDRESS_BLOCKED, `address not allowed: ${request.url.host}`);
+      },
+    };
+    const urls = partition(['/', '/a', '/b', '/c'].map((path) => item(path)));
+    const decisions: VisitDecision[] = [];
+    // A 60 s delay: one wait for it and the test would time out, not merely run slow.
+    const crawl = { ...config(60_000), allowPrivate: false };
+    const report = await visitHost(
+      { crawlId: CRAWL, host: HOST, pace: { nextAt: 0 }, inflight: [] },
+      crawl,
+      deps(refusing, urls, Date.now() + 120_000, crawl),
+      (d) => decisions.push(d),
+    );
+    assert.equal(decisions.length, 4, JSON.stringify(report.end));
+    for (const decision of decisions) {
+      assert.equal(decision.kind, 'result');
+      assert.ok(decision.kind === 'result' && decision.result.outcome === 'blocked');
+    }
+    assert.equal(dials, 1, 'robots.txt was refused once; its refusal decides the pages');
+    assert.deepEqual(report.pace, { nextAt: 0 }, 'the refused request took no slot');
   });
 });
 

@@ -60,4 +60,26 @@ describe('VisitPacer: one host, paced in memory by the visit that owns it', () =
     assert.equal(pacer.state.pausedUntil, 60_000, 'a shorter pause never shortens a longer one');
     assert.deepEqual(pacer.state, { nextAt: 61_000, pausedUntil: 60_000 });
   });
+
+  it('refund: a request refused before it reached the host gives its slot and its departure back', async () => {
+    let clock = 5_000;
+    const now = () => clock;
+    const sleep = async (ms: number) => {
+      clock += ms;
+    };
+    const pacer = new VisitPacer({ nextAt: 0 });
+    await pacer.reserve('c', 'h', 1_000, clock);
+    await pacer.depart(now, sleep);
+    pacer.sent(5_010);
+    assert.deepEqual(pacer.state, { nextAt: 6_010 });
+    // The next request takes its slot and departs, then the address guard refuses it.
+    clock = 6_010;
+    assert.equal(await pacer.reserve('c', 'h', 1_000, clock), 6_010);
+    await pacer.depart(now, sleep);
+    pacer.refund();
+    assert.deepEqual(pacer.state, { nextAt: 6_010 }, 'the pace is as before its reservation');
+    assert.equal(pacer.departureAt(6_010), 6_010, 'the one after it goes at once');
+    pacer.refund();
+    assert.deepEqual(pacer.state, { nextAt: 6_010 }, 'a second refund takes nothing more back');
+  });
 });

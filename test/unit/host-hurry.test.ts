@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/fetch-batch.ts';
+import { hurryAwaitingHosts } from '../../lambdas/core/host-hurry.ts';
 import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/host-visit.ts';
 import { LruSet } from '../../lambdas/core/lru.ts';
 import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
@@ -154,5 +155,35 @@ describe('a host awaiting only its last results', () => {
     });
     assert.deepEqual(await w.hosts.awaiting(CRAWL), []);
     assert.equal(await w.hosts.hurry(CRAWL, HOST, Date.now()), undefined);
+  });
+
+  it("at the crawl's end, every host of the crawl awaiting results is hurried, not only the hosts of the batch's own results", async () => {
+    // The last results of a crawl come in several batches: a host whose results an earlier batch
+    // wrote (before the counters showed the end) awaits them too, and was left to its recheck.
+    const hosts = new MemoryHostVisits();
+    const now = Date.now();
+    const expected: VisitMessage[] = [];
+    for (const host of ['a.test', 'b.test', 'c.test']) {
+      const ticket = await hosts.wake(CRAWL, host, now);
+      assert.ok(ticket);
+      await hosts.acquire(CRAWL, host, `inv-${host}`, now + 60_000, now, ticket);
+      const awaiting = host !== 'c.test';
+      await hosts.release(CRAWL, host, `inv-${host}`, {
+        nextAt: now,
+        inflight: ['k'],
+        visitAt: now + INFLIGHT_RECHECK_MS,
+        ticket: `next-${host}`,
+        sent: true,
+        ...(awaiting ? { awaiting: true } : {}),
+      });
+      if (awaiting) expected.push({ v: 1, kind: 'visit', crawlId: CRAWL, host, ticket: `next-${host}` });
+    }
+    const sent = new MemoryTaskQueue();
+    assert.equal(await hurryAwaitingHosts(CRAWL, { hosts, tasks: sent, now: () => now }), 2);
+    assert.deepEqual(
+      sent.visits.map((v) => v.visit).toSorted((x, y) => (x.host < y.host ? -1 : 1)),
+      expected,
+      'c.test was handed back for other work',
+    );
   });
 });

@@ -367,21 +367,9 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.anyActive(crawlId);
   }
 
-  /** A consistent Query of every shard's host items, paged by what they hold (keys, `aw`: ~80 bytes each). */
+  /** A consistent Query of every shard's host items (keys and `aw`: ~80 bytes each). */
   async awaiting(crawlId: string): Promise<string[]> {
-    const perShard = new Array<number>(FRONTIER_SHARDS).fill(0);
-    for (const host of this.#hosts.hosts(crawlId, 'active')) perShard[shardOf(host)]! += 1;
-    const pages: AwsRequest[] = [];
-    for (const [shard, hosts] of perShard.entries()) {
-      for (let left = Math.max(1, hosts * 80); left > 0; left -= QUERY_PAGE_BYTES)
-        pages.push({
-          op: 'DynamoDB:Query',
-          kind: 'host',
-          pk: crawlShardPk(crawlId, shard),
-          rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
-        });
-    }
-    await this.#meter.serial(pages);
+    await this.#meter.serial(this.#shardQueries(crawlId, 'active', 80));
     return this.#hosts.awaiting(crawlId);
   }
 
@@ -390,24 +378,27 @@ export class MeteredHostVisits implements HostVisits {
     return this.#hosts.hurry(crawlId, host, now);
   }
 
-  /** The DONE# items of every shard, shard after shard, in pages of 1 MB. */
+  /** The DONE# items of every shard (keys, counts by outcome, bytes, requests, pace: ~150 bytes each). */
   async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
+    await this.#meter.serial(this.#shardQueries(crawlId, 'done', 150));
+    return this.#hosts.doneTotals(crawlId);
+  }
+
+  /** A consistent Query of each of the crawl's shards, shard after shard, in pages of 1 MB of items. */
+  #shardQueries(crawlId: string, which: 'active' | 'done', itemBytes: number): AwsRequest[] {
     const perShard = new Array<number>(FRONTIER_SHARDS).fill(0);
-    for (const host of this.#hosts.hosts(crawlId, 'done')) perShard[shardOf(host)]! += 1;
+    for (const host of this.#hosts.hosts(crawlId, which)) perShard[shardOf(host)]! += 1;
     const pages: AwsRequest[] = [];
     for (const [shard, hosts] of perShard.entries()) {
-      // Each DONE# item: keys, counts by outcome, bytes, requests, pace (~150 bytes).
-      let left = Math.max(1, hosts * 150);
-      for (; left > 0; left -= QUERY_PAGE_BYTES)
+      for (let left = Math.max(1, hosts * itemBytes); left > 0; left -= QUERY_PAGE_BYTES)
         pages.push({
           op: 'DynamoDB:Query',
-          kind: 'done',
+          kind: which === 'done' ? 'done' : 'host',
           pk: crawlShardPk(crawlId, shard),
           rcu: readUnits(Math.min(left, QUERY_PAGE_BYTES), true),
         });
     }
-    await this.#meter.serial(pages);
-    return this.#hosts.doneTotals(crawlId);
+    return pages;
   }
 }
 

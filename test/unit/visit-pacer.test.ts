@@ -2,6 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { VisitPacer } from '../../lambdas/core/visit-pacer.ts';
 
+/** A clock that moves only when set or slept on. */
+function manualClock(start: number) {
+  let at = start;
+  return {
+    now: () => at,
+    sleep: async (ms: number) => {
+      at += ms;
+    },
+    set: (ms: number) => {
+      at = ms;
+    },
+  };
+}
+
 describe('VisitPacer: one host, paced in memory by the visit that owns it', () => {
   it('hands out slots a gap apart, starting at the saved next time', async () => {
     const pacer = new VisitPacer({ nextAt: 10_000 });
@@ -35,19 +49,15 @@ describe('VisitPacer: one host, paced in memory by the visit that owns it', () =
   });
 
   it('a request written to the socket late (a busy event loop) keeps the next one a gap after the real send', async () => {
-    let clock = 1_000;
-    const now = () => clock;
-    const sleep = async (ms: number) => {
-      clock += ms;
-    };
+    const clock = manualClock(1_000);
     const pacer = new VisitPacer({ nextAt: 0 });
-    await pacer.reserve('c', 'h', 1_000, clock);
-    await pacer.depart(now, sleep);
+    await pacer.reserve('c', 'h', 1_000, clock.now());
+    await pacer.depart(clock.now, clock.sleep);
     pacer.sent(1_250); // departed at 1,000, on the wire at 1,250
     pacer.sent(900); // an earlier time never pulls the pace forward
-    clock = 2_000;
-    await pacer.depart(now, sleep);
-    assert.equal(clock, 2_250, 'the gap counts from the send, not from the departure');
+    clock.set(2_000);
+    await pacer.depart(clock.now, clock.sleep);
+    assert.equal(clock.now(), 2_250, 'the gap counts from the send, not from the departure');
     assert.deepEqual(pacer.state, { nextAt: 3_250 });
   });
 
@@ -62,20 +72,16 @@ describe('VisitPacer: one host, paced in memory by the visit that owns it', () =
   });
 
   it('refund: a request refused before it reached the host gives its slot and its departure back', async () => {
-    let clock = 5_000;
-    const now = () => clock;
-    const sleep = async (ms: number) => {
-      clock += ms;
-    };
+    const clock = manualClock(5_000);
     const pacer = new VisitPacer({ nextAt: 0 });
-    await pacer.reserve('c', 'h', 1_000, clock);
-    await pacer.depart(now, sleep);
+    await pacer.reserve('c', 'h', 1_000, clock.now());
+    await pacer.depart(clock.now, clock.sleep);
     pacer.sent(5_010);
     assert.deepEqual(pacer.state, { nextAt: 6_010 });
     // The next request takes its slot and departs, then the address guard refuses it.
-    clock = 6_010;
-    assert.equal(await pacer.reserve('c', 'h', 1_000, clock), 6_010);
-    await pacer.depart(now, sleep);
+    clock.set(6_010);
+    assert.equal(await pacer.reserve('c', 'h', 1_000, clock.now()), 6_010);
+    await pacer.depart(clock.now, clock.sleep);
     pacer.refund();
     assert.deepEqual(pacer.state, { nextAt: 6_010 }, 'the pace is as before its reservation');
     assert.equal(pacer.departureAt(6_010), 6_010, 'the one after it goes at once');

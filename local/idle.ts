@@ -50,7 +50,7 @@ export async function waitForIdle(probe: IdleProbe, options: WaitForIdleOptions 
     const after = probe.activity();
     const drained = probe.gating.every((id) => {
       const d = queues[id];
-      return d !== undefined && d.visible + d.inFlight + d.delayed === 0;
+      return d !== undefined && holdsNothing(d);
     });
     // Activity between or during the checks means work moved through: not yet stable.
     const quiet =
@@ -68,6 +68,11 @@ export async function waitForIdle(probe: IdleProbe, options: WaitForIdleOptions 
     }
     await new Promise((resolve) => setTimeout(resolve, interval));
   }
+}
+
+/** No message visible, in flight or delayed. */
+export function holdsNothing(depth: QueueDepth): boolean {
+  return depth.visible + depth.inFlight + depth.delayed === 0;
 }
 
 /** Each queue's depth, read once. */

@@ -4,6 +4,7 @@
 // wire's; only the bytes on loopback are skipped. For `crawler crawl` (local/README.md).
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Readable } from 'node:stream';
+import { buildQueryString } from '@smithy/core/protocols';
 import type { HttpRequest, RequestSigningArguments } from '@smithy/types';
 import inject from 'light-my-request';
 import type { AwsRequestHandler, AwsTransport } from '../lambdas/shared/aws-clients.ts';
@@ -70,14 +71,10 @@ function inProcessRequestHandler(servers: ReadonlyMap<string, Server>): AwsReque
   };
 }
 
+/** The request target as NodeHttpHandler writes it: the SDK's own query encoding. */
 function pathAndQuery(request: HttpRequest): string {
-  const query = Object.entries(request.query ?? {}).flatMap(([key, value]) => {
-    const values = value === null ? [null] : Array.isArray(value) ? value : [value];
-    return values.map((v) =>
-      v === null ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`,
-    );
-  });
-  return query.length > 0 ? `${request.path}?${query.join('&')}` : request.path;
+  const query = request.query ? buildQueryString(request.query) : '';
+  return query ? `${request.path}?${query}` : request.path;
 }
 
 // light-my-request sends a Buffer, a string or a stream as they are; any other object as JSON.
@@ -87,11 +84,12 @@ function payloadOf(body: unknown): string | Buffer | Readable {
   throw new Error(`in-process AWS: a request body of type ${typeof body} cannot be sent`);
 }
 
+/** A repeated header's values joined with ',', as NodeHttpHandler hands them to the SDK. */
 function flatHeaders(headers: IncomingHttpHeaders | Record<string, unknown>): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    flat[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    flat[name] = Array.isArray(value) ? value.join(',') : String(value);
   }
   return flat;
 }

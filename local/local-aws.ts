@@ -28,7 +28,7 @@ import {
   type InvocationReport,
   type PollerStats,
 } from './event-source-poller.ts';
-import { depths, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
+import { depths, holdsNothing, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
 import {
@@ -240,24 +240,21 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     );
     const gating = pollers.filter((p) => p.eventSource.enabled).map((p) => p.eventSource.queueLogicalId);
     let stopped = false;
+    /** These pollers' queues, by logical id. */
+    const queuesOf = (subset: EventSourcePoller[]): Record<string, string> =>
+      Object.fromEntries(
+        subset.map((p) => [p.eventSource.queueLogicalId, queues[p.eventSource.queueLogicalId] ?? '']),
+      );
     /** Whether these pollers' queues hold no message: visible, in flight or delayed. */
-    const empty = async (subset: EventSourcePoller[]): Promise<boolean> => {
-      const ids = subset.map((p) => p.eventSource.queueLogicalId);
-      const found = await depths({
-        sqs: clients.sqs,
-        queues: Object.fromEntries(ids.map((id) => [id, queues[id] ?? ''])),
-      });
-      return Object.values(found).every((d) => d.visible + d.inFlight + d.delayed === 0);
-    };
+    const empty = async (subset: EventSourcePoller[]): Promise<boolean> =>
+      Object.values(await depths({ sqs: clients.sqs, queues: queuesOf(subset) })).every(holdsNothing);
     /** Resolves once these pollers' queues are empty and they hold nothing, or `timeoutMs` passed. */
     const drained = async (subset: EventSourcePoller[], timeoutMs: number): Promise<void> => {
       if (subset.length === 0) return;
       await waitForIdle(
         {
           sqs: clients.sqs,
-          queues: Object.fromEntries(
-            subset.map((p) => [p.eventSource.queueLogicalId, queues[p.eventSource.queueLogicalId] ?? '']),
-          ),
+          queues: queuesOf(subset),
           gating: subset.map((p) => p.eventSource.queueLogicalId),
           busySlots: () => sum(subset.map((p) => p.busySlots())),
           activity: () => sum(subset.map((p) => p.activity())),

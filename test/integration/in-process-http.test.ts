@@ -15,6 +15,7 @@ import {
 import {
   CreateBucketCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   PutObjectCommand,
   S3Client,
@@ -115,6 +116,25 @@ describe('in-process transport', () => {
       }
     });
   }
+
+  it('keys and query values with reserved, encoded-looking and non-ASCII characters list and read the same both ways', async () => {
+    const odd = "odd/!'()* &=+?#%2F%zz ü 日本/";
+    const keys = [`${odd}a`, `${odd}b c`, 'odd/plain'];
+    for (const key of keys)
+      await s3('over HTTP').send(new PutObjectCommand({ Bucket: 'bucket', Key: key, Body: key }));
+    for (const kind of kinds) {
+      const listed = await s3(kind).send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: odd }));
+      assert.deepEqual(
+        (listed.Contents ?? []).map((object) => object.Key),
+        [`${odd}a`, `${odd}b c`],
+        kind,
+      );
+      for (const key of keys) {
+        const got = await s3(kind).send(new GetObjectCommand({ Bucket: 'bucket', Key: key }));
+        assert.equal(await got.Body?.transformToString(), key, `${kind}: ${key}`);
+      }
+    }
+  });
 
   it('a long poll aborted while it waits rejects at once with AbortError, not at the end of its wait', async () => {
     const { requestHandler, signer } = emulators.inProcess;

@@ -35,6 +35,7 @@ import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
 import { defineCommand } from './define-command.ts';
 import { damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
+import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
@@ -139,6 +140,7 @@ export const crawlCommand = defineCommand({
           config = fresh;
           const source = options.seedsFile;
           const submitted = await submitCrawl(local, config, sitemapUrls, {
+            ...(options.since === undefined ? {} : { since: options.since }),
             ...(source === undefined
               ? {}
               : {
@@ -153,7 +155,9 @@ export const crawlCommand = defineCommand({
                 }),
           }).catch((error: unknown) => {
             // Before the crawl started (its scope is read first): a mistake to fix, as a missing --file is.
-            throw error instanceof SeedSourceError ? new UsageError(error.message) : error;
+            throw error instanceof SeedSourceError || error instanceof SinceError
+              ? new UsageError(error.message)
+              : error;
           });
           seeds = submitted.seeds;
           progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);

@@ -15,6 +15,7 @@ import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
+import { LATEST } from './since-crawl.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
 
@@ -37,6 +38,8 @@ export interface CrawlCommandOptions {
   markdownDir: string | undefined;
   /** `--seeds-file F`: more seeds, streamed from a file or an S3 object (any number). */
   seedsFile: SeedSource | undefined;
+  /** `--since ID|latest`: re-crawl what that finished crawl fetched, conditionally (submit-crawl.ts). */
+  since: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -56,7 +59,10 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
                        skipped, gzip read as such; streamed, so any number of seeds (a million and more)
   --sitemap URL|auto   also seed from a sitemap (or sitemap index); auto = the seeds' robots.txt Sitemap: lines
   --content MODE       each page's main content and metadata: markdown (default) | text (plain text instead) | none
-  --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records`;
+  --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records
+  --since ID|latest    re-crawl: every URL that finished crawl fetched is due again, asked with its ETag and
+                       Last-Modified; unchanged pages become WARC revisit records, and each result says
+                       change: new | same | changed | removed`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
@@ -98,6 +104,7 @@ const OPTIONS = {
   'warc-conversion': { type: 'boolean' },
   'markdown-dir': { type: 'string' },
   'seeds-file': { type: 'string' },
+  since: { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -134,6 +141,12 @@ export function parseCrawlOptions(
     throw new UsageError(
       `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
     );
+  if (values.since !== undefined && values.since !== LATEST && !isCrawlId(values.since))
+    throw new UsageError(
+      `--since expects a crawl id (crawler list shows them) or "latest", got ${JSON.stringify(values.since)}`,
+    );
+  if (values.since !== undefined && values.resume !== undefined)
+    throw new UsageError('--resume goes on with the crawl as it was submitted: give no --since with it');
   const urls = [...positionals, ...(context.moreUrls ?? [])];
   const seedsFile = seedSource(values['seeds-file']);
   if (values.resume !== undefined && (urls.length > 0 || seedsFile !== undefined))
@@ -200,6 +213,7 @@ export function parseCrawlOptions(
     resume: values.resume,
     markdownDir: values['markdown-dir'],
     seedsFile,
+    since: values.since,
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,

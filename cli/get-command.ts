@@ -134,12 +134,11 @@ export const getCommand = defineCommand({
         );
         return 1;
       }
-      const place: RecordPlace = {
-        bucket: blobs.bucket,
-        key: line.filename,
-        offset: line.offset,
-        length: line.length,
-      };
+      // A revisit holds no payload: --warc shows it, the body and headers come from the capture it confirms.
+      const place: RecordPlace =
+        mode === 'warc'
+          ? { bucket: blobs.bucket, key: line.filename, offset: line.offset, length: line.length }
+          : payloadPlace(line, blobs.bucket)!;
       try {
         const member = await readMember(blobs, place);
         if (mode === 'warc') {
@@ -242,9 +241,9 @@ async function extractFromStoredPage(
   line: IndexLine,
   limits: DecodeLimits,
 ): Promise<MainContent> {
-  if (line.filename === undefined || line.offset === undefined || line.length === undefined)
+  const place = payloadPlace(line, bucket);
+  if (place === undefined)
     throw new ContentReadError(`the index line of ${line.url} has a content record but no WARC record`);
-  const place: RecordPlace = { bucket, key: line.filename, offset: line.offset, length: line.length };
   const http = readResponse(await readMember(blobs, place), place, line);
   const decoded = decodeStoredBody(http.message.body, http.message.header('Content-Encoding'), limits);
   if (!decoded.ok) throw new StoredRecordError(place, `cannot decode the page: ${decoded.reason}`);
@@ -253,6 +252,16 @@ async function extractFromStoredPage(
   // (every page crawled with content on) needs none of it.
   const { extractMainContent } = await import('../lambdas/core/main-content.ts');
   return extractMainContent(html, line.finalUrl ?? line.url);
+}
+
+/**
+ * The response record holding a line's payload: its own, or for a revisit (a re-crawl's unchanged
+ * page) the earlier capture's. Undefined when the line points at no record.
+ */
+function payloadPlace(line: IndexLine, bucket: string): RecordPlace | undefined {
+  if (line.revisit !== undefined) return { bucket, ...line.revisit.warc };
+  if (line.filename === undefined || line.offset === undefined || line.length === undefined) return undefined;
+  return { bucket, key: line.filename, offset: line.offset, length: line.length };
 }
 
 /** Where a record is: the WARC object and its gzip member. */

@@ -6,8 +6,9 @@ const USAGE = `usage: crawler <command> [options]
 commands:
   crawl URL... [options]   crawl on this machine on embedded AWS emulators; writes results, WARC files, Markdown and a summary
   status ID                progress and counters of a crawl: state, counts by outcome, bytes, pages/s, times
-  results ID [--outcome X] [--format jsonl|csv]
+  results ID [--outcome X] [--change C] [--format jsonl|csv]
                            the crawl's results index, one line per URL
+  diff ID URL              a re-crawl's page against the crawl it followed: a unified diff of its Markdown
   get URL --crawl ID [--body|--headers|--warc|--markdown|--text|--meta] [--raw]
                            one stored response (its WARC record) or its content (Markdown, text, metadata)
   redrive [ID] [--queue tasks|results]
@@ -34,6 +35,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   status: async () => (await import('./status-command.ts')).statusCommand,
   results: async () => (await import('./results-command.ts')).resultsCommand,
   get: async () => (await import('./get-command.ts')).getCommand,
+  diff: async () => (await import('./diff-command.ts')).diffCommand,
   submit: async () => (await import('./submit-command.ts')).submitCommand,
   cancel: async () => (await import('./cancel-command.ts')).cancelCommand,
   local: async () => (await import('./local-command.ts')).localCommand,

@@ -1,5 +1,5 @@
 /**
- * `crawler results ID [--outcome X] [--format jsonl|csv]`: streams a crawl's results index to
+ * `crawler results ID [--outcome X] [--change C] [--format jsonl|csv]`: streams a crawl's results index to
  * stdout, one record per URL (deduplicated by key, see index-reader.ts). JSONL repeats each stored
  * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
  * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
@@ -10,6 +10,7 @@
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { isOutcome, OUTCOMES } from '../lambdas/core/outcome.ts';
+import { CHANGES } from '../lambdas/core/result.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
@@ -22,12 +23,18 @@ import { noSuchCrawl } from './usage-failures.ts';
 
 export const RESULTS_USAGE = `usage: crawler results ID [options]
   --outcome X          only URLs with this outcome (${OUTCOMES.join(', ')})
+  --change C           re-crawls: only URLs with this change against the crawl followed (${CHANGES.join(', ')})
   --format F           jsonl (default: the index lines as stored) or csv (columns: ${CSV_COLUMNS.join(',')})
 ${STACK_USAGE}`;
 
 export const resultsCommand = defineCommand({
   usage: RESULTS_USAGE,
-  options: { outcome: { type: 'string' }, format: { type: 'string' }, ...STACK_OPTIONS },
+  options: {
+    outcome: { type: 'string' },
+    change: { type: 'string' },
+    format: { type: 'string' },
+    ...STACK_OPTIONS,
+  },
   run: async ({ io, values, positionals }) => {
     if (positionals.length !== 1)
       throw new UsageError(`results needs exactly one crawl id\n${RESULTS_USAGE}`);
@@ -40,6 +47,10 @@ export const resultsCommand = defineCommand({
       throw new UsageError(
         `--outcome expects one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(values.outcome)}`,
       );
+    }
+    const change = values.change;
+    if (change !== undefined && !(CHANGES as readonly string[]).includes(change)) {
+      throw new UsageError(`--change expects one of ${CHANGES.join(', ')}, got ${JSON.stringify(change)}`);
     }
     return withStorage(values, io, async (stack) => {
       const blobs = new S3Blobs(
@@ -57,6 +68,7 @@ export const resultsCommand = defineCommand({
       });
       let count = 0;
       for await (const { line, text } of lines) {
+        if (change !== undefined && line.change !== change) continue;
         await write(io.stdout, format === 'csv' ? csvRow(line) : `${text}\n`);
         count++;
       }

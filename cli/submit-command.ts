@@ -21,6 +21,7 @@ import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { defineCommand } from './define-command.ts';
 import { type ExtractedValues, extractOptions } from './own-options.ts';
+import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { openStack, StackNotFoundError } from './stack-access.ts';
 import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
@@ -98,6 +99,7 @@ export const submitCommand = defineCommand({
         try {
           const source = options.crawl.seedsFile;
           submitted = await submitCrawl(stack, config, sitemapUrls, {
+            ...(options.crawl.since === undefined ? {} : { since: options.crawl.since }),
             onProgress: (p) => {
               if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
             },
@@ -112,7 +114,11 @@ export const submitCommand = defineCommand({
                 }),
           });
         } catch (error) {
-          if (error instanceof ConfigTooLargeError || error instanceof SeedSourceError) {
+          if (
+            error instanceof ConfigTooLargeError ||
+            error instanceof SeedSourceError ||
+            error instanceof SinceError
+          ) {
             io.stderr.write(`crawler submit: ${error.message}\n`);
             return 2;
           }

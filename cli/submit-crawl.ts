@@ -11,22 +11,26 @@
  * frontier's conditional puts drop the repeats.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
+import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
 import { SEED_LIMITS } from '../lambdas/core/limits.ts';
-import { admitLinks, confirmSent } from '../lambdas/core/link-admission.ts';
+import { admitLinks, confirmSent, type HostToWake, wakeHosts } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
 import { type SeedLine, scanSeeds, seedLines } from '../lambdas/core/seed-lines.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { type PriorUrl, priorUrls } from './prior-urls.ts';
 import { requiredOutput } from './required-output.ts';
+import { resolveSince } from './since-crawl.ts';
 
 export interface StackHandles {
-  clients: { sqs: SQSClient; dynamodb: DynamoDBClient };
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient; s3: S3Client };
   outputs: Record<string, string>;
 }
 
@@ -63,6 +67,8 @@ export interface SubmitOptions {
   seedFile?: SeedFile;
   /** A seed line of the file that is not a URL: one line naming it (it still ends as an `invalid` result). */
   onInvalidSeed?: (line: string) => void;
+  /** `--since ID|latest`: a re-crawl of that finished crawl (resolved and checked before anything is stored). */
+  since?: string;
 }
 
 export interface SubmitSummary {
@@ -75,6 +81,8 @@ export interface SubmitSummary {
   invalid: number;
   /** Seeds or sitemap URLs dropped because an earlier one normalizes to the same URL. */
   duplicates: number;
+  /** A re-crawl: the URLs of the crawl it follows that are due again (admitted with their captures). */
+  due?: number;
 }
 
 /** A URL to submit: a seed (line 0 for one given as an argument) or a sitemap URL. */
@@ -103,6 +111,8 @@ export async function submitCrawl(
     );
   }
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
+  if (options.since !== undefined)
+    config = { ...config, since: await resolveSince(stack.clients.dynamodb, table, options.since) };
   const tasks = new SqsTaskSender(stack.clients.sqs, requiredOutput(stack.outputs, OUTPUTS.taskQueueUrl));
   const results = new SqsResultSender(
     stack.clients.sqs,
@@ -133,6 +143,40 @@ export async function submitCrawl(
     );
   }
   const frontier = createFrontierStore(stack.clients.dynamodb, table);
+  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
+
+  // A re-crawl puts every URL of the crawl it follows, each with its capture, before any host is
+  // woken: a page fetched early would otherwise admit a link to one of them without its capture.
+  const asleep = new Map<string, HostToWake>();
+  let due = 0;
+  if (config.since !== undefined) {
+    const blobs = new S3Blobs(stack.clients.s3, requiredOutput(stack.outputs, OUTPUTS.pageBucketName));
+    let chunk: PriorUrl[] = [];
+    const admitPriors = async (urls: PriorUrl[], round: number) => {
+      const admitted = await admitLinks(
+        [
+          {
+            config,
+            parentKey: `prior#${round}`,
+            depth: -1,
+            links: urls.map((url) => ({ url: url.url, nofollow: false, prior: url })),
+          },
+        ],
+        { frontier, hosts: frontier, seen: new LruSet(1), now: new Date(), deferWakes: true },
+      );
+      for (const host of admitted.asleep) asleep.set(`${host.crawlId}\n${host.host}`, host);
+      await results.sendResults(admitted.results);
+      due += admitted.admitted - admitted.results.length;
+    };
+    let rounds = 0;
+    for await (const url of priorUrls(blobs, config.since)) {
+      chunk.push(url);
+      if (chunk.length < chunkSize) continue;
+      await admitPriors(chunk, rounds++);
+      chunk = [];
+    }
+    if (chunk.length > 0) await admitPriors(chunk, rounds);
+  }
 
   async function* entries(): AsyncGenerator<Entry> {
     for await (const seed of argumentSeeds()) yield { ...seed, isSeed: true };
@@ -140,7 +184,6 @@ export async function submitCrawl(
     for (const text of sitemapUrls) yield { line: 0, text, isSeed: false };
   }
 
-  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
   const summary: SubmitSummary = {
     seeds: seedCount(config),
     tasks: 0,
@@ -203,6 +246,12 @@ export async function submitCrawl(
     chunk = [];
   }
   if (chunk.length > 0) await send(chunk);
+  if (config.since !== undefined) {
+    const visits = await wakeHosts(asleep.values(), { hosts: frontier, now: new Date() });
+    await tasks.sendVisits(visits);
+    await confirmSent(visits, frontier);
+    summary.due = due;
+  }
   return summary;
 }
 

@@ -15,6 +15,7 @@ import type {
   HostUrlPage,
   HostUrlStore,
 } from '../core/ports.ts';
+import { type PriorCapture, PriorCaptureSchema } from '../core/recrawl.ts';
 import { retryStep } from '../core/retry-step.ts';
 import {
   ATTR,
@@ -40,6 +41,9 @@ import {
  */
 const CARRY_ATTR = { carried: 'carried', kids: 'kids' } as const;
 
+/** A re-crawl's URL item: its capture in the crawl it follows, as JSON (core/recrawl.ts). */
+const PRIOR_ATTR = 'prior';
+
 /** What `page` and `get` read of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
 const HOST_URL_ATTRS = [
   ATTR.sk,
@@ -56,6 +60,7 @@ const HOST_URL_ATTRS = [
   ATTR.part,
   CARRY_ATTR.carried,
   CARRY_ATTR.kids,
+  PRIOR_ATTR,
 ];
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
@@ -93,7 +98,20 @@ function hostUrl(item: Item): HostUrl {
   if (isCarried(item)) url.carried = true;
   const kids = num(item, CARRY_ATTR.kids);
   if (kids !== undefined) url.kids = kids;
+  const prior = priorCapture(str(item, PRIOR_ATTR));
+  if (prior !== undefined) url.prior = prior;
   return url;
+}
+
+/** The stored capture, or undefined if absent or unreadable (then the URL is fetched as a new one). */
+function priorCapture(json: string | undefined): PriorCapture | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const parsed = PriorCaptureSchema.safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What one admission put found: created, this parent's own again (held or new, or carried), or another's. */
@@ -228,6 +246,10 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     if (candidate.redirects !== undefined) {
       attrs.push(ATTR.redirects);
       values[':redirects'] = N(candidate.redirects);
+    }
+    if (candidate.prior !== undefined) {
+      attrs.push(PRIOR_ATTR);
+      values[`:${PRIOR_ATTR}`] = S(JSON.stringify(candidate.prior));
     }
     return { attrs, values };
   }

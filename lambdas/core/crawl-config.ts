@@ -90,6 +90,11 @@ export const CrawlConfigSchema = z.object({
   /** Attempts for retryable failures before the URL ends as `failed` (kept below the queue's maxReceiveCount). */
   maxAttempts: z.number().int().min(1).max(CRAWL_LIMITS.maxAttempts).default(CRAWL_LIMITS.maxAttempts),
   limits: FetchLimitsSchema.default(FetchLimitsSchema.parse({})),
+  /**
+   * A re-crawl: the crawl it follows (`--since`). Its fetched URLs are due again, each asked
+   * conditionally with its stored validators, and every result says how it changed (core/recrawl.ts).
+   */
+  since: z.string().regex(CRAWL_ID_PATTERN, `--since: ${CRAWL_ID_RULE}`).optional(),
   createdAt: z.string().optional(),
 });
 

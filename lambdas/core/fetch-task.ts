@@ -18,12 +18,13 @@ import {
   type RetryableError,
 } from './errors.ts';
 import { headerValue } from './http-headers.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
+import { AWS_LIMITS, RECRAWL_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
 import type { HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
+import { conditionalHeaders } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
@@ -131,6 +132,7 @@ export async function fetchUrl(
       userAgent: config.userAgent,
       allowPrivate: config.allowPrivate,
       limits: config.limits,
+      ...(item.prior === undefined ? {} : { headers: conditionalHeaders(item.prior) }),
     });
   } catch (error) {
     // Not started for lack of time: no attempt spent; the visit hands its host back.
@@ -176,6 +178,7 @@ export async function fetchUrl(
     ms: response.elapsedMs,
     attempt,
     ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
+    ...validatorsOf(response.headers),
   };
   const captured = (
     result: CrawlResult,
@@ -189,10 +192,16 @@ export async function fetchUrl(
       ...(content === undefined
         ? {}
         : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
+      ...(config.since === undefined ? {} : { recrawl: { prior: item.prior } }),
     },
     config,
     links,
   });
+
+  // The server confirms the earlier capture: a revisit record, and no links (that capture's links
+  // are URLs of the earlier crawl, each due again in this one).
+  if (response.status === 304 && item.prior !== undefined && config.since !== undefined)
+    return captured(base);
 
   if (verdict.kind === 'retry') {
     const asked = verdict.retryAfterMs;
@@ -300,6 +309,18 @@ function readPage(
             ...(extractionCpuMs === undefined ? {} : { cpuBudgetMs: extractionCpuMs }),
           }),
         }),
+  };
+}
+
+const MAX_VALIDATOR_CHARS = RECRAWL_LIMITS.validatorChars;
+
+/** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */
+function validatorsOf(headers: ReadonlyArray<[string, string]>): { etag?: string; lastModified?: string } {
+  const etag = headerValue(headers, 'etag');
+  const lastModified = headerValue(headers, 'last-modified');
+  return {
+    ...(etag !== undefined && etag.length <= MAX_VALIDATOR_CHARS ? { etag } : {}),
+    ...(lastModified !== undefined && lastModified.length <= MAX_VALIDATOR_CHARS ? { lastModified } : {}),
   };
 }
 

@@ -143,6 +143,15 @@ export const MARKDOWN_NAME_LIMITS = {
   pathBytes: 512,
 } as const;
 
+/** A re-crawl (core/recrawl.ts). */
+export const RECRAWL_LIMITS = {
+  /**
+   * Characters of an ETag or Last-Modified kept: each goes back as a request header, on the URL's item
+   * and in its result. Real ones are under 100; a server's 10 KB validator is not worth a conditional request.
+   */
+  validatorChars: 512,
+} as const;
+
 export const STORAGE_LIMITS = {
   /**
    * Response bodies held at once per fetch container; fetches past it pause until there is room (64

@@ -12,6 +12,7 @@ import { FRONTIER_LIMITS } from './limits.ts';
 import type { LruSet } from './lru.ts';
 import { frontierHost } from './politeness.ts';
 import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from './ports.ts';
+import type { PriorCapture } from './recrawl.ts';
 import type { CarriedLink, CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
 import { retryStep } from './retry-step.ts';
@@ -23,6 +24,8 @@ export interface DiscoveredLink {
   nofollow: boolean;
   /** Redirect targets keep their page's depth and count hops instead. */
   redirects?: number;
+  /** A re-crawl's URL of the crawl it follows: keeps that crawl's depth and carries its capture. */
+  prior?: { depth: number; capture: PriorCapture };
 }
 
 export interface DiscoveringPage {
@@ -101,9 +104,21 @@ export function bindScope(config: CrawlConfig, keys: Iterable<string>): void {
 
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
-  deps: { frontier: FrontierAdmission; hosts: HostVisits; seen: LruSet; now: Date },
+  deps: {
+    frontier: FrontierAdmission;
+    hosts: HostVisits;
+    seen: LruSet;
+    now: Date;
+    /**
+     * Leave the hosts asleep and return them (`asleep`): a re-crawl's submitter puts every earlier
+     * URL, with its capture, before any host is visited, so no page's link admits one first without it.
+     */
+    deferWakes?: boolean;
+  },
 ): Promise<{
   visits: OutgoingVisit[];
+  /** With deferWakes: the hosts admissions would have woken, for `wakeHosts`. */
+  asleep: HostToWake[];
   results: CrawlResult[];
   seenKeys: string[];
   /** URLs admitted (a link known to the crawl from another page is not). */
@@ -173,7 +188,8 @@ export async function admitLinks(
   );
   for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
   return {
-    visits: await wakeHosts(woken.values(), deps),
+    visits: deps.deferWakes ? [] : await wakeHosts(woken.values(), deps),
+    asleep: deps.deferWakes ? [...woken.values()] : [],
     results,
     seenKeys,
     admitted: admittedCount,
@@ -190,9 +206,10 @@ export async function admitLinks(
       if (out.has(normalized.key)) continue;
       if (!page.relink && deps.seen.has(`${config.crawlId}:${normalized.key}`)) continue;
       const isRedirect = link.redirects !== undefined;
-      const depth = isRedirect ? page.depth : page.depth + 1;
+      const depth = link.prior?.depth ?? (isRedirect ? page.depth : page.depth + 1);
       const candidate: Classified = { key: normalized.key, url: normalized.url, depth };
       if (isRedirect) candidate.redirects = link.redirects;
+      if (link.prior !== undefined) candidate.prior = link.prior.capture;
       const inScope = scope.inScope(new URL(normalized.url));
       if (!inScope.ok) candidate.skip = { code: 'scope', reason: inScope.detail };
       else if (depth > config.maxDepth) {
@@ -239,9 +256,14 @@ export function visitOf(crawlId: string, host: string, ticket: string): Outgoing
   return { v: 1, kind: 'visit', crawlId, host, ticket };
 }
 
+export interface HostToWake {
+  crawlId: string;
+  host: string;
+}
+
 /** Wakes each host after its URLs are put: a visit that reads the partition after the wake sees them. */
-async function wakeHosts(
-  hosts: Iterable<{ crawlId: string; host: string }>,
+export async function wakeHosts(
+  hosts: Iterable<HostToWake>,
   deps: { hosts: HostVisits; now: Date },
 ): Promise<OutgoingVisit[]> {
   const now = deps.now.getTime();

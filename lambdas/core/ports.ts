@@ -4,6 +4,7 @@
  */
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
 import type { Outcome } from './outcome.ts';
+import type { PriorCapture } from './recrawl.ts';
 import type { CrawlResult } from './result.ts';
 import type { VisitMessage } from './task.ts';
 
@@ -12,6 +13,8 @@ export interface PageRequest {
   userAgent: string;
   allowPrivate: boolean;
   limits: FetchLimits;
+  /** Extra request headers (a re-crawl's If-None-Match and If-Modified-Since). */
+  headers?: Record<string, string>;
 }
 
 export interface PageResponse {
@@ -117,6 +120,8 @@ export interface FrontierUrl {
    * host gets no host item and no visit (docs/frontier.md, "Skipped links").
    */
   carried?: boolean;
+  /** A re-crawl's URL: its capture in the crawl it follows (recrawl.ts). */
+  prior?: PriorCapture;
 }
 
 /**
@@ -181,6 +186,8 @@ export interface HostUrl {
   carried?: boolean;
   /** Done pages: the skipped links their winning result carried (each a line and a `skipped` count). */
   kids?: number;
+  /** A re-crawl's URL: its capture in the crawl it follows, which the fetch asks about conditionally. */
+  prior?: PriorCapture;
 }
 
 /** A page of a host's URL items, in key order. */

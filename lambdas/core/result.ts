@@ -21,6 +21,22 @@ export const CarriedLinkSchema = z.object({
   reason: z.string(),
 });
 
+/** How a re-crawl's URL compares with the crawl it follows (`--since`; lambdas/core/recrawl.ts). */
+export const CHANGES = ['new', 'same', 'changed', 'removed'] as const;
+export type Change = (typeof CHANGES)[number];
+
+/**
+ * A capture stored as a WARC revisit record: the earlier capture it confirms, whose response record
+ * holds the payload (`crawler get` reads it from there).
+ */
+export const RevisitSchema = z.object({
+  profile: z.enum(['server-not-modified', 'identical-payload-digest']),
+  /** WARC-Target-URI and WARC-Date of the capture confirmed. */
+  uri: z.string(),
+  date: z.string(),
+  warc: WarcPointerSchema,
+});
+
 export const ResultSchema = z.object({
   v: z.literal(1),
   crawlId: z.string(),
@@ -50,6 +66,12 @@ export const ResultSchema = z.object({
   depth: z.number().int().min(0),
   attempt: z.number().int().min(0).optional(),
   outlinks: z.number().int().min(0),
+  /** Validators the server sent (ETag, Last-Modified): a re-crawl's conditional request sends them back. */
+  etag: z.string().optional(),
+  lastModified: z.string().optional(),
+  /** Re-crawls only: new, same, changed or removed against the crawl it follows. */
+  change: z.enum(CHANGES).optional(),
+  revisit: RevisitSchema.optional(),
   /** The page's skipped links it carries (never part of its own index line). */
   skipped: z.array(CarriedLinkSchema).optional(),
 });
@@ -57,3 +79,4 @@ export const ResultSchema = z.object({
 export type CrawlResult = z.infer<typeof ResultSchema>;
 export type WarcPointer = z.infer<typeof WarcPointerSchema>;
 export type CarriedLink = z.infer<typeof CarriedLinkSchema>;
+export type Revisit = z.infer<typeof RevisitSchema>;

@@ -15,10 +15,18 @@
 import { gzipSync } from 'node:zlib';
 import { contentKey, warcKey } from '../shared/contracts.ts';
 import type { ContentRecord } from './content-record.ts';
+import { headerValue } from './http-headers.ts';
 import { STORAGE_LIMITS } from './limits.ts';
 import type { BlobWriter, PageResponse } from './ports.ts';
-import type { CrawlResult } from './result.ts';
-import { type PreparedResponse, prepareResponse, WarcFileBuilder, type WarcResponseRef } from './warc.ts';
+import { changeOf, type PriorCapture, revisitProfileOf } from './recrawl.ts';
+import type { CrawlResult, Revisit } from './result.ts';
+import {
+  formatSha1,
+  type PreparedResponse,
+  prepareResponse,
+  WarcFileBuilder,
+  type WarcRecordRef,
+} from './warc.ts';
 
 export interface CapturedPage {
   response: PageResponse;
@@ -27,6 +35,18 @@ export interface CapturedPage {
   content?: ContentRecord;
   /** Also write the content into the WARC file as a conversion record. */
   warcConversion?: boolean;
+  /**
+   * A re-crawl's page, with its earlier capture if it had one: the result gets its `change`, and a
+   * capture that repeats the earlier one is written as a revisit record (recrawl.ts).
+   */
+  recrawl?: { prior?: PriorCapture | undefined };
+}
+
+/** What a page's records came to: where its capture record lies, and the payload it stands for. */
+interface Written {
+  ref: WarcRecordRef;
+  sha1: string;
+  revisit?: Revisit;
 }
 
 export interface WarcBatchWriterOptions {
@@ -135,23 +155,36 @@ export class WarcBatchWriter {
       },
       this.#gzipLevel === undefined ? {} : { gzipLevel: this.#gzipLevel },
     );
+    const prior = page.recrawl?.prior;
+    const profile = page.recrawl && revisitProfileOf(response.status, prepared.payloadSha1Hex, prior);
+    const revisit =
+      profile && prior ? { profile, uri: prior.uri, date: prior.date, warc: prior.warc } : undefined;
     let file = this.#fileOf(result.crawlId);
     const before = file.builder.recordCount;
-    let written = this.#write(file, page, prepared);
+    let written = this.#write(file, page, prepared, revisit);
     if (file.pages > 0 && file.builder.byteLength > this.#maxFileBytes) {
       // Would overflow a file that already holds pages: close it as it was, start the next one.
       file.builder.rollback(before);
       this.#close(result.crawlId, file);
       file = this.#fileOf(result.crawlId);
-      written = this.#write(file, page, prepared);
+      written = this.#write(file, page, prepared, revisit);
     }
     file.pages++;
-    const content = page.content === undefined ? undefined : this.#addContent(result.crawlId, page.content);
+    // A revisit stores no second copy: its page's content is the earlier capture's record.
+    const content =
+      revisit !== undefined
+        ? prior?.content
+        : page.content === undefined
+          ? undefined
+          : this.#addContent(result.crawlId, page.content);
     this.#results.push({
       ...result,
-      sha1: written.payloadSha1Hex,
-      warc: { key: file.key, offset: written.offset, length: written.length },
+      sha1: written.sha1,
+      warc: { key: file.key, offset: written.ref.offset, length: written.ref.length },
       ...(content === undefined ? {} : { content }),
+      ...(page.recrawl
+        ? recrawlFields(result, response, prepared.payloadSha1Hex, prior, written.revisit)
+        : {}),
     });
     if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
@@ -230,18 +263,28 @@ export class WarcBatchWriter {
     return file;
   }
 
-  /** The page's three records, all or none (a throw leaves the file as it was). */
-  #write(file: OpenFile, page: CapturedPage, prepared: PreparedResponse): WarcResponseRef {
+  /** The page's records, all or none (a throw leaves the file as it was). */
+  #write(
+    file: OpenFile,
+    page: CapturedPage,
+    prepared: PreparedResponse,
+    revisit: Revisit | undefined,
+  ): Written {
     const before = file.builder.recordCount;
     try {
-      return this.#writeRecords(file.builder, page, prepared);
+      return this.#writeRecords(file.builder, page, prepared, revisit);
     } catch (error) {
       file.builder.rollback(before);
       throw error;
     }
   }
 
-  #writeRecords(builder: WarcFileBuilder, page: CapturedPage, prepared: PreparedResponse): WarcResponseRef {
+  #writeRecords(
+    builder: WarcFileBuilder,
+    page: CapturedPage,
+    prepared: PreparedResponse,
+    revisit: Revisit | undefined,
+  ): Written {
     const { response, result } = page;
     builder.addRequest({
       targetUri: response.url,
@@ -251,7 +294,17 @@ export class WarcBatchWriter {
       ip: response.remoteAddress,
       concurrentTo: prepared.recordId,
     });
-    const written = builder.addPreparedResponse(prepared);
+    const written: Written =
+      revisit === undefined
+        ? (() => {
+            const ref = builder.addPreparedResponse(prepared);
+            return { ref, sha1: ref.payloadSha1Hex };
+          })()
+        : {
+            ref: this.#addRevisit(builder, page, prepared, revisit),
+            sha1: page.recrawl?.prior?.sha1 ?? '',
+            revisit,
+          };
     builder.addMetadata({
       targetUri: response.url,
       date: response.startedAt,
@@ -263,7 +316,7 @@ export class WarcBatchWriter {
       ],
     });
     const converted = page.content?.markdown ?? page.content?.text;
-    if (page.warcConversion && converted !== undefined) {
+    if (page.warcConversion && converted !== undefined && revisit === undefined) {
       builder.addConversion({
         targetUri: response.url,
         date: response.startedAt,
@@ -274,6 +327,27 @@ export class WarcBatchWriter {
       });
     }
     return written;
+  }
+
+  /** The revisit record standing for the response (with the response's record id: the request points at it). */
+  #addRevisit(
+    builder: WarcFileBuilder,
+    page: CapturedPage,
+    prepared: PreparedResponse,
+    revisit: Revisit,
+  ): WarcRecordRef {
+    const { response } = page;
+    return builder.addRevisit({
+      profile: revisit.profile,
+      recordId: prepared.recordId,
+      targetUri: response.url,
+      date: response.startedAt,
+      refersToTargetUri: revisit.uri,
+      refersToDate: new Date(revisit.date),
+      payloadDigest: formatSha1(Buffer.from(page.recrawl?.prior?.sha1 ?? prepared.payloadSha1Hex, 'hex')),
+      response,
+      ip: response.remoteAddress,
+    });
   }
 
   #close(crawlId: string, file: OpenFile): void {
@@ -304,6 +378,31 @@ export class WarcBatchWriter {
       });
     this.#inFlight.add(tracked);
   }
+}
+
+/**
+ * A re-crawl result's own fields: its change, the revisit it was stored as, and the validators to send
+ * next time (a 304 may leave them out: the earlier capture's still hold).
+ */
+function recrawlFields(
+  result: CrawlResult,
+  response: PageResponse,
+  payloadSha1: string,
+  prior: PriorCapture | undefined,
+  revisit: Revisit | undefined,
+): Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> {
+  const fields: Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> = {};
+  // A failure that is not a gone page (a 500 after its retries) tells nothing about the page.
+  const change = changeOf(response.status, payloadSha1, prior);
+  if (result.outcome !== 'failed' || change === 'removed') fields.change = change;
+  if (revisit !== undefined) fields.revisit = revisit;
+  if (response.status === 304) {
+    const etag = headerValue(response.headers, 'etag') ?? prior?.etag;
+    const lastModified = headerValue(response.headers, 'last-modified') ?? prior?.lastModified;
+    if (etag !== undefined) fields.etag = etag;
+    if (lastModified !== undefined) fields.lastModified = lastModified;
+  }
+  return fields;
 }
 
 /** All pages at once (the writer's simplest use): write them, upload the files, return the pointers. */

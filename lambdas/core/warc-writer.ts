@@ -92,6 +92,34 @@ export interface WarcConversionInput {
   block: Uint8Array;
 }
 
+/** The two WARC 1.1 revisit profiles a re-crawl writes (WARC 1.1 §6.7.2, §6.7.3). */
+export const REVISIT_PROFILES = {
+  'server-not-modified': 'http://netpreserve.org/warc/1.1/revisit/server-not-modified',
+  'identical-payload-digest': 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest',
+} as const;
+export type RevisitProfile = keyof typeof REVISIT_PROFILES;
+
+/**
+ * A revisit: this capture confirms an earlier one (`refersTo*`) instead of storing its payload again.
+ * `server-not-modified` (the server answered 304) has no block, as Heritrix writes it: a stored 304
+ * would replay in pywb as a bodiless 304 (its 3xx shortcut). `identical-payload-digest` keeps the
+ * response's status line and headers as a block truncated for length (§6.7.2).
+ */
+export interface WarcRevisitInput {
+  profile: RevisitProfile;
+  targetUri: string;
+  date: Date;
+  /** WARC-Target-URI and WARC-Date of the capture this one confirms: pywb finds it by these. */
+  refersToTargetUri: string;
+  refersToDate: Date;
+  /** WARC-Payload-Digest of that capture's payload (`sha1:BASE32`). */
+  payloadDigest: string;
+  /** identical-payload-digest: the response head kept as the block. */
+  response?: Pick<WarcResponseInput, 'httpVersion' | 'status' | 'statusText' | 'headers'>;
+  ip?: string;
+  recordId?: string;
+}
+
 export interface WarcMetadataInput {
   targetUri: string;
   date: Date;
@@ -255,6 +283,28 @@ export class WarcFileBuilder {
     return { ...ref, payloadDigest: prepared.payloadDigest, payloadSha1Hex: prepared.payloadSha1Hex };
   }
 
+  /** Adds a revisit record (WarcRevisitInput says which profile keeps what). */
+  addRevisit(input: WarcRevisitInput): WarcRecordRef {
+    const headers: Array<[string, string]> = [
+      ['WARC-Type', 'revisit'],
+      ['WARC-Record-ID', this.#recordId(input.recordId)],
+      ['WARC-Date', warcDate(input.date)],
+      ['WARC-Target-URI', sanitizeUri(input.targetUri)],
+      ...this.#common(input.ip, undefined),
+      ['WARC-Profile', REVISIT_PROFILES[input.profile]],
+      ['WARC-Refers-To-Target-URI', sanitizeUri(input.refersToTargetUri)],
+      ['WARC-Refers-To-Date', warcDate(input.refersToDate)],
+      ['WARC-Payload-Digest', sanitizeValue(input.payloadDigest)],
+      // Even on an empty block: `warcio test` requires it on every revisit, as warcio writes them.
+      ['Content-Type', 'application/http; msgtype=response'],
+    ];
+    if (input.profile === 'server-not-modified' || input.response === undefined)
+      return this.#append(headers, []);
+    const head = encodeHttpHead(statusLineOf(input.response), httpHeadersOf(input.response.headers));
+    headers.push(['WARC-Truncated', 'length'], ['WARC-Block-Digest', sha1Of([head])]);
+    return this.#append(headers, [head]);
+  }
+
   /** Adds a metadata record (application/warc-fields) about the response `concurrentTo`. */
   addMetadata(input: WarcMetadataInput): WarcRecordRef {
     const block = encodeWarcFields(input.fields);
@@ -363,12 +413,7 @@ export function prepareResponse(
   }
   const gzipLevel = options.gzipLevel ?? zlibConstants.Z_DEFAULT_COMPRESSION;
   const recordId = input.recordId === undefined ? newRecordId() : checkRecordId(input.recordId);
-  const version = sanitizeValue(input.httpVersion).replace(/^HTTP\//i, '');
-  const statusLine = `HTTP/${version} ${input.status} ${sanitizeValue(input.statusText)}`;
-  const headers = input.headers.map(([name, value]): [string, string] =>
-    name.trim().toLowerCase() === 'transfer-encoding' ? [RENAMED_TRANSFER_ENCODING, value] : [name, value],
-  );
-  const head = encodeHttpHead(statusLine, headers);
+  const head = encodeHttpHead(statusLineOf(input), httpHeadersOf(input.headers));
   const payloadSha1 = createHash('sha1').update(input.body).digest();
   const payloadDigest = formatSha1(payloadSha1);
   const before: Array<[string, string]> = [
@@ -404,6 +449,18 @@ export function prepareResponse(
     deflated,
     gzipLevel,
   };
+}
+
+function statusLineOf(response: Pick<WarcResponseInput, 'httpVersion' | 'status' | 'statusText'>): string {
+  const version = sanitizeValue(response.httpVersion).replace(/^HTTP\//i, '');
+  return `HTTP/${version} ${response.status} ${sanitizeValue(response.statusText)}`;
+}
+
+/** Headers as received, but Transfer-Encoding renamed: the body is stored de-chunked. */
+function httpHeadersOf(headers: ReadonlyArray<[string, string]>): Array<[string, string]> {
+  return headers.map(([name, value]): [string, string] =>
+    name.trim().toLowerCase() === 'transfer-encoding' ? [RENAMED_TRANSFER_ENCODING, value] : [name, value],
+  );
 }
 
 /** gzip member header: deflate, no flags, mtime 0, OS Unix (what zlib writes on Linux). */

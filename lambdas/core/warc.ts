@@ -17,6 +17,8 @@ export {
   type PreparedResponse,
   prepareResponse,
   RENAMED_TRANSFER_ENCODING,
+  REVISIT_PROFILES,
+  type RevisitProfile,
   sanitizeName,
   sanitizeValue,
   type WarcConversionInput,
@@ -27,5 +29,6 @@ export {
   type WarcRequestInput,
   type WarcResponseInput,
   type WarcResponseRef,
+  type WarcRevisitInput,
   warcDate,
 } from './warc-writer.ts';

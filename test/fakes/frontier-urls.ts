@@ -115,6 +115,7 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
             parent: parentKey,
           };
           if (candidate.redirects !== undefined) item.redirects = candidate.redirects;
+          if (candidate.prior !== undefined) item.prior = candidate.prior;
           if (candidate.carried) item.carried = true;
           partition.set(candidate.key, item);
           admission.admitted.push({ ...candidate, fresh: true });

@@ -118,6 +118,7 @@ function urlItemBytes(crawlId: string, item: Partial<UrlItem> & { key: string; u
   if (item.requests !== undefined) size += 8 + 2;
   if (item.part !== undefined) size += 4 + item.part.length;
   if (item.rid !== undefined) size += 3 + item.rid.length;
+  if (item.prior !== undefined) size += 5 + JSON.stringify(item.prior).length;
   return size;
 }
 

@@ -1,0 +1,29 @@
+/**
+ * The URLs a re-crawl starts from (`--since`): every URL the earlier crawl captured, with that
+ * capture (core/recrawl.ts), read from its results index as a stream.
+ */
+import { type PriorCapture, priorOf } from '../lambdas/core/recrawl.ts';
+import { type BlobReader, damageWarning, streamIndex } from './index-reader.ts';
+
+export interface PriorUrl {
+  url: string;
+  depth: number;
+  capture: PriorCapture;
+}
+
+/**
+ * A damaged part of the earlier index is skipped with a warning: its URLs are then found again as
+ * links, and fetched as new ones.
+ */
+export async function* priorUrls(
+  blobs: BlobReader,
+  sinceCrawlId: string,
+  onWarning: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): AsyncGenerator<PriorUrl> {
+  for await (const { line } of streamIndex(blobs, sinceCrawlId, {
+    onDamage: (damage) => onWarning(damageWarning(damage)),
+  })) {
+    const capture = priorOf(line);
+    if (capture !== undefined) yield { url: line.url, depth: line.depth, capture };
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * Re-crawl (issue 26), end to end with the real CLI on a loopback site that changes between two
+ * crawls (test/fixtures/changing-site.ts): `crawler crawl --since latest` asks each earlier URL
+ * conditionally, stores unchanged pages as WARC revisit records (read back with warcio.js), and says
+ * of every URL whether it is new, same, changed or removed, exactly as the site's own list says.
+ * Then `crawler results --change`, `crawler diff` and `crawler get` of a revisited page, and the
+ * same site without validators (same pages found by payload digest, no body stored twice).
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { WARCParser } from 'warcio';
+import { type ChangingSite, startChangingSite } from '../fixtures/changing-site.ts';
+import { type CrawlRun, runCli, runCrawl, tempDir } from '../fixtures/run-cli.ts';
+import { verifyWarc } from '../fixtures/warc-verify.ts';
+
+const PAGES = 40;
+const SHAPE = { pages: PAGES, changed: 0.1, removed: 0.05, added: 0.05 };
+
+interface WarcioRecord {
+  type: string | null;
+  uri: string | null;
+  profile: string | null;
+  refersToUri: string | null;
+  refersToDate: string | null;
+  length: number;
+}
+
+/** Every record of the crawl's WARC files, as warcio.js reads them; each file verified as `warcio test` would. */
+async function warcRecords(run: CrawlRun): Promise<WarcioRecord[]> {
+  const records: WarcioRecord[] = [];
+  for (const name of run.warcFiles) {
+    const bytes = await readFile(join(run.outDir, 'warc', name));
+    const report = await verifyWarc(bytes);
+    assert.deepEqual([...report.errors, ...report.problems], [], name);
+    for await (const record of new WARCParser([bytes])) {
+      await record.readFully();
+      const header = (field: string) => record.warcHeaders.headers.get(field.toLowerCase()) ?? null;
+      records.push({
+        type: header('WARC-Type'),
+        uri: header('WARC-Target-URI'),
+        profile: header('WARC-Profile'),
+        refersToUri: header('WARC-Refers-To-Target-URI'),
+        refersToDate: header('WARC-Refers-To-Date'),
+        length: Number(header('Content-Length')),
+      });
+    }
+  }
+  return records;
+}
+
+/** The change of every result line, by URL. */
+function changes(run: CrawlRun): Map<string, unknown> {
+  return new Map(run.results.map((line) => [line.url, line.change]));
+}
+
+async function crawlTwice(site: ChangingSite, state: string, out: string): Promise<[CrawlRun, CrawlRun]> {
+  const common = ['--allow-private', '--delay', '0', '--quiet'];
+  site.edition = 1;
+  site.resetCounts();
+  const first = await runCrawl([`${site.origin}/`], common, { stateDir: state, outDir: join(out, 'first') });
+  site.edition = 2;
+  site.resetCounts();
+  const second = await runCrawl([`${site.origin}/`], [...common, '--since', 'latest'], {
+    stateDir: state,
+    outDir: join(out, 'second'),
+  });
+  return [first, second];
+}
+
+describe('crawler crawl --since: a conditional re-crawl with revisit records and change tracking', () => {
+  let site: ChangingSite;
+  let dir: { path: string; remove(): Promise<void> };
+  let first: CrawlRun;
+  let second: CrawlRun;
+  let notModified: Set<string>;
+  const state = () => join(dir.path, 'state');
+
+  before(async () => {
+    site = await startChangingSite({ ...SHAPE, validators: true });
+    dir = await tempDir('crawler-recrawl-');
+    [first, second] = await crawlTwice(site, state(), dir.path);
+    notModified = new Set(site.notModified);
+  });
+  after(async () => {
+    await site?.close();
+    await dir?.remove();
+  });
+
+  it('says of every URL what the site says became of it: new, same, changed or removed', () => {
+    assert.equal(
+      first.results.filter((line) => line.change !== undefined).length,
+      0,
+      'a first crawl has no change',
+    );
+    const expected = site.expected();
+    assert.deepEqual(changes(second), expected);
+    const count = (change: string) => [...expected.values()].filter((c) => c === change).length;
+    assert.ok(count('same') > 20 && count('changed') >= 4 && count('removed') >= 2 && count('new') >= 2);
+  });
+
+  it('asks each earlier page with its validators: every unchanged page is answered 304, with no body', () => {
+    const same = [...site.expected()]
+      .filter(([, change]) => change === 'same')
+      .map(([url]) => new URL(url).pathname);
+    assert.deepEqual([...notModified].sort(), same.sort());
+    const bySame = second.results.filter((line) => line.change === 'same');
+    assert.ok(bySame.every((line) => line.status === 304 && line.bytes === 0));
+  });
+
+  it('stores each 304 as a server-not-modified revisit naming the earlier capture, read back with warcio', async () => {
+    const earlier = new Map(first.results.map((line) => [line.url, line]));
+    const revisits = (await warcRecords(second)).filter((record) => record.type === 'revisit');
+    assert.equal(revisits.length, notModified.size);
+    for (const record of revisits) {
+      assert.equal(record.profile, 'http://netpreserve.org/warc/1.1/revisit/server-not-modified');
+      assert.equal(record.length, 0);
+      assert.equal(record.refersToUri, record.uri);
+      assert.equal(
+        record.refersToDate,
+        earlier.get(record.uri ?? '')?.fetchedAt,
+        `${record.uri}: WARC-Refers-To-Date`,
+      );
+    }
+    // Same pages keep the earlier page's content record and payload digest.
+    for (const line of second.results.filter((l) => l.change === 'same')) {
+      assert.deepEqual(line.content, earlier.get(line.url)?.content, line.url);
+      assert.equal(line.sha1, earlier.get(line.url)?.sha1, line.url);
+    }
+  });
+
+  it('crawler results --change filters by change; a wrong value is one line naming the choices', async () => {
+    const id = String(second.summary.crawlId);
+    const run = await runCli(['results', id, '--change', 'changed', '--state-dir', state()], {
+      stateDir: state(),
+    });
+    assert.equal(run.code, 0, run.stderr);
+    const urls = run.stdout
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text).url as string);
+    const changed = [...site.expected()].filter(([, change]) => change === 'changed').map(([url]) => url);
+    assert.deepEqual(urls.sort(), changed.sort());
+    const wrong = await runCli(['results', id, '--change', 'modified', '--state-dir', state()], {
+      stateDir: state(),
+    });
+    assert.equal(wrong.code, 2);
+    assert.equal(wrong.stderr.trim().split('\n').length, 1);
+    assert.match(wrong.stderr, /--change expects one of new, same, changed, removed, got "modified"/);
+  });
+
+  it('crawler diff shows what changed in a page; a same page has no diff; get of a same page reads the earlier body', async () => {
+    const id = String(second.summary.crawlId);
+    const [changedUrl] =
+      [...site.expected()].find(([url, change]) => change === 'changed' && url.includes('/p/')) ?? [];
+    const diff = await runCli(['diff', id, changedUrl ?? '', '--state-dir', state()], { stateDir: state() });
+    assert.equal(diff.code, 0, diff.stderr);
+    assert.match(diff.stdout, /^-.*v1\./m);
+    assert.match(diff.stdout, /^\+.*v2\./m);
+    const [sameUrl] = [...site.expected()].find(([, change]) => change === 'same') ?? [];
+    const none = await runCli(['diff', id, sameUrl ?? '', '--state-dir', state()], { stateDir: state() });
+    assert.equal(none.code, 0, none.stderr);
+    assert.equal(none.stdout, '');
+    assert.match(none.stderr, /unchanged since crawl/);
+    const body = await runCli(['get', sameUrl ?? '', '--crawl', id, '--state-dir', state()], {
+      stateDir: state(),
+    });
+    assert.equal(body.code, 0, body.stderr);
+    assert.match(body.stdout, /<title>Page \d+<\/title>/);
+    const notRecrawl = await runCli(
+      ['diff', String(first.summary.crawlId), sameUrl ?? '', '--state-dir', state()],
+      {
+        stateDir: state(),
+      },
+    );
+    assert.equal(notRecrawl.code, 1);
+    assert.match(notRecrawl.stderr, /is not a re-crawl/);
+  });
+
+  it('--since naming no finished crawl is one line before anything starts', async () => {
+    const missing = await runCli(
+      ['crawl', `${site.origin}/`, '--allow-private', '--since', 'c-nosuch', '--out', join(dir.path, 'x')],
+      {
+        stateDir: state(),
+      },
+    );
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--since c-nosuch: no such crawl here/);
+    const bad = await runCli(['crawl', `${site.origin}/`, '--since', 'not a crawl!'], { stateDir: state() });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--since expects a crawl id \(crawler list shows them\) or "latest"/);
+    const none = await runCli([
+      'crawl',
+      `${site.origin}/`,
+      '--allow-private',
+      '--since',
+      'latest',
+      '--out',
+      join(dir.path, 'y'),
+    ]);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /--since latest: no finished crawl here/);
+  });
+});
+
+describe('crawler crawl --since on a site without validators: same pages by payload digest', () => {
+  let site: ChangingSite;
+  let dir: { path: string; remove(): Promise<void> };
+  let first: CrawlRun;
+  let second: CrawlRun;
+
+  before(async () => {
+    site = await startChangingSite({ ...SHAPE, validators: false });
+    dir = await tempDir('crawler-recrawl-digest-');
+    [first, second] = await crawlTwice(site, join(dir.path, 'state'), dir.path);
+  });
+  after(async () => {
+    await site?.close();
+    await dir?.remove();
+  });
+
+  it('finds the same pages by digest, stores them as identical-payload-digest revisits, and no body twice', async () => {
+    assert.deepEqual(changes(second), site.expected());
+    const same = new Set(second.results.filter((line) => line.change === 'same').map((line) => line.url));
+    const records = await warcRecords(second);
+    const responses = records.filter((record) => record.type === 'response').map((record) => record.uri);
+    assert.deepEqual(
+      responses.filter((uri) => same.has(uri ?? '')),
+      [],
+      'no response record (body) for a same page',
+    );
+    const revisits = records.filter((record) => record.type === 'revisit');
+    assert.equal(revisits.length, same.size);
+    for (const record of revisits) {
+      assert.equal(record.profile, 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest');
+      assert.ok(record.length > 0, 'the response head is kept');
+    }
+    const pages = (await readFile(join(second.outDir, 'pages.jsonl'), 'utf8')).trim().split('\n');
+    assert.equal(
+      pages.length,
+      second.results.filter((l) => l.change === 'changed' || l.change === 'new').length,
+    );
+    assert.ok(first.results.length > 0);
+  });
+});

@@ -24,6 +24,8 @@ interface CrawlFigures {
   crawlId: string;
   seconds: number;
   costUsd: number;
+  /** The counted cost by service (summary.json `aws.cost`). */
+  cost: Record<string, number>;
   storedBytes: number;
   results: Array<{ url: string; change?: string; revisit?: { profile: string } }>;
   /** URLs whose response record (a stored body) is in the crawl's WARC files. */
@@ -90,6 +92,7 @@ async function crawl(site: ChangingSite, state: string, out: string, since: bool
     crawlId: summary.crawlId as string,
     seconds: summary.seconds as number,
     costUsd: summary.aws.cost.total as number,
+    cost: summary.aws.cost as Record<string, number>,
     storedBytes: stored,
     results,
     responses: results.filter((line: { status?: number; revisit?: unknown }) => line.revisit === undefined)
@@ -153,6 +156,22 @@ export function recrawlTable(report: RecrawlReport): string {
       `| ${name} | first | ${fixed(c.first.seconds)} | $${c.first.costUsd.toFixed(4)} | ${c.first.storedBytes} | ${c.first.responses} |`,
       `| ${name} | re-crawl | ${fixed(c.second.seconds)} | $${c.second.costUsd.toFixed(4)} | ${c.second.storedBytes} | ${c.second.responses} |`,
     );
+  }
+  lines.push(
+    '',
+    '| crawl (with validators) | lambda | sqs | s3 | dynamodb | total |',
+    '| --- | --- | --- | --- | --- | --- |',
+  );
+  for (const c of report.cases.filter((c) => c.validators)) {
+    for (const [name, figures] of [
+      ['first', c.first],
+      ['re-crawl', c.second],
+    ] as const) {
+      const usd = (service: string) => `$${(figures.cost[service] ?? 0).toFixed(5)}`;
+      lines.push(
+        `| ${name} | ${usd('lambda')} | ${usd('sqs')} | ${usd('s3')} | ${usd('dynamodb')} | ${usd('total')} |`,
+      );
+    }
   }
   lines.push('', '| target | measured | |', '| --- | --- | --- |');
   const withValidators = report.cases.find((c) => c.validators);

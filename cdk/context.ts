@@ -21,14 +21,18 @@ export interface CrawlerContext {
   readonly fetchConcurrency?: number;
   /** `alarmEmail`: subscribed to the alarm topic when given. */
   readonly alarmEmail?: string;
+  /** `eventBusName`: the EventBridge bus crawl events go to; `default` when absent. */
+  readonly eventBusName?: string;
 }
 
 export function readCrawlerContext(node: Node): CrawlerContext {
   const fetchConcurrency = parseFetchConcurrency(node.tryGetContext(CONTEXT_KEYS.fetchConcurrency));
   const alarmEmail = parseAlarmEmail(node.tryGetContext(CONTEXT_KEYS.alarmEmail));
+  const eventBusName = parseEventBusName(node.tryGetContext(CONTEXT_KEYS.eventBusName));
   return {
     ...(fetchConcurrency === undefined ? {} : { fetchConcurrency }),
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
+    ...(eventBusName === undefined ? {} : { eventBusName }),
   };
 }
 
@@ -70,6 +74,18 @@ export function parseAlarmEmail(value: unknown): string | undefined {
     throw new ContextError(
       `context ${CONTEXT_KEYS.alarmEmail}: expected one email address, got ${JSON.stringify(value)}. ` +
         `Example: npx cdk deploy -c ${CONTEXT_KEYS.alarmEmail}=ops@example.com`,
+    );
+  }
+  return value;
+}
+
+/** An EventBridge bus name (1-256 of A-Z a-z 0-9 . _ - /, EventBridge's own rule); undefined when absent. */
+export function parseEventBusName(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^[/.\-_A-Za-z0-9]{1,256}$/.test(value)) {
+    throw new ContextError(
+      `context ${CONTEXT_KEYS.eventBusName}: expected an EventBridge bus name (1-256 of A-Z a-z 0-9 . _ - /), got ${JSON.stringify(value)}. ` +
+        `Example: npx cdk deploy -c ${CONTEXT_KEYS.eventBusName}=crawler-events`,
     );
   }
   return value;

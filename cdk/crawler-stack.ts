@@ -1,13 +1,30 @@
 import { CfnOutput, type CfnResource, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
-import { FUNCTION_ENV, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/crawl-events.ts';
+import {
+  DEFAULT_EVENT_BUS,
+  FUNCTION_ENV,
+  HANDLERS,
+  IDS,
+  OUTPUTS,
+  STACK_NAME,
+} from '../lambdas/shared/contracts.ts';
 import { ACCOUNT_CHECK_ID, AccountConcurrencyCheck } from './account-concurrency.ts';
 import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
 import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
-import { AGGREGATE_EVENT_SOURCE, AGGREGATE_FUNCTION, FETCH_EVENT_SOURCE, FETCH_FUNCTION } from './limits.ts';
+import {
+  AGGREGATE_EVENT_SOURCE,
+  AGGREGATE_FUNCTION,
+  FETCH_EVENT_SOURCE,
+  FETCH_FUNCTION,
+  QUEUE,
+} from './limits.ts';
 import { CrawlerMonitoring } from './monitoring.ts';
 import { OperatorPolicy } from './operator-policy.ts';
 import { PageStore } from './page-store.ts';
@@ -91,6 +108,36 @@ export class CrawlerStack extends Stack {
     const pageStore = new PageStore(this, IDS.pageStore);
     const frontierTable = new FrontierTable(this, IDS.frontierTable);
 
+    // Crawl events (lambdas/core/crawl-events.ts) go to this bus; the lifecycle ones also to a queue.
+    const eventBusName = context.eventBusName ?? DEFAULT_EVENT_BUS;
+    const eventBus = events.EventBus.fromEventBusName(this, 'CrawlEventBus', eventBusName);
+    // A consumer that keeps failing on an event parks it in the DLQ instead of receiving it for ever.
+    const crawlEventsDlq = new sqs.Queue(this, IDS.crawlEventsDlq, {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(QUEUE.dlqRetentionDays),
+    });
+    const crawlEventsQueue = new sqs.Queue(this, IDS.crawlEventsQueue, {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(QUEUE.retentionDays),
+      deadLetterQueue: { queue: crawlEventsDlq, maxReceiveCount: QUEUE.maxReceiveCount },
+    });
+    const crawlEventsRule = new events.Rule(this, IDS.crawlEventsRule, {
+      description: 'Crawl Started, Completed, Cancelled and Failed to CrawlEventsQueue',
+      eventBus,
+      eventPattern: {
+        source: [EVENT_SOURCE],
+        detailType: [
+          DETAIL_TYPES.started,
+          DETAIL_TYPES.completed,
+          DETAIL_TYPES.cancelled,
+          DETAIL_TYPES.failed,
+        ],
+      },
+      targets: [new eventTargets.SqsQueue(crawlEventsQueue)],
+    });
+
     fetchFunction.addEnvironment(FUNCTION_ENV.taskQueueUrl, taskQueue.queueUrl);
     fetchFunction.addEnvironment(FUNCTION_ENV.taskDlqUrl, taskQueue.dlq.queueUrl);
     fetchFunction.addEnvironment(FUNCTION_ENV.resultsQueueUrl, resultsQueue.queueUrl);
@@ -100,6 +147,8 @@ export class CrawlerStack extends Stack {
     aggregateFunction.addEnvironment(FUNCTION_ENV.taskQueueUrl, taskQueue.queueUrl);
     aggregateFunction.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
     aggregateFunction.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
+    fetchFunction.addEnvironment(FUNCTION_ENV.eventBusName, eventBusName);
+    aggregateFunction.addEnvironment(FUNCTION_ENV.eventBusName, eventBusName);
 
     // The event source mappings grant what Lambda's polling needs (crawler-function.ts).
     fetchFunction.consumeFrom(taskQueue, { ...FETCH_EVENT_SOURCE, maxConcurrency: fetchConcurrency });
@@ -148,7 +197,12 @@ export class CrawlerStack extends Stack {
       [frontierTable.tableArn],
     );
 
+    // Crawl Cancelled when a crawl's --max-cost-usd is spent (fetch); its end and page events (aggregate).
+    allow(fetchFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
+    allow(aggregateFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
+
     const operatorPolicy = new OperatorPolicy(this, IDS.operatorPolicy, {
+      eventBus,
       taskQueue,
       resultsQueue,
       pageStore,
@@ -165,6 +219,9 @@ export class CrawlerStack extends Stack {
       fetchFunction,
       aggregateFunction,
       operatorPolicy,
+      crawlEventsQueue,
+      crawlEventsDlq,
+      crawlEventsRule,
     ]) {
       pinLogicalId(construct);
     }
@@ -214,6 +271,16 @@ export class CrawlerStack extends Stack {
       OUTPUTS.operatorPolicyArn,
       operatorPolicy.managedPolicyArn,
       'Managed policy with what the crawler CLI needs on this stack; attach it to the operators (docs/deploy.md)',
+    );
+    output(
+      OUTPUTS.eventBusName,
+      eventBusName,
+      'The EventBridge bus crawl events are published on (docs/deploy.md, Events)',
+    );
+    output(
+      OUTPUTS.crawlEventsQueueUrl,
+      crawlEventsQueue.queueUrl,
+      'Crawl Started, Completed, Cancelled and Failed events, for consumers that poll',
     );
 
     // Created first: a deploy the account cannot run fails before anything else exists, so a first

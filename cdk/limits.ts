@@ -178,4 +178,6 @@ export const CONTEXT_KEYS = {
   fetchConcurrency: 'fetchConcurrency',
   /** An email address subscribed to the alarm topic (confirm the subscription mail once). */
   alarmEmail: 'alarmEmail',
+  /** The EventBridge bus crawl events are published on (default: the account's `default` bus). */
+  eventBusName: 'eventBusName',
 } as const;

@@ -1,4 +1,5 @@
 import { Stack } from 'aws-cdk-lib';
+import type * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -11,6 +12,7 @@ export interface OperatorPolicyProps {
   readonly resultsQueue: QueueWithDlq;
   readonly pageStore: s3.IBucket;
   readonly frontierTable: FrontierTable;
+  readonly eventBus: events.IEventBus;
 }
 
 /**
@@ -60,6 +62,8 @@ export class OperatorPolicy extends iam.ManagedPolicy {
           ],
           resources: [props.frontierTable.tableArn],
         }),
+        // submit: Crawl Started; cancel: Crawl Cancelled (lambdas/core/crawl-events.ts).
+        new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
         // results, get: list and read the index parts, ranged reads of WARC records.
         new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [props.pageStore.bucketArn] }),
         new iam.PolicyStatement({

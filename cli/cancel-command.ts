@@ -8,9 +8,11 @@
  * Exit 0 when the crawl is stopped (now, or it already was cancelled or complete), 1 when there is no
  * such crawl, 2 on a usage error.
  */
+import { EventBridgePublisher } from '../lambdas/adapters/eventbridge-publisher.ts';
 import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
+import { cancelledEvent } from '../lambdas/core/crawl-events.ts';
 import { isCrawlId, OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
@@ -39,6 +41,12 @@ export const cancelCommand = defineCommand({
         io.stderr.write(`${noSuchCrawl(crawlId, stack.description)}\n`);
         return 1;
       }
+      // Only the cancel that flipped the state announces it.
+      const bus = stack.outputs[OUTPUTS.eventBusName];
+      if (outcome.status === 'cancelled' && bus !== undefined)
+        await new EventBridgePublisher(stack.clients.eventbridge, bus).publish([
+          cancelledEvent(crawlId, outcome.endedAt, 'crawler cancel'),
+        ]);
       const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
       const pending = counters ? Math.max(0, counters.queued - counters.done) : 0;
       if (values.json) {

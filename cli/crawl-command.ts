@@ -128,6 +128,8 @@ export const crawlCommand = defineCommand({
         throw error instanceof StateDirError ? new UsageError(`--state-dir ${error.message}`) : error;
       });
       up = true;
+      // Before the submit: its Crawl Started goes there too.
+      if (options.events !== undefined) local.eventBus?.addLogFile(resolve(options.events));
       try {
         const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
         const frontier = createFrontierStore(local.clients.dynamodb, table);

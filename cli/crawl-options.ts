@@ -3,6 +3,7 @@
  * fast with a message naming it and what it accepts. Defaults live in the crawl config schema.
  */
 import { statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
 import {
   CONTENT_MODES,
@@ -40,6 +41,8 @@ export interface CrawlCommandOptions {
   seedsFile: SeedSource | undefined;
   /** `--since ID|latest`: re-crawl what that finished crawl fetched, conditionally (submit-crawl.ts). */
   since: string | undefined;
+  /** `--events FILE`: also append every event put on the embedded EventBridge to FILE. */
+  events: string | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -62,13 +65,15 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --warc-conversion    also put each page's Markdown (or text) into the WARC files, as conversion records
   --since ID|latest    re-crawl: every URL that finished crawl fetched is due again, asked with its ETag and
                        Last-Modified; unchanged pages become WARC revisit records, and each result says
-                       change: new | same | changed | removed`;
+                       change: new | same | changed | removed
+  --page-events        with --since: also publish a "Page Changed" event per new, changed or removed page`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
   --resume ID          go on with an interrupted crawl (Ctrl-C, kill) where it stopped
   --out DIR            where to write results.jsonl, warc/, pages.jsonl and summary.json (default: crawl-out/<crawl id>)
   --markdown-dir DIR   also write each page's Markdown to DIR/<host>/<path>.md, with YAML front matter
+  --events FILE        also append every crawl event (Crawl Started, Completed, ...) to FILE, one JSON line each
   --endpoint URL       use a running AWS endpoint (LocalStack, \`crawler local\`) instead of embedded emulators
   --state-dir DIR      where the embedded AWS keeps its state between runs (default .crawler, or $CRAWLER_STATE_DIR)
   --quiet              nothing on stderr but errors
@@ -105,6 +110,8 @@ const OPTIONS = {
   'markdown-dir': { type: 'string' },
   'seeds-file': { type: 'string' },
   since: { type: 'string' },
+  'page-events': { type: 'boolean' },
+  events: { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -145,6 +152,21 @@ export function parseCrawlOptions(
     throw new UsageError(
       `--since expects a crawl id (crawler list shows them) or "latest", got ${JSON.stringify(values.since)}`,
     );
+  if (values['page-events'] && values.since === undefined)
+    throw new UsageError(
+      '--page-events reports the pages a re-crawl finds new, changed or removed: give --since with it',
+    );
+  if (values.events !== undefined && values.events.trim() === '')
+    throw new UsageError('--events expects a file');
+  if (values.events !== undefined && values.endpoint !== undefined)
+    throw new UsageError(
+      '--events writes what the embedded EventBridge receives; with --endpoint, read the events where that endpoint delivers them',
+    );
+  if (
+    values.events !== undefined &&
+    !statSync(dirname(resolve(values.events)), { throwIfNoEntry: false })?.isDirectory()
+  )
+    throw new UsageError(`--events ${values.events}: its directory does not exist`);
   if (values.since !== undefined && values.resume !== undefined)
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no --since with it');
   const urls = [...positionals, ...(context.moreUrls ?? [])];
@@ -214,6 +236,7 @@ export function parseCrawlOptions(
     markdownDir: values['markdown-dir'],
     seedsFile,
     since: values.since,
+    events: values.events,
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,
@@ -225,6 +248,7 @@ export function parseCrawlOptions(
       ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
       ...(values.content === undefined ? {} : { content: values.content as ContentMode }),
       ...(values['warc-conversion'] ? { warcConversion: true } : {}),
+      ...(values['page-events'] ? { pageEvents: true } : {}),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },

@@ -11,14 +11,17 @@
  * frontier's conditional puts drop the repeats.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
+import { EventBridgePublisher } from '../lambdas/adapters/eventbridge-publisher.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../lambdas/adapters/queues.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
+import { startedEvent } from '../lambdas/core/crawl-events.ts';
 import { SEED_LIMITS } from '../lambdas/core/limits.ts';
 import { admitLinks, confirmSent, type HostToWake, wakeHosts } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
@@ -30,7 +33,7 @@ import { requiredOutput } from './required-output.ts';
 import { resolveSince } from './since-crawl.ts';
 
 export interface StackHandles {
-  clients: { sqs: SQSClient; dynamodb: DynamoDBClient; s3: S3Client };
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient; s3: S3Client; eventbridge?: EventBridgeClient };
   outputs: Record<string, string>;
 }
 
@@ -142,6 +145,8 @@ export async function submitCrawl(
       scan.scopeKeys,
     );
   }
+  // Only the submitter whose config write created the crawl gets here (the write is conditional).
+  await announceStart(stack, config);
   const frontier = createFrontierStore(stack.clients.dynamodb, table);
   const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
 
@@ -253,6 +258,15 @@ export async function submitCrawl(
     summary.due = due;
   }
   return summary;
+}
+
+/** `Crawl Started` on the stack's bus; a stack without one (an older deploy) publishes nothing. */
+async function announceStart(stack: StackHandles, config: CrawlConfig): Promise<void> {
+  const bus = stack.outputs[OUTPUTS.eventBusName];
+  if (bus === undefined || stack.clients.eventbridge === undefined) return;
+  await new EventBridgePublisher(stack.clients.eventbridge, bus).publish([
+    startedEvent(config.crawlId, new Date(), seedCount(config), config.since),
+  ]);
 }
 
 async function* concat<T>(...parts: AsyncIterable<T>[]): AsyncGenerator<T> {

@@ -1,5 +1,6 @@
 // One place that turns emulator endpoints into AWS SDK v3 client config and handler env.
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
@@ -15,6 +16,11 @@ export interface Endpoints {
   sqs: string;
   s3: string;
   dynamodb: string;
+  /**
+   * EventBridge (PutEvents). Absent (emulators started without it): the handlers publish no events
+   * (their EVENT_BUS_NAME is left out).
+   */
+  events?: string;
 }
 
 export interface ClientSettings {
@@ -47,7 +53,7 @@ export function clientSettings(overrides: Partial<ClientSettings> = {}): ClientS
 /** One endpoint for all services (LocalStack, a standalone emulator). */
 export function endpointsFromUrl(url: string): Endpoints {
   const normalized = new URL(url).origin;
-  return { sqs: normalized, s3: normalized, dynamodb: normalized };
+  return { sqs: normalized, s3: normalized, dynamodb: normalized, events: normalized };
 }
 
 function base(endpoint: string, settings: ClientSettings) {
@@ -77,6 +83,7 @@ export interface AwsClients {
   sqs: SQSClient;
   s3: S3Client;
   dynamodb: DynamoDBClient;
+  eventbridge: EventBridgeClient;
 }
 
 /** The CLI's calls against a local AWS: the operator's, in the emulators' account. */
@@ -100,6 +107,7 @@ export function createClients(
     sqs: createSqsClient(endpoints, settings, tag),
     s3: watch(new S3Client(s3Config(endpoints, settings)), tag),
     dynamodb: watch(new DynamoDBClient(dynamodbConfig(endpoints, settings)), tag),
+    eventbridge: watch(new EventBridgeClient(base(endpoints.events ?? endpoints.sqs, settings)), tag),
   };
 }
 
@@ -128,6 +136,7 @@ export function createDefaultClients(): AwsClients {
     sqs: watch(new SQSClient(awsRegion()), tag),
     s3: watch(new S3Client(awsRegion()), tag),
     dynamodb: watch(new DynamoDBClient(awsRegion()), tag),
+    eventbridge: watch(new EventBridgeClient(awsRegion()), tag),
   };
 }
 
@@ -135,6 +144,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.sqs.destroy();
   clients.s3.destroy();
   clients.dynamodb.destroy();
+  clients.eventbridge.destroy();
 }
 
 /**
@@ -147,6 +157,7 @@ export function endpointEnv(endpoints: Endpoints, settings = clientSettings()): 
     AWS_ENDPOINT_URL_SQS: endpoints.sqs,
     AWS_ENDPOINT_URL_S3: endpoints.s3,
     AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    ...(endpoints.events === undefined ? {} : { AWS_ENDPOINT_URL_EVENTBRIDGE: endpoints.events }),
     AWS_REGION: settings.region,
     AWS_DEFAULT_REGION: settings.region,
     AWS_ACCESS_KEY_ID: settings.accessKeyId,

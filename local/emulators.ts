@@ -1,9 +1,10 @@
-// The embedded AWS: fauxqs (SQS + S3) and dynalite (DynamoDB) on loopback.
+// The embedded AWS: fauxqs (SQS + S3), dynalite (DynamoDB) and a PutEvents bus (EventBridge) on loopback.
 
 import type { AwsTransport } from '../lambdas/shared/aws-clients.ts';
 import type { Endpoints } from './aws-clients.ts';
 import { startDynaliteServer } from './dynalite-server.ts';
 import { startEndpointRouter } from './endpoint-router.ts';
+import { LocalEventBus, startEventBridgeServer } from './eventbridge-server.ts';
 import { type RunningServer, startFauxqsServer } from './fauxqs-server.ts';
 import { inProcessTransport } from './in-process-http.ts';
 
@@ -11,6 +12,8 @@ export interface Emulators {
   endpoints: Endpoints;
   /** SDK client config that reaches these emulators in this thread: no socket, no signature. */
   inProcess: AwsTransport;
+  /** The EventBridge behind `endpoints.events`: its rules and logs are set once the stack exists. */
+  eventBus: LocalEventBus;
   stop(): Promise<void>;
 }
 
@@ -38,19 +41,27 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     started.push(fauxqs);
     const dynamodb = await startDynaliteServer(options.dynamodbDir ? { path: options.dynamodbDir } : {});
     started.push(dynamodb);
-    let endpoints: Endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: dynamodb.url };
+    const eventBus = new LocalEventBus();
+    const events = await startEventBridgeServer(eventBus);
+    started.push(events);
+    let endpoints: Endpoints = {
+      sqs: fauxqs.url,
+      s3: fauxqs.url,
+      dynamodb: dynamodb.url,
+      events: events.url,
+    };
     if (options.port !== undefined) {
       const router = await startEndpointRouter(
-        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url },
+        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url, events: events.url },
         options.port,
       );
       started.unshift(router); // stopped first
-      endpoints = { sqs: router.url, s3: router.url, dynamodb: router.url };
+      endpoints = { sqs: router.url, s3: router.url, dynamodb: router.url, events: router.url };
       // Queues loaded from disk must name the router, which clients use, not fauxqs' own port.
       fauxqs.rehostQueues(router.url);
     }
     const servers = new Map(started.map((running) => [running.url, running.server]));
-    return { endpoints, inProcess: inProcessTransport(servers), stop: () => stopAll(started) };
+    return { endpoints, inProcess: inProcessTransport(servers), eventBus, stop: () => stopAll(started) };
   } catch (err) {
     await stopAll(started).catch(() => {});
     throw err;

@@ -1,5 +1,6 @@
 // One endpoint for all services, like LocalStack: requests carrying a DynamoDB X-Amz-Target go to
-// dynalite, everything else (SQS JSON protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
+// dynalite, an EventBridge one (AWSEvents.*) to the local event bus, everything else (SQS JSON
+// protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
 // (`crawler local`), so `--endpoint URL` clients need just that one URL.
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,8 @@ export interface RouterTargets {
   /** fauxqs: SQS and S3. */
   sqsAndS3: string;
   dynamodb: string;
+  /** The local EventBridge (eventbridge-server.ts). */
+  events: string;
 }
 
 // Hop-by-hop headers, and Expect (we stream the body straight through instead of negotiating 100-continue).
@@ -18,8 +21,14 @@ const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrad
 export async function startEndpointRouter(targets: RouterTargets, port: number): Promise<RunningServer> {
   const fauxqs = new URL(targets.sqsAndS3);
   const dynalite = new URL(targets.dynamodb);
+  const events = new URL(targets.events);
   const server = createServer((req, res) => {
-    const target = String(req.headers['x-amz-target'] ?? '').startsWith('DynamoDB_') ? dynalite : fauxqs;
+    const amzTarget = String(req.headers['x-amz-target'] ?? '');
+    const target = amzTarget.startsWith('DynamoDB_')
+      ? dynalite
+      : amzTarget.startsWith('AWSEvents.')
+        ? events
+        : fauxqs;
     // The Host header is kept: fauxqs builds queue URLs from it, so they point at this router.
     const upstream = request(
       {

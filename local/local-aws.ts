@@ -3,8 +3,9 @@ import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { LOCAL_RUNTIME } from '../lambdas/shared/aws-call-ledger.ts';
+import { FUNCTION_ENV } from '../lambdas/shared/contracts.ts';
 import {
   type AwsClients,
   type ClientSettings,
@@ -28,6 +29,7 @@ import {
   type InvocationReport,
   type PollerStats,
 } from './event-source-poller.ts';
+import type { LocalEventBus } from './eventbridge-server.ts';
 import { depths, holdsNothing, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
@@ -98,8 +100,13 @@ export interface RuntimeStats {
   byFunction: Record<string, PollerStats>;
 }
 
+/** Every event put on the embedded EventBridge, one envelope a line, in the state directory. */
+export const EVENTS_LOG = 'events.jsonl';
+
 export interface LocalAws {
   endpoints: Endpoints;
+  /** The embedded EventBridge (absent with an endpoint): `addLogFile` for `crawler crawl --events FILE`. */
+  eventBus?: LocalEventBus;
   /** The persistent state directory (absolute), when started with one. */
   stateDir?: string;
   clientConfig: { sqs: SQSClientConfig; s3: S3ClientConfig; dynamodb: DynamoDBClientConfig };
@@ -197,11 +204,38 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       // Other processes (read-only CLI commands) can now read through our emulators.
       await lock.publish({ endpoints, stackName: stack.stackName, instanceId: stack.instanceId });
     }
+    if (emulators) {
+      // The stack's buses: `default` and whichever its functions publish to.
+      const buses = new Set(['default', ...stack.eventRules.map((rule) => rule.busName)]);
+      for (const fn of Object.values(stack.functions)) {
+        const bus = fn.environment[FUNCTION_ENV.eventBusName];
+        if (bus !== undefined) buses.add(bus);
+      }
+      emulators.eventBus.configure({
+        region: settings.region,
+        accountId: stack.accountId,
+        buses: [...buses],
+        rules: stack.eventRules,
+        deliver: async (queueUrl, body) => {
+          await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+        },
+        ...(options.log
+          ? {
+              onDeliveryError: (queueUrl, error) =>
+                options.log?.(`event not delivered to ${queueUrl}: ${String(error)}`),
+            }
+          : {}),
+      });
+      if (layout) emulators.eventBus.addLogFile(join(layout.dir, EVENTS_LOG));
+    }
     const functionEnv: Record<string, Record<string, string>> = {};
     for (const fn of Object.values(stack.functions)) {
+      const { [FUNCTION_ENV.eventBusName]: bus, ...environment } = fn.environment;
       functionEnv[fn.logicalId] = {
         ...lambdaReservedEnv(fn),
-        ...fn.environment,
+        ...environment,
+        // No EventBridge among the endpoints: no events (a publish would go nowhere).
+        ...(bus === undefined || endpoints.events === undefined ? {} : { [FUNCTION_ENV.eventBusName]: bus }),
         ...endpointEnv(endpoints, settings),
         ...options.handlerEnvOverrides,
       };
@@ -264,6 +298,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     };
     return {
       endpoints,
+      ...(emulators ? { eventBus: emulators.eventBus } : {}),
       ...(layout ? { stateDir: layout.dir } : {}),
       clientConfig: {
         sqs: sqsConfig(endpoints, settings),

@@ -1,6 +1,6 @@
 // Provisions a synthesized CDK stack into the emulators (or any AWS-compatible endpoint): walks the
 // template's Resources in dependency order, creates queues, buckets and tables, and reads functions
-// and event source mappings for the pollers. Names and settings come only from the template.
+// and event source mappings for the pollers, and EventBridge rules for the local event bus. Names and settings come only from the template.
 import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -20,7 +20,7 @@ import {
   findQueue,
   findTable,
 } from './provision-storage.ts';
-import type { ProvisionedResource, ProvisionedStack } from './stack-model.ts';
+import type { LocalEventRule, ProvisionedResource, ProvisionedStack } from './stack-model.ts';
 
 export type { CfnTemplate, TemplateInput } from './cfn-template.ts';
 export { NotProvisionedError } from './provision-storage.ts';
@@ -58,6 +58,7 @@ const STORAGE_TYPES = new Set([
 ]);
 const FUNCTION = 'AWS::Lambda::Function';
 const MAPPING = 'AWS::Lambda::EventSourceMapping';
+const EVENT_RULE = 'AWS::Events::Rule';
 
 export async function provisionStack(
   template: TemplateInput,
@@ -76,6 +77,7 @@ export async function provisionStack(
     resources: {},
     functions: {},
     eventSources: {},
+    eventRules: [],
     outputs: {},
     ignored: [],
     skipped: [],
@@ -86,7 +88,7 @@ export async function provisionStack(
     const type = resource.Type;
     if (type === FUNCTION && !handlerModuleOf(resource)) {
       stack.ignored.push({ logicalId: id, type, reason: 'function without crawler:handler metadata' });
-    } else if (STORAGE_TYPES.has(type) || type === FUNCTION || type === MAPPING) {
+    } else if (STORAGE_TYPES.has(type) || type === FUNCTION || type === MAPPING || type === EVENT_RULE) {
       if (resource.Condition)
         throw new Error(`${id}: resource Conditions are not supported by the local runtime`);
       handled.push(id);
@@ -127,6 +129,11 @@ export async function provisionStack(
       case 'AWS::DynamoDB::GlobalTable':
         stack.resources[id] = await (lookup ? findTable : createTable)(clients.dynamodb, input);
         break;
+      case EVENT_RULE: {
+        const rule = readEventRule(id, resource.Properties ?? {}, resolve, stack, note);
+        if (rule) stack.eventRules.push(rule);
+        break;
+      }
       case FUNCTION: {
         const props = resource.Properties ?? {};
         const functionName = props.FunctionName
@@ -244,4 +251,42 @@ function attributeOf(resource: ProvisionedResource, attribute: string): string |
     default:
       return undefined;
   }
+}
+
+/**
+ * A rule's bus, pattern and SQS targets. A schedule rule (ScheduleExpression) or a target that is not
+ * one of the stack's queues is noted and left out: the local bus delivers to queues only.
+ */
+function readEventRule(
+  id: string,
+  props: Record<string, unknown>,
+  resolve: (value: unknown, path: string) => unknown,
+  stack: ProvisionedStack,
+  note: (text: string) => void,
+): LocalEventRule | undefined {
+  const path = `Resources.${id}.Properties`;
+  if (props.EventPattern === undefined) {
+    note('a rule without an EventPattern (a schedule) is not run locally');
+    return undefined;
+  }
+  const bus =
+    props.EventBusName === undefined
+      ? 'default'
+      : String(resolve(props.EventBusName, `${path}.EventBusName`));
+  const queueUrls: string[] = [];
+  for (const [index, target] of (Array.isArray(props.Targets) ? props.Targets : []).entries()) {
+    const arn = resolve((target as { Arn?: unknown }).Arn, `${path}.Targets.${index}.Arn`);
+    const queue = Object.values(stack.resources).find((r) => r.type === 'AWS::SQS::Queue' && r.arn === arn);
+    if (queue?.url) queueUrls.push(queue.url);
+    else note(`target ${String(arn)} is not a queue of the stack: not delivered locally`);
+  }
+  return {
+    logicalId: id,
+    busName: bus.includes('event-bus/')
+      ? bus.slice(bus.lastIndexOf('event-bus/') + 'event-bus/'.length)
+      : bus,
+    pattern: resolve(props.EventPattern, `${path}.EventPattern`),
+    enabled: props.State === undefined || resolve(props.State, `${path}.State`) === 'ENABLED',
+    queueUrls,
+  };
 }

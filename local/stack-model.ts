@@ -40,6 +40,15 @@ export interface LocalEventSource {
   enabled: boolean;
 }
 
+/** An EventBridge rule of the template (AWS::Events::Rule), resolved: its bus, pattern and SQS targets. */
+export interface LocalEventRule {
+  logicalId: string;
+  busName: string;
+  pattern: unknown;
+  enabled: boolean;
+  queueUrls: string[];
+}
+
 /** A template setting the local runtime did not apply, with the reason. */
 export interface ProvisionNote {
   logicalId: string;
@@ -54,6 +63,8 @@ export interface ProvisionedStack {
   resources: Record<string, ProvisionedResource>;
   functions: Record<string, LocalFunction>;
   eventSources: Record<string, LocalEventSource>;
+  /** The local event bus applies these to each event put (local/eventbridge-server.ts). */
+  eventRules: LocalEventRule[];
   outputs: Record<string, string>;
   /** Resources not provisioned locally (IAM, Logs, policies, custom resources...). */
   ignored: Array<{ logicalId: string; type: string; reason: string }>;

@@ -7,6 +7,7 @@
  */
 import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/budget.ts';
+import { cancelledEvent, type EventPublisher } from '../core/crawl-events.ts';
 import type { CrawlBudget, CrawlConfigReader } from '../core/ports.ts';
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
 import { costOf } from '../shared/aws-prices.ts';
@@ -36,13 +37,17 @@ export class DynamoCrawlBudget implements CrawlBudget {
   private readonly table: string;
   private readonly configs: CrawlConfigReader;
   private readonly meter: () => number;
+  /** The crawl events' publisher: a crawl this stops is announced `Crawl Cancelled`. */
+  private readonly events: EventPublisher | undefined;
 
   constructor(
     dynamodb: DynamoDBClient,
     table: string,
     configs: CrawlConfigReader,
     meter: () => number = countedCallCost(),
+    events?: EventPublisher,
   ) {
+    this.events = events;
     this.dynamodb = dynamodb;
     this.table = table;
     this.configs = configs;
@@ -66,8 +71,13 @@ export class DynamoCrawlBudget implements CrawlBudget {
         }),
       );
       if (!budgetSpent(num(out.Attributes, ATTR.charged) ?? amount, maxCostUsd)) continue;
-      await cancelCrawl(this.dynamodb, this.table, crawlId);
+      const outcome = await cancelCrawl(this.dynamodb, this.table, crawlId);
       stopped.push(crawlId);
+      // Only the charge that flipped it announces it: later charges find it cancelled already.
+      if (outcome.status === 'cancelled')
+        await this.events?.publish([
+          cancelledEvent(crawlId, outcome.endedAt, `its --max-cost-usd ${maxCostUsd} is spent`),
+        ]);
     }
     return stopped;
   }

@@ -9,6 +9,8 @@
  * again as new messages: running out of time spends no receive toward the ResultsDLQ.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
@@ -17,6 +19,7 @@ import { processResultBatch } from '../core/aggregate-batch.ts';
 import { backoffSeconds } from '../core/backoff.ts';
 import { RETRY_BACKOFF } from '../core/limits.ts';
 import { createAwsClients, type HandlerWiring } from '../shared/aws-clients.ts';
+import { FUNCTION_ENV } from '../shared/contracts.ts';
 import { AggregateEnvSchema, type Env, loadEnv } from '../shared/env.ts';
 import {
   failedItems,
@@ -36,6 +39,14 @@ export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
   });
   const redelivery = new SqsRedelivery(clients.sqs, env.RESULTS_QUEUE_URL);
   const hurry = { hosts: frontier, tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL) };
+  const bus = env[FUNCTION_ENV.eventBusName];
+  const events =
+    bus === undefined
+      ? undefined
+      : {
+          publisher: new EventBridgePublisher(clients.eventbridge, bus),
+          configs: new CrawlConfigStore(clients.dynamodb, env.FRONTIER_TABLE),
+        };
   const { log, metrics } = handlerTelemetry('aggregate', rawEnv.LOG_LEVEL);
 
   return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
@@ -45,6 +56,7 @@ export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
       frontier,
       blobs,
       hurry,
+      ...(events === undefined ? {} : { events }),
       invocationId,
       ...(Number.isFinite(remainingMs)
         ? { deadline: Date.now() + remainingMs - reserveMs(remainingMs) }

@@ -59,15 +59,17 @@
  * time never spends a receive toward the DLQ (docs/failure-model.md, "Deadlines").
  */
 import { gzipSync } from 'node:zlib';
-import { resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
+import { endEventMarkerKey, resultPartKey, resultsPrefix, summaryKey } from '../shared/contracts.ts';
 import { mapLimit } from '../shared/map-limit.ts';
 import { type IndexLine, indexLine } from './cdxj.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
+import { type EventPublisher, endEvent, eventOf } from './crawl-events.ts';
 import { summaryFromCounters } from './crawl-summary.ts';
 import { type HurryDeps, hurryAwaitingHosts } from './host-hurry.ts';
 import type { Outcome } from './outcome.ts';
 import type {
   CounterDeltas,
+  CrawlConfigReader,
   CrawlCounters,
   FinalizeOutcome,
   FrontierFinalizer,
@@ -97,6 +99,11 @@ export interface AggregateDeps {
    * as they are written (core/host-hurry.ts). Absent: it is visited at its own recheck.
    */
   hurry?: Omit<HurryDeps, 'now'>;
+  /**
+   * Crawl events (crawl-events.ts): the crawl's end, once, and with `--page-events` a re-crawl's new,
+   * changed and removed pages (the crawl's config says which). Absent: none are published.
+   */
+  events?: { publisher: EventPublisher; configs: CrawlConfigReader };
   /**
    * Epoch ms: no crawl's results (nor a drained record's completion check) are started after it.
    * What is left is `deferred`: not failed, so the caller hands it back without spending a receive.
@@ -268,6 +275,62 @@ async function writeSummary(
     'application/json',
   );
   if (written) report.summaries.push({ crawlId, key: summaryKey(crawlId), completedNow });
+  await announceEnd(crawlId, counters, deps);
+}
+
+/**
+ * The crawl's end event, once: published, then marked done (endEventMarkerKey). A repeat finds the
+ * mark and publishes nothing; a crash between the publish and the mark publishes it again (the same
+ * `eventId`).
+ */
+async function announceEnd(crawlId: string, counters: CrawlCounters, deps: AggregateDeps): Promise<void> {
+  if (deps.events === undefined) return;
+  const marker = endEventMarkerKey(crawlId);
+  if (await deps.blobs.exists(marker)) return;
+  const now = deps.now ?? (() => new Date());
+  const at = counters.endedAt === undefined ? now() : new Date(counters.endedAt);
+  const event = endEvent(
+    crawlId,
+    counters,
+    { summaryKey: summaryKey(crawlId), resultsPrefix: resultsPrefix(crawlId) },
+    at,
+  );
+  await deps.events.publisher.publish([event]);
+  await deps.blobs.putIfAbsent(
+    marker,
+    new TextEncoder().encode(`${JSON.stringify(event)}\n`),
+    'application/json',
+  );
+}
+
+/** A re-crawl with `--page-events`: a `Page Changed` event for each of these lines that is not `same`. */
+async function publishPageEvents(
+  crawlId: string,
+  items: readonly Item[],
+  deps: AggregateDeps,
+): Promise<void> {
+  if (deps.events === undefined) return;
+  const changed = items.filter((item) => item.result.change !== undefined && item.result.change !== 'same');
+  if (changed.length === 0) return;
+  const config = await deps.events.configs.get(crawlId);
+  if (!config.pageEvents || config.since === undefined) return;
+  const since = config.since;
+  const at = (deps.now ?? (() => new Date()))().toISOString();
+  await deps.events.publisher.publish(
+    changed.map(({ result }) =>
+      eventOf('pageChanged', {
+        v: 1,
+        eventId: `${crawlId}:page:${result.key}`,
+        crawlId,
+        at,
+        url: result.url,
+        key: result.key,
+        change: result.change as 'new' | 'changed' | 'removed',
+        ...(result.status === undefined ? {} : { status: result.status }),
+        since,
+      }),
+    ),
+  );
 }
 
 /** An open-ended crawl's summary, rewritten after each batch that counted its results: state `running`. */
@@ -379,6 +442,13 @@ async function processCrawl(
     fresh = await retryStep(() => unindexed(kept, part, crawlId, deps));
   } catch (error) {
     return fail('check earlier parts', error);
+  }
+  // Before the part: a publish that fails is retried with the batch, its lines still unwritten. A
+  // failure after it publishes again (at least once; `eventId` tells a repeat).
+  try {
+    await retryStep(() => publishPageEvents(crawlId, fresh, deps));
+  } catch (error) {
+    return fail('publish page events', error);
   }
   const lines = fresh.flatMap((item) => linesOf(item.result)).sort(compareLines);
   if (lines.length > 0) {

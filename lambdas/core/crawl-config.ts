@@ -95,6 +95,8 @@ export const CrawlConfigSchema = z.object({
    * conditionally with its stored validators, and every result says how it changed (core/recrawl.ts).
    */
   since: z.string().regex(CRAWL_ID_PATTERN, `--since: ${CRAWL_ID_RULE}`).optional(),
+  /** A re-crawl also publishes a `Page Changed` event per new, changed or removed page (crawl-events.ts). */
+  pageEvents: z.boolean().default(false),
   createdAt: z.string().optional(),
 });
 

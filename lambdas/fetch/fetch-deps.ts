@@ -2,8 +2,10 @@
  * The fetch function's adapters, built once per container: the core's ports over DynamoDB, S3, SQS
  * and the network, plus the container's caches (what a warm container remembers between batches).
  */
+
 import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
@@ -14,6 +16,7 @@ import { LruSet } from '../core/lru.ts';
 import type { PageFetcher } from '../core/ports.ts';
 import { createRobotsCache } from '../core/robots-gate.ts';
 import type { AwsClients, HandlerWiring } from '../shared/aws-clients.ts';
+import { FUNCTION_ENV } from '../shared/contracts.ts';
 import type { FetchEnv } from '../shared/env.ts';
 import type { Logger } from '../shared/logger.ts';
 
@@ -44,6 +47,7 @@ export function fetchDeps(
   log: Logger,
   overrides: HandlerOverrides = {},
 ): ContainerDeps {
+  const bus = env[FUNCTION_ENV.eventBusName];
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
     singleAttemptClient: clients.singleAttempt.dynamodb,
   });
@@ -76,7 +80,13 @@ export function fetchDeps(
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
     deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
-    budget: new DynamoCrawlBudget(clients.dynamodb, env.FRONTIER_TABLE, configs),
+    budget: new DynamoCrawlBudget(
+      clients.dynamodb,
+      env.FRONTIER_TABLE,
+      configs,
+      undefined,
+      bus === undefined ? undefined : new EventBridgePublisher(clients.eventbridge, bus),
+    ),
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };

@@ -47,6 +47,8 @@ export interface OperationCount {
   estimatedUnits: number;
   /** SQS ReceiveMessage: messages returned. */
   messages: number;
+  /** EventBridge PutEvents: events as billed (one per started 64 KiB of each entry, per call). */
+  billedEvents: number;
 }
 
 export interface CounterSnapshot {
@@ -55,6 +57,7 @@ export interface CounterSnapshot {
 }
 
 export const SQS_CHUNK_BYTES = 64 * 1024;
+const EVENT_CHUNK_BYTES = 64 * 1024;
 const WRITE_UNIT_BYTES = 1024;
 const READ_UNIT_BYTES = 4096;
 
@@ -82,6 +85,7 @@ export function emptyCount(): OperationCount {
     readUnits: 0,
     estimatedUnits: 0,
     messages: 0,
+    billedEvents: 0,
   };
 }
 
@@ -95,6 +99,7 @@ const NUMERIC_FIELDS = [
   'readUnits',
   'estimatedUnits',
   'messages',
+  'billedEvents',
 ] as const satisfies ReadonlyArray<keyof OperationCount>;
 
 export class AwsCallCounter {
@@ -133,6 +138,7 @@ export class AwsCallCounter {
       if (messages.count === 0 && !failed) this.#entry(service, 'ReceiveMessage(empty)').calls++;
     }
     if (service === 'DynamoDB') this.#dynamodbUnits(entry, operation, input, output);
+    if (service === 'EventBridge' && operation === 'PutEvents') entry.billedEvents += billedEvents(input);
   }
 
   #dynamodbUnits(entry: OperationCount, operation: string, input: unknown, output: unknown): void {
@@ -294,6 +300,17 @@ function bodyBytes(body: unknown): number {
 }
 
 // --- output and item sizes --------------------------------------------------------------------
+
+/** PutEvents entries as EventBridge bills them: each started 64 KiB of an entry is one event. */
+function billedEvents(input: unknown): number {
+  const entries = isRecord(input) && Array.isArray(input.Entries) ? input.Entries : [];
+  let events = 0;
+  for (const entry of entries) {
+    const bytes = Buffer.byteLength(JSON.stringify(entry ?? {}));
+    events += Math.max(1, Math.ceil(bytes / EVENT_CHUNK_BYTES));
+  }
+  return events;
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;

@@ -88,9 +88,29 @@ export function permissionsFor(call: CallFacts): Permission[] {
       return dynamodbPermissions(call);
     case 'CloudFormation':
       return [{ action: `cloudformation:${call.operation}`, resource: stackArn(call) }];
+    case 'EventBridge':
+      return eventsPermissions(call);
     default:
       return [{ action: `${call.service.toLowerCase()}:${call.operation}`, resource: unknownResource(call) }];
   }
+}
+
+/** PutEvents is authorized on each entry's bus (`default` when an entry names none). */
+function eventsPermissions(call: CallFacts): Permission[] {
+  const input = isRecord(call.input) ? call.input : {};
+  if (call.operation !== 'PutEvents' || !Array.isArray(input.Entries))
+    return [{ action: `events:${call.operation}`, resource: unknownResource(call) }];
+  const buses = new Set(
+    input.Entries.map((entry) =>
+      isRecord(entry) && typeof entry.EventBusName === 'string' ? entry.EventBusName : 'default',
+    ),
+  );
+  return [...buses].map((bus) => ({
+    action: 'events:PutEvents',
+    resource: bus.startsWith('arn:')
+      ? bus
+      : `arn:aws:events:${call.region}:${call.accountId ?? ''}:event-bus/${bus}`,
+  }));
 }
 
 function unknownResource(call: CallFacts): string {

@@ -3,6 +3,7 @@
  * process.env) because locally several functions with different environments share one process.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
@@ -14,6 +15,7 @@ export interface AwsClients {
   sqs: SQSClient;
   s3: S3Client;
   dynamodb: DynamoDBClient;
+  eventbridge: EventBridgeClient;
   /**
    * The same services with one attempt per call (no SDK retries), for writes that must not be
    * repeated blindly: a retry after a first attempt that took effect (its answer lost) would add a
@@ -94,6 +96,7 @@ export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClie
     sqs: watch(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
     s3: s3(),
     dynamodb: dynamodb(),
+    eventbridge: watch(new EventBridgeClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_EVENTBRIDGE) })),
     singleAttempt: { s3: s3(1), dynamodb: dynamodb(1) },
   };
 }

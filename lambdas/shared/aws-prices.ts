@@ -28,6 +28,10 @@ export const AWS_PRICES = {
     /** S3 Standard GET, SELECT and all other requests. */
     getClassRequest: 0.0004 / 1e3,
   },
+  eventbridge: {
+    /** Custom events published (PutEvents), per event (each 64 KiB chunk of an entry is one). */
+    event: 1.0 / 1e6,
+  },
   dynamodb: {
     /** On-demand, per write request unit (1 KiB, standard table class; price since 2024-11-01). */
     writeRequestUnit: 0.625 / 1e6,
@@ -36,13 +40,14 @@ export const AWS_PRICES = {
   },
 } as const;
 
-export type ServiceCost = 'lambda' | 'sqs' | 's3' | 'dynamodb';
+export type ServiceCost = 'lambda' | 'sqs' | 's3' | 'dynamodb' | 'eventbridge';
 
 export interface CostBreakdown {
   lambda: number;
   sqs: number;
   s3: number;
   dynamodb: number;
+  eventbridge: number;
   total: number;
 }
 
@@ -87,8 +92,10 @@ export function costOf(counts: CounterSnapshot, lambda: readonly LambdaUsage[] =
   let sqs = 0;
   let s3 = 0;
   let dynamodb = 0;
+  let eventbridge = 0;
   for (const [key, count] of Object.entries(counts.operations)) {
     if (!billed(key)) continue;
+    eventbridge += (count.billedEvents ?? 0) * p.eventbridge.event;
     if (key.startsWith('SQS:')) sqs += count.sqsBilledRequests * p.sqs.request;
     else if (key.startsWith('S3:')) {
       if (count.s3Class === 'put') s3 += count.requests * p.s3.putClassRequest;
@@ -103,7 +110,14 @@ export function costOf(counts: CounterSnapshot, lambda: readonly LambdaUsage[] =
     const gbSeconds = (fn.durationMs / 1000) * (fn.memoryMb / 1024);
     lambdaCost += gbSeconds * p.lambda.arm64GbSecond + fn.invocations * p.lambda.request;
   }
-  return { lambda: lambdaCost, sqs, s3, dynamodb, total: lambdaCost + sqs + s3 + dynamodb };
+  return {
+    lambda: lambdaCost,
+    sqs,
+    s3,
+    dynamodb,
+    eventbridge,
+    total: lambdaCost + sqs + s3 + dynamodb + eventbridge,
+  };
 }
 
 /** `cost` scaled to one million pages, rounded to a tenth of a cent. */
@@ -115,6 +129,7 @@ export function perMillionPages(cost: CostBreakdown, pages: number): CostBreakdo
     sqs: round(cost.sqs),
     s3: round(cost.s3),
     dynamodb: round(cost.dynamodb),
+    eventbridge: round(cost.eventbridge),
     total: round(cost.total),
   };
 }

@@ -22,7 +22,14 @@ export const IDS = {
   fetchFunction: 'FetchFunction',
   aggregateFunction: 'AggregateFunction',
   operatorPolicy: 'OperatorPolicy',
+  /** Crawl lifecycle events (started, completed, cancelled, failed), for consumers that poll a queue. */
+  crawlEventsQueue: 'CrawlEventsQueue',
+  crawlEventsDlq: 'CrawlEventsDLQ',
+  crawlEventsRule: 'CrawlEventsRule',
 } as const;
+
+/** The bus crawl events go to unless the stack names one (CDK context `eventBusName`). */
+export const DEFAULT_EVENT_BUS = 'default';
 
 /** Stack output keys. */
 export const OUTPUTS = {
@@ -36,6 +43,9 @@ export const OUTPUTS = {
   alarmTopicArn: 'AlarmTopicArn',
   dashboardName: 'DashboardName',
   operatorPolicyArn: 'OperatorPolicyArn',
+  /** The EventBridge bus the crawl events go to (`default` unless the stack names one). */
+  eventBusName: 'EventBusName',
+  crawlEventsQueueUrl: 'CrawlEventsQueueUrl',
 } as const;
 
 export type OutputName = (typeof OUTPUTS)[keyof typeof OUTPUTS];
@@ -63,6 +73,8 @@ export const FUNCTION_ENV = {
   frontierTable: 'FRONTIER_TABLE',
   /** Config for crawls that have none stored (plain URL messages); `crawler local` sets it. */
   defaultCrawlConfig: 'DEFAULT_CRAWL_CONFIG',
+  /** The EventBridge bus crawl events are published on (lambdas/core/crawl-events.ts). */
+  eventBusName: 'EVENT_BUS_NAME',
 } as const;
 
 /** A crawl id: it is part of S3 keys, DynamoDB keys and MessageGroupIds. */
@@ -113,4 +125,9 @@ export function resultPartKey(crawlId: string, at: Date, invocationId: string): 
 
 export function summaryKey(crawlId: string): string {
   return `crawls/${crawlId}/summary.json`;
+}
+
+/** Written once a crawl's end event is published, so a repeated aggregate does not publish it again. */
+export function endEventMarkerKey(crawlId: string): string {
+  return `crawls/${crawlId}/end-event.json`;
 }

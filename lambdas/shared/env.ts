@@ -14,6 +14,7 @@ const AwsEnvSchema = z.object({
   AWS_ENDPOINT_URL_SQS: z.url().optional(),
   AWS_ENDPOINT_URL_S3: z.url().optional(),
   AWS_ENDPOINT_URL_DYNAMODB: z.url().optional(),
+  AWS_ENDPOINT_URL_EVENTBRIDGE: z.url().optional(),
   /** Emulators and LocalStack serve S3 path-style on a plain endpoint. */
   AWS_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   /** SDK attempts per call (the SDK's own retries of throttling and 5xx); default 3. */
@@ -52,6 +53,8 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.resultsQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
+  /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
+  [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
   /**
    * Set by Lambda itself (the Runtime API's host:port, on loopback), never by the stack or the local
@@ -67,6 +70,8 @@ export const AggregateEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.taskQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
+  /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
+  [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
 });
 
 export type AwsEnv = z.infer<typeof AwsEnvSchema>;

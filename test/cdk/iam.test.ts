@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
 import { synthesizeStack } from '../../cdk/synth.ts';
-import { IDS } from '../../lambdas/shared/contracts.ts';
+import { DEFAULT_EVENT_BUS, IDS } from '../../lambdas/shared/contracts.ts';
 import {
   allows,
   isRecord,
@@ -25,6 +25,9 @@ before(() => {
 });
 
 /** Statements of every identity policy: the roles' policies and the operator's managed policy. */
+/** The default bus's ARN as resourceTargets writes the template's Fn::Join of it. */
+const DEFAULT_BUS_ARN = `arn:AWS::Partition:events:AWS::Region:AWS::AccountId:event-bus/${DEFAULT_EVENT_BUS}`;
+
 const identityStatements = (): Statement[] =>
   [...ofType(json, 'AWS::IAM::Policy'), ...ofType(json, 'AWS::IAM::ManagedPolicy')].flatMap(([, p]) =>
     statementsOf(p.Properties.PolicyDocument),
@@ -66,13 +69,24 @@ describe('identity policies', () => {
     }
   });
 
-  it('only Allow, and only on resources of this stack', () => {
+  it('only Allow, and only on resources of this stack (and the event bus its events go to)', () => {
     const ids = new Set(Object.keys(json.Resources as object));
     for (const s of [...fetch, ...aggregate]) {
       assert.equal(s.Effect, 'Allow');
       for (const target of resourceTargets(s)) {
+        if (target === DEFAULT_BUS_ARN) continue;
         assert.ok(ids.has(target.replace(/\/\*$/, '')), `${target} is not a resource of this stack`);
       }
+    }
+  });
+});
+
+describe('crawl events', () => {
+  it("both functions may put events on the stack's bus only, and nothing else of EventBridge", () => {
+    for (const statements of [fetch, aggregate]) {
+      assert.ok(allows(statements, 'events:PutEvents', DEFAULT_BUS_ARN));
+      const actions = statements.flatMap((s) => s.Actions).filter((a) => a.startsWith('events:'));
+      assert.deepEqual([...new Set(actions)], ['events:PutEvents']);
     }
   });
 });

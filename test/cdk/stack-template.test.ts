@@ -18,7 +18,14 @@ import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
 import { AWS_LIMITS } from '../../lambdas/core/limits.ts';
-import { HANDLER_METADATA_KEY, HANDLERS, IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
+import {
+  DEFAULT_EVENT_BUS,
+  HANDLER_METADATA_KEY,
+  HANDLERS,
+  IDS,
+  OUTPUTS,
+  STACK_NAME,
+} from '../../lambdas/shared/contracts.ts';
 import {
   type CfnResource,
   getAttTarget,
@@ -273,6 +280,7 @@ describe('functions', () => {
         RESULTS_QUEUE_URL: { Ref: IDS.resultsQueue },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
+        EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
       },
     });
   });
@@ -286,6 +294,7 @@ describe('functions', () => {
         TASK_QUEUE_URL: { Ref: IDS.taskQueue },
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
+        EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
       },
     });
   });
@@ -317,6 +326,7 @@ describe('outputs', () => {
     [OUTPUTS.alarmTopicArn]: MONITORING_IDS.alarmTopic,
     [OUTPUTS.dashboardName]: MONITORING_IDS.dashboard,
     [OUTPUTS.operatorPolicyArn]: IDS.operatorPolicy,
+    [OUTPUTS.crawlEventsQueueUrl]: IDS.crawlEventsQueue,
   };
   for (const [key, target] of Object.entries(expected)) {
     it(`${key} is the Ref of ${target}`, () => {
@@ -332,11 +342,15 @@ describe('outputs', () => {
     template.hasOutput(OUTPUTS.accessLogBucketName, { Value: { Ref: logs[0]?.[0] } });
   });
 
+  it(`${OUTPUTS.eventBusName} names the bus crawl events go to: the default bus unless -c eventBusName`, () => {
+    template.hasOutput(OUTPUTS.eventBusName, { Value: DEFAULT_EVENT_BUS });
+  });
+
   it('has exactly the documented output keys', () => {
     assert.ok(isRecord(json.Outputs));
     assert.deepEqual(
       Object.keys(json.Outputs).sort(),
-      [...Object.keys(expected), OUTPUTS.accessLogBucketName].sort(),
+      [...Object.keys(expected), OUTPUTS.accessLogBucketName, OUTPUTS.eventBusName].sort(),
     );
   });
 });

@@ -103,7 +103,11 @@ export function resourceTargets(statement: Statement): string[] {
     if (direct) return direct;
     if (isRecord(r) && Array.isArray(r['Fn::Join'])) {
       const parts = r['Fn::Join'][1];
-      if (Array.isArray(parts)) return parts.map((p) => getAttTarget(p) ?? String(p)).join('');
+      // A pseudo parameter (AWS::Partition, AWS::Region, AWS::AccountId) by its name.
+      if (Array.isArray(parts))
+        return parts
+          .map((p) => getAttTarget(p) ?? (isRecord(p) && typeof p.Ref === 'string' ? p.Ref : String(p)))
+          .join('');
     }
     return JSON.stringify(r);
   });

@@ -149,9 +149,22 @@ describe('the price table and cost per million pages', () => {
     near(cost.total, cost.sqs + cost.s3 + cost.dynamodb + cost.lambda, 'total');
   });
 
+  it('bills each PutEvents entry as one event per started 64 KiB', () => {
+    const counter = new AwsCallCounter();
+    const small = { Source: 's', DetailType: 't', Detail: '{}' };
+    const large = { ...small, Detail: JSON.stringify({ text: 'x'.repeat(100 * 1024) }) };
+    counter.call('EventBridge', 'PutEvents', { Entries: [small, small, large] }, {}, false);
+    const snapshot = counter.snapshot();
+    assert.equal(snapshot.operations['EventBridge:PutEvents']?.billedEvents, 4);
+    near(costOf(snapshot).eventbridge, 4 * AWS_PRICES.eventbridge.event, 'eventbridge');
+  });
+
   it('scales to a million pages and reports billed requests per page', () => {
-    const scaled = perMillionPages({ lambda: 0.001, sqs: 0.002, s3: 0, dynamodb: 0.004, total: 0.007 }, 1000);
-    assert.deepEqual(scaled, { lambda: 1, sqs: 2, s3: 0, dynamodb: 4, total: 7 });
+    const scaled = perMillionPages(
+      { lambda: 0.001, sqs: 0.002, s3: 0, dynamodb: 0.004, eventbridge: 0.001, total: 0.008 },
+      1000,
+    );
+    assert.deepEqual(scaled, { lambda: 1, sqs: 2, s3: 0, dynamodb: 4, eventbridge: 1, total: 8 });
     const counter = new AwsCallCounter();
     for (let i = 0; i < 5; i++) counter.attempt('DynamoDB', 'PutItem', 100);
     counter.attempt('SQS', 'SendMessageBatch', 100 * 1024);

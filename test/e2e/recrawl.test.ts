@@ -10,8 +10,16 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { WARCParser } from 'warcio';
+import { requiredOutput } from '../../cli/required-output.ts';
+import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
+import { parseTemplate } from '../../local/cfn-template.ts';
+import type { EventEnvelope } from '../../local/eventbridge-server.ts';
+import { EVENTS_LOG, startLocalAws } from '../../local/local-aws.ts';
+import { stackTemplate } from '../../local/stack-template.ts';
 import { type ChangingSite, startChangingSite } from '../fixtures/changing-site.ts';
+import { assertValidEvent, kindOf } from '../fixtures/event-schemas.ts';
 import { type CrawlRun, runCli, runCrawl, tempDir } from '../fixtures/run-cli.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';
 
@@ -55,14 +63,19 @@ function changes(run: CrawlRun): Map<string, unknown> {
   return new Map(run.results.map((line) => [line.url, line.change]));
 }
 
-async function crawlTwice(site: ChangingSite, state: string, out: string): Promise<[CrawlRun, CrawlRun]> {
+async function crawlTwice(
+  site: ChangingSite,
+  state: string,
+  out: string,
+  recrawlArgs: string[] = [],
+): Promise<[CrawlRun, CrawlRun]> {
   const common = ['--allow-private', '--delay', '0', '--quiet'];
   site.edition = 1;
   site.resetCounts();
   const first = await runCrawl([`${site.origin}/`], common, { stateDir: state, outDir: join(out, 'first') });
   site.edition = 2;
   site.resetCounts();
-  const second = await runCrawl([`${site.origin}/`], [...common, '--since', 'latest'], {
+  const second = await runCrawl([`${site.origin}/`], [...common, '--since', 'latest', ...recrawlArgs], {
     stateDir: state,
     outDir: join(out, 'second'),
   });
@@ -76,11 +89,12 @@ describe('crawler crawl --since: a conditional re-crawl with revisit records and
   let second: CrawlRun;
   let notModified: Set<string>;
   const state = () => join(dir.path, 'state');
+  const events = () => join(dir.path, 'events.jsonl');
 
   before(async () => {
     site = await startChangingSite({ ...SHAPE, validators: true });
     dir = await tempDir('crawler-recrawl-');
-    [first, second] = await crawlTwice(site, state(), dir.path);
+    [first, second] = await crawlTwice(site, state(), dir.path, ['--page-events', '--events', events()]);
     notModified = new Set(site.notModified);
   });
   after(async () => {
@@ -176,6 +190,65 @@ describe('crawler crawl --since: a conditional re-crawl with revisit records and
     );
     assert.equal(notRecrawl.code, 1);
     assert.match(notRecrawl.stderr, /is not a re-crawl/);
+  });
+
+  it('publishes Started, a Page Changed per new, changed or removed page, and Completed, each valid against its JSON Schema', async () => {
+    const id = String(second.summary.crawlId);
+    const lines = (await readFile(events(), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as EventEnvelope);
+    for (const envelope of lines) {
+      const kind = kindOf(envelope['detail-type']);
+      assert.ok(kind, envelope['detail-type']);
+      assertValidEvent({ kind, detail: envelope.detail });
+      assert.equal((envelope.detail as { crawlId: string }).crawlId, id);
+    }
+    const types = lines.map((envelope) => envelope['detail-type']);
+    assert.equal(types[0], 'Crawl Started');
+    assert.equal(types.at(-1), 'Crawl Completed');
+    assert.equal((lines[0]?.detail as { since?: string }).since, first.summary.crawlId);
+    const pages = lines
+      .filter((envelope) => envelope['detail-type'] === 'Page Changed')
+      .map((envelope) => envelope.detail as { url: string; change: string });
+    const expected = [...site.expected()].filter(([, change]) => change !== 'same');
+    assert.deepEqual(
+      pages.map((page) => `${page.url} ${page.change}`).sort(),
+      expected.map(([url, change]) => `${url} ${change}`).sort(),
+    );
+  });
+
+  it("the state directory logs every event, and the template's rule put the lifecycle ones on CrawlEventsQueue", async () => {
+    const logged = (await readFile(join(state(), EVENTS_LOG), 'utf8')).trim().split('\n');
+    // Both crawls' Started and Completed, and the re-crawl's page events.
+    assert.equal(
+      logged.length,
+      4 + [...site.expected().values()].filter((change) => change !== 'same').length,
+    );
+    const local = await startLocalAws({
+      template: parseTemplate(await stackTemplate()),
+      stackName: STACK_NAME,
+      stateDir: state(),
+    });
+    try {
+      const queueUrl = requiredOutput(local.outputs, OUTPUTS.crawlEventsQueueUrl);
+      const received: string[] = [];
+      for (let round = 0; round < 10 && received.length < 4; round++) {
+        const answer = await local.clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+        );
+        for (const message of answer.Messages ?? [])
+          received.push(JSON.parse(message.Body ?? '{}')['detail-type']);
+      }
+      assert.deepEqual(received.sort(), [
+        'Crawl Completed',
+        'Crawl Completed',
+        'Crawl Started',
+        'Crawl Started',
+      ]);
+    } finally {
+      await local.stop();
+    }
   });
 
   it('--since naming no finished crawl is one line before anything starts', async () => {

@@ -11,6 +11,8 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
 import { indexLine } from '../../lambdas/core/cdxj.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import type { CrawlEvent, EventPublisher } from '../../lambdas/core/crawl-events.ts';
 import { summaryFromCounters } from '../../lambdas/core/crawl-summary.ts';
 import type { Outcome } from '../../lambdas/core/outcome.ts';
 import type {
@@ -341,10 +343,30 @@ const ids = (entries: ReadonlyArray<{ id: string }>) => entries.map((e) => e.id)
 /** The control record a visit sends when it drained a host (fetch-batch.ts). */
 const drained = (crawlId: string) => JSON.stringify({ v: 1, kind: 'drained', crawlId });
 
-function setup() {
+/** Events published, in order; `failNext(n)` makes the next n publishes throw. */
+class RecordingPublisher implements EventPublisher {
+  readonly events: CrawlEvent[] = [];
+  #failures = 0;
+  failNext(times: number): void {
+    this.#failures = times;
+  }
+  async publish(events: readonly CrawlEvent[]): Promise<void> {
+    if (this.#failures > 0) {
+      this.#failures--;
+      throw new Error('EventBridge throttled');
+    }
+    this.events.push(...events);
+  }
+}
+
+function setup(options: { events?: { publisher: EventPublisher; config?: Partial<CrawlConfig> } } = {}) {
   const crash = new Crash();
   const frontier = new MemoryFrontier(crash);
   const blobs = new AggregateBlobs(crash);
+  const events = options.events && {
+    publisher: options.events.publisher,
+    configs: { get: async (crawlId: string) => parseCrawlConfig({ crawlId, ...options.events?.config }) },
+  };
   let clock = Date.parse('2024-05-01T12:00:10.000Z');
   let invocation = 0;
   const run = (messages: ResultMessage[], deadline?: number) =>
@@ -357,6 +379,7 @@ function setup() {
         return new Date(clock);
       },
       ...(deadline === undefined ? {} : { deadline }),
+      ...(events === undefined ? {} : { events }),
     });
   /** Runs an invocation that dies at `point`; resolves when it has (it never returns). */
   const crashingRun = async (point: CrashPoint, messages: ResultMessage[]) => {
@@ -782,6 +805,70 @@ describe('processResultBatch', () => {
     const third = await run([redelivered(redelivered(ma))]);
     assert.deepEqual(third.summaries, []);
     assert.equal(blobs.summaryWrites('c1'), 1);
+  });
+
+  it("publishes the crawl's end once: Completed, and never again when results or drains repeat", async () => {
+    const publisher = new RecordingPublisher();
+    const { frontier, run } = setup({ events: { publisher } });
+    const a = result('c1', '/a');
+    frontier.admit('c1', a.key);
+    const ma = message(a);
+    await run([ma]);
+    await run([redelivered(ma)]);
+    await run([{ id: 'd', body: drained('c1') }]);
+    assert.deepEqual(
+      publisher.events.map((event) => [event.kind, event.detail.eventId]),
+      [['completed', 'c1:completed']],
+    );
+    const detail = publisher.events[0]?.detail as {
+      summary: { urls: number; byOutcome: Record<string, number> };
+    };
+    assert.deepEqual([detail.summary.urls, detail.summary.byOutcome], [1, { fetched: 1 }]);
+  });
+
+  it('a publish of the end that keeps failing fails the batch; its redelivery publishes it, once', async () => {
+    const publisher = new RecordingPublisher();
+    const { frontier, blobs, run } = setup({ events: { publisher } });
+    const a = result('c1', '/a', { outcome: 'failed', status: 500, code: 'http-500' });
+    frontier.admit('c1', a.key);
+    publisher.failNext(10);
+    const failed = await run([message(a)]);
+    assert.equal(failed.retry.length, 1);
+    assert.match(failed.retry[0]!.reason, /confirm completion: .*EventBridge throttled/);
+    assert.equal(blobs.summaryWrites('c1'), 1, 'the summary is written first');
+    publisher.failNext(0);
+    await run([redelivered(message(a))]);
+    await run([redelivered(redelivered(message(a)))]);
+    assert.deepEqual(
+      publisher.events.map((event) => event.kind),
+      ['failed'],
+      'a crawl with no page fetched ends Failed',
+    );
+  });
+
+  it('a re-crawl with --page-events publishes a Page Changed per new, changed or removed line, none for same ones', async () => {
+    const publisher = new RecordingPublisher();
+    const { frontier, run } = setup({ events: { publisher, config: { since: 'c0', pageEvents: true } } });
+    const lines = [
+      result('c1', '/new', { change: 'new' }),
+      result('c1', '/same', { change: 'same' }),
+      result('c1', '/gone', { change: 'removed', outcome: 'failed', status: 404, code: 'http-404' }),
+      result('c1', '/other', { change: 'changed' }),
+      result('c1', '/pending'),
+    ];
+    for (const line of lines) frontier.admit('c1', line.key);
+    await run(lines.slice(0, 4).map((line) => message(line)));
+    assert.deepEqual(
+      publisher.events.map((event) => {
+        const detail = event.detail as { url: string; change: string; since: string };
+        return [event.kind, new URL(detail.url).pathname, detail.change, detail.since];
+      }),
+      [
+        ['pageChanged', '/new', 'new', 'c0'],
+        ['pageChanged', '/gone', 'removed', 'c0'],
+        ['pageChanged', '/other', 'changed', 'c0'],
+      ],
+    );
   });
 
   it('crash after the summary PUT: the redelivery does not write it again', async () => {

@@ -13,6 +13,7 @@ import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { cancelledEvent } from '../lambdas/core/crawl-events.ts';
+import { describeError } from '../lambdas/core/errors.ts';
 import { isCrawlId, OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
@@ -43,10 +44,16 @@ export const cancelCommand = defineCommand({
       }
       // Only the cancel that flipped the state announces it.
       const bus = stack.outputs[OUTPUTS.eventBusName];
-      if (outcome.status === 'cancelled' && bus !== undefined)
-        await new EventBridgePublisher(stack.clients.eventbridge, bus).publish([
-          cancelledEvent(crawlId, outcome.endedAt, 'crawler cancel'),
-        ]);
+      // The crawl is cancelled whatever becomes of its event: a failed publish is a warning.
+      const eventbridge = stack.clients.eventbridge;
+      if (outcome.status === 'cancelled' && bus !== undefined && eventbridge !== undefined)
+        await new EventBridgePublisher(eventbridge, bus)
+          .publish([cancelledEvent(crawlId, outcome.endedAt, 'crawler cancel')])
+          .catch((error: unknown) =>
+            io.stderr.write(
+              `warning: crawl ${crawlId}: Crawl Cancelled not published: ${describeError(error)}\n`,
+            ),
+          );
       const counters = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
       const pending = counters ? Math.max(0, counters.queued - counters.done) : 0;
       if (values.json) {

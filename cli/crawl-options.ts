@@ -12,6 +12,7 @@ import {
   DEFAULT_USER_AGENT,
 } from '../lambdas/core/crawl-config.ts';
 import { CRAWL_LIMITS } from '../lambdas/core/limits.ts';
+import { ADAPTIVE_BOUNDS } from '../lambdas/core/recrawl.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
@@ -66,7 +67,12 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --since ID|latest    re-crawl: every URL that finished crawl fetched is due again, asked with its ETag and
                        Last-Modified; unchanged pages become WARC revisit records, and each result says
                        change: new | same | changed | removed
-  --page-events        with --since: also publish a "Page Changed" event per new, changed or removed page`;
+  --page-events        with --since: also publish a "Page Changed" event per new, changed or removed page
+  --adaptive           each URL keeps a revisit interval (a day to start), halved toward --min-interval when
+                       its page changed, ×1.5 toward --max-interval when not; a --since re-crawl fetches only
+                       the URLs that are due and reports the others same, with no request
+  --min-interval D     with --adaptive: the shortest interval, as 90s, 30m, 6h or 14d (default 1h)
+  --max-interval D     with --adaptive: the longest interval (default 14d)`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
@@ -111,6 +117,9 @@ const OPTIONS = {
   'seeds-file': { type: 'string' },
   since: { type: 'string' },
   'page-events': { type: 'boolean' },
+  adaptive: { type: 'boolean' },
+  'min-interval': { type: 'string' },
+  'max-interval': { type: 'string' },
   events: { type: 'string' },
 } as const;
 
@@ -167,6 +176,22 @@ export function parseCrawlOptions(
     !statSync(dirname(resolve(values.events)), { throwIfNoEntry: false })?.isDirectory()
   )
     throw new UsageError(`--events ${values.events}: its directory does not exist`);
+  const minMinutes = duration(values['min-interval'], '--min-interval');
+  const maxMinutes = duration(values['max-interval'], '--max-interval');
+  if ((minMinutes !== undefined || maxMinutes !== undefined) && !values.adaptive)
+    throw new UsageError(
+      '--min-interval and --max-interval bound --adaptive revisits: give --adaptive with them',
+    );
+  const adaptive = values.adaptive
+    ? {
+        minMinutes: minMinutes ?? ADAPTIVE_BOUNDS.minMinutes,
+        maxMinutes: maxMinutes ?? ADAPTIVE_BOUNDS.maxMinutes,
+      }
+    : undefined;
+  if (adaptive !== undefined && adaptive.minMinutes > adaptive.maxMinutes)
+    throw new UsageError(
+      `--min-interval (${adaptive.minMinutes} min) must not exceed --max-interval (${adaptive.maxMinutes} min)`,
+    );
   if (values.since !== undefined && values.resume !== undefined)
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no --since with it');
   const urls = [...positionals, ...(context.moreUrls ?? [])];
@@ -249,6 +274,7 @@ export function parseCrawlOptions(
       ...(values.content === undefined ? {} : { content: values.content as ContentMode }),
       ...(values['warc-conversion'] ? { warcConversion: true } : {}),
       ...(values['page-events'] ? { pageEvents: true } : {}),
+      ...(adaptive === undefined ? {} : { adaptive }),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },
@@ -269,6 +295,20 @@ function integer(
     throw new UsageError(`${option} expects ${range}, got ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+const DURATION_UNITS: Record<string, number> = { s: 1 / 60, m: 1, h: 60, d: 1440 };
+
+/** `90s`, `30m`, `6h`, `14d` as minutes; undefined when absent. */
+function duration(text: string | undefined, option: string): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^(\d{1,7})(s|m|h|d)$/.exec(text.trim());
+  const minutes = match ? Number(match[1]) * (DURATION_UNITS[match[2] ?? ''] ?? 0) : 0;
+  if (!(minutes > 0))
+    throw new UsageError(
+      `${option} expects a duration such as 90s, 30m, 6h or 14d, got ${JSON.stringify(text)}`,
+    );
+  return minutes;
 }
 
 function seedSource(text: string | undefined): SeedSource | undefined {

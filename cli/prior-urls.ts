@@ -18,7 +18,7 @@ export interface PriorUrl {
 export async function* priorUrls(
   blobs: BlobReader,
   sinceCrawlId: string,
-  onWarning: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+  onWarning: (line: string) => void,
 ): AsyncGenerator<PriorUrl> {
   for await (const { line } of streamIndex(blobs, sinceCrawlId, {
     onDamage: (damage) => onWarning(damageWarning(damage)),

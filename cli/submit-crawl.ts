@@ -22,9 +22,12 @@ import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { SeedSourceError } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
 import { startedEvent } from '../lambdas/core/crawl-events.ts';
+import { describeError } from '../lambdas/core/errors.ts';
 import { SEED_LIMITS } from '../lambdas/core/limits.ts';
 import { admitLinks, confirmSent, type HostToWake, wakeHosts } from '../lambdas/core/link-admission.ts';
 import { LruSet } from '../lambdas/core/lru.ts';
+import { isDue } from '../lambdas/core/recrawl.ts';
+import type { CrawlResult } from '../lambdas/core/result.ts';
 import { type SeedLine, scanSeeds, seedLines } from '../lambdas/core/seed-lines.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
@@ -72,6 +75,8 @@ export interface SubmitOptions {
   onInvalidSeed?: (line: string) => void;
   /** `--since ID|latest`: a re-crawl of that finished crawl (resolved and checked before anything is stored). */
   since?: string;
+  /** One line about something that went wrong and stopped nothing (an event not published). */
+  onWarning?: (line: string) => void;
 }
 
 export interface SubmitSummary {
@@ -86,6 +91,8 @@ export interface SubmitSummary {
   duplicates: number;
   /** A re-crawl: the URLs of the crawl it follows that are due again (admitted with their captures). */
   due?: number;
+  /** An adaptive re-crawl: the URLs not due yet, reported `same` from the earlier crawl unfetched. */
+  notDue?: number;
 }
 
 /** A URL to submit: a seed (line 0 for one given as an argument) or a sitemap URL. */
@@ -146,7 +153,12 @@ export async function submitCrawl(
     );
   }
   // Only the submitter whose config write created the crawl gets here (the write is conditional).
-  await announceStart(stack, config);
+  await announceStart(stack, config).catch((error: unknown) =>
+    // The crawl is stored: failing now would leave it with no seeds sent, never to end.
+    options.onWarning?.(
+      `warning: crawl ${config.crawlId}: Crawl Started not published: ${describeError(error)}`,
+    ),
+  );
   const frontier = createFrontierStore(stack.clients.dynamodb, table);
   const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
 
@@ -154,27 +166,43 @@ export async function submitCrawl(
   // woken: a page fetched early would otherwise admit a link to one of them without its capture.
   const asleep = new Map<string, HostToWake>();
   let due = 0;
+  let skippedNotDue = 0;
   if (config.since !== undefined) {
     const blobs = new S3Blobs(stack.clients.s3, requiredOutput(stack.outputs, OUTPUTS.pageBucketName));
     let chunk: PriorUrl[] = [];
     const admitPriors = async (urls: PriorUrl[], round: number) => {
+      const now = new Date();
+      // Adaptive revisits: a URL not due yet is not fetched; its result says `same`, from the earlier crawl.
+      const notDue = new Map(
+        urls.flatMap((url) => (config.adaptive && !isDue(url.capture, now) ? [[url.url, url]] : [])),
+      );
       const admitted = await admitLinks(
         [
           {
             config,
             parentKey: `prior#${round}`,
             depth: -1,
-            links: urls.map((url) => ({ url: url.url, nofollow: false, prior: url })),
+            links: urls.map((url) => ({
+              url: url.url,
+              nofollow: false,
+              prior: url,
+              ...(notDue.has(url.url)
+                ? { skip: { code: 'not-due', reason: `not due before ${url.capture.dueAt} (--adaptive)` } }
+                : {}),
+            })),
           },
         ],
-        { frontier, hosts: frontier, seen: new LruSet(1), now: new Date(), deferWakes: true },
+        { frontier, hosts: frontier, seen: new LruSet(1), now, deferWakes: true },
       );
       for (const host of admitted.asleep) asleep.set(`${host.crawlId}\n${host.host}`, host);
-      await results.sendResults(admitted.results);
+      await results.sendResults(
+        admitted.results.map((result) => notDueResult(result, notDue.get(result.url))),
+      );
       due += admitted.admitted - admitted.results.length;
+      skippedNotDue += admitted.results.filter((result) => result.code === 'not-due').length;
     };
     let rounds = 0;
-    for await (const url of priorUrls(blobs, config.since)) {
+    for await (const url of priorUrls(blobs, config.since, options.onWarning ?? (() => {}))) {
       chunk.push(url);
       if (chunk.length < chunkSize) continue;
       await admitPriors(chunk, rounds++);
@@ -256,8 +284,29 @@ export async function submitCrawl(
     await tasks.sendVisits(visits);
     await confirmSent(visits, frontier);
     summary.due = due;
+    if (config.adaptive) summary.notDue = skippedNotDue;
   }
   return summary;
+}
+
+/**
+ * A not-due URL's `skipped` result, as the earlier crawl left it: `same`, pointing at the earlier
+ * capture and content record, with its interval and due time unchanged (no request was made).
+ */
+function notDueResult(result: CrawlResult, url: PriorUrl | undefined): CrawlResult {
+  if (url === undefined || result.code !== 'not-due') return result;
+  const { capture } = url;
+  return {
+    ...result,
+    change: 'same',
+    sha1: capture.sha1,
+    warc: capture.warc,
+    ...(capture.content === undefined ? {} : { content: capture.content }),
+    ...(capture.etag === undefined ? {} : { etag: capture.etag }),
+    ...(capture.lastModified === undefined ? {} : { lastModified: capture.lastModified }),
+    ...(capture.interval === undefined ? {} : { interval: capture.interval }),
+    ...(capture.dueAt === undefined ? {} : { dueAt: capture.dueAt }),
+  };
 }
 
 /** `Crawl Started` on the stack's bus; a stack without one (an older deploy) publishes nothing. */

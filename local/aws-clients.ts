@@ -83,7 +83,8 @@ export interface AwsClients {
   sqs: SQSClient;
   s3: S3Client;
   dynamodb: DynamoDBClient;
-  eventbridge: EventBridgeClient;
+  /** Absent when the endpoints have no EventBridge (emulators started without it). */
+  eventbridge?: EventBridgeClient;
 }
 
 /** The CLI's calls against a local AWS: the operator's, in the emulators' account. */
@@ -107,7 +108,9 @@ export function createClients(
     sqs: createSqsClient(endpoints, settings, tag),
     s3: watch(new S3Client(s3Config(endpoints, settings)), tag),
     dynamodb: watch(new DynamoDBClient(dynamodbConfig(endpoints, settings)), tag),
-    eventbridge: watch(new EventBridgeClient(base(endpoints.events ?? endpoints.sqs, settings)), tag),
+    ...(endpoints.events === undefined
+      ? {}
+      : { eventbridge: watch(new EventBridgeClient(base(endpoints.events, settings)), tag) }),
   };
 }
 
@@ -144,7 +147,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.sqs.destroy();
   clients.s3.destroy();
   clients.dynamodb.destroy();
-  clients.eventbridge.destroy();
+  clients.eventbridge?.destroy();
 }
 
 /**

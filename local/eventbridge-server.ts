@@ -246,7 +246,8 @@ export async function startEventBridgeServer(bus: LocalEventBus): Promise<Runnin
       );
     });
   });
-  guardServer(server, { port: 'own' });
+  // Any port in Host: the one-endpoint router forwards its own Host here (endpoint-router.ts).
+  guardServer(server, { port: 'any' });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

@@ -95,6 +95,18 @@ export const CrawlConfigSchema = z.object({
    * conditionally with its stored validators, and every result says how it changed (core/recrawl.ts).
    */
   since: z.string().regex(CRAWL_ID_PATTERN, `--since: ${CRAWL_ID_RULE}`).optional(),
+  /**
+   * Adaptive revisits (`--adaptive`): each URL keeps an interval, moved toward `minMinutes` when its
+   * page changed and ×1.5 toward `maxMinutes` when it did not (StormCrawler's arithmetic,
+   * core/recrawl.ts); a re-crawl fetches only the URLs that are due.
+   */
+  adaptive: z
+    .object({ minMinutes: z.number().positive(), maxMinutes: z.number().positive() })
+    .refine(
+      (bounds) => bounds.minMinutes <= bounds.maxMinutes,
+      '--min-interval must not exceed --max-interval',
+    )
+    .optional(),
   /** A re-crawl also publishes a `Page Changed` event per new, changed or removed page (crawl-events.ts). */
   pageEvents: z.boolean().default(false),
   createdAt: z.string().optional(),

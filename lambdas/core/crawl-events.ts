@@ -56,7 +56,7 @@ export const EVENT_DETAIL_SCHEMAS = {
   completed: z.object({ ...common, summary: EndSummarySchema }),
   /** Stopped before its end: `crawler cancel`, or its `--max-cost-usd` spent. */
   cancelled: z.object({ ...common, reason: z.string() }),
-  /** A crawl that ended with no page fetched: every seed failed, was refused or was out of reach. */
+  /** A crawl that fetched no page because its URLs failed, were refused or were out of reach. */
   failed: z.object({ ...common, reason: z.string(), summary: EndSummarySchema }),
   pageChanged: z.object({
     ...common,
@@ -107,7 +107,10 @@ export function startedEvent(
   });
 }
 
-/** `Crawl Completed`, or `Crawl Failed` for a crawl that ended with no page fetched. */
+/** Outcomes that say a URL could not be crawled (not merely left out, as `skipped` ones are). */
+const FAILED_OUTCOMES = ['failed', 'blocked', 'invalid', 'disallowed'] as const;
+
+/** `Crawl Completed`, or `Crawl Failed` for a crawl that fetched no page because its URLs failed. */
 export function endEvent(
   crawlId: string,
   counters: CrawlCounters,
@@ -124,7 +127,9 @@ export function endEvent(
     ...keys,
   };
   const base = { v: 1 as const, crawlId, at: at.toISOString() };
-  if ((counters.byOutcome.fetched ?? 0) === 0 && counters.done > 0) {
+  // Nothing fetched, and something went wrong: not a re-crawl whose URLs were all not due (skipped).
+  const trouble = FAILED_OUTCOMES.reduce((sum, outcome) => sum + (counters.byOutcome[outcome] ?? 0), 0);
+  if ((counters.byOutcome.fetched ?? 0) === 0 && trouble > 0) {
     const reason = `no page was fetched: ${Object.entries(counters.byOutcome)
       .map(([outcome, count]) => `${count} ${outcome}`)
       .join(', ')}`;

@@ -193,6 +193,7 @@ export async function fetchUrl(
         ? {}
         : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
       ...(config.since === undefined ? {} : { recrawl: { prior: item.prior } }),
+      ...(config.adaptive === undefined ? {} : { adaptive: config.adaptive }),
     },
     config,
     links,

@@ -26,6 +26,8 @@ export interface DiscoveredLink {
   redirects?: number;
   /** A re-crawl's URL of the crawl it follows: keeps that crawl's depth and carries its capture. */
   prior?: { depth: number; capture: PriorCapture };
+  /** Not to be fetched, and why (an adaptive re-crawl's URL not due yet): it gets a `skipped` result. */
+  skip?: { code: string; reason: string };
 }
 
 export interface DiscoveringPage {
@@ -219,7 +221,7 @@ export async function admitLinks(
           code: 'nofollow',
           reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'}`,
         };
-      }
+      } else if (link.skip) candidate.skip = link.skip;
       out.set(normalized.key, candidate);
     }
     return [...out.values()];

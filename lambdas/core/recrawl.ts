@@ -20,6 +20,9 @@ export const PriorCaptureSchema = z.object({
   content: WarcPointerSchema.optional(),
   etag: z.string().optional(),
   lastModified: z.string().optional(),
+  /** Adaptive revisits: its interval (minutes) and when it is due again. */
+  interval: z.number().positive().optional(),
+  dueAt: z.string().optional(),
 });
 
 export type PriorCapture = z.infer<typeof PriorCaptureSchema>;
@@ -40,6 +43,8 @@ export function priorOf(line: CrawlResult): PriorCapture | undefined {
   if (line.etag !== undefined && line.etag.length <= MAX_VALIDATOR_CHARS) prior.etag = line.etag;
   if (line.lastModified !== undefined && line.lastModified.length <= MAX_VALIDATOR_CHARS)
     prior.lastModified = line.lastModified;
+  if (line.interval !== undefined) prior.interval = line.interval;
+  if (line.dueAt !== undefined) prior.dueAt = line.dueAt;
   const parsed = PriorCaptureSchema.safeParse(prior);
   return parsed.success ? parsed.data : undefined;
 }
@@ -90,4 +95,38 @@ export function revisitProfileOf(
   if (status === 304) return 'server-not-modified';
   if (!GONE_STATUSES.has(status) && payloadSha1 === prior.sha1) return 'identical-payload-digest';
   return undefined;
+}
+
+/**
+ * Adaptive revisits, as StormCrawler's AdaptiveScheduler moves a page's interval: a new page starts
+ * at a day (its `fetchInterval.default`), clamped to the bounds; a changed one moves halfway toward
+ * the minimum, `(1 − 0.5)·i + 0.5·min`; an unchanged one (a 304 or the same digest) grows ×1.5, up
+ * to the maximum. A removed page keeps its interval (it is not due for anything).
+ */
+export const ADAPTIVE = { startMinutes: 1440, decrease: 0.5, increase: 0.5 } as const;
+
+/** `--min-interval` and `--max-interval` by default: StormCrawler's 60 min and 14 days. */
+export const ADAPTIVE_BOUNDS = { minMinutes: 60, maxMinutes: 20_160 } as const;
+
+export interface IntervalBounds {
+  minMinutes: number;
+  maxMinutes: number;
+}
+
+export function nextInterval(
+  previous: number | undefined,
+  change: Change | undefined,
+  bounds: IntervalBounds,
+): number {
+  const clamp = (minutes: number) => Math.min(bounds.maxMinutes, Math.max(bounds.minMinutes, minutes));
+  if (previous === undefined || change === undefined || change === 'new') return clamp(ADAPTIVE.startMinutes);
+  if (change === 'changed')
+    return clamp((1 - ADAPTIVE.decrease) * previous + ADAPTIVE.decrease * bounds.minMinutes);
+  if (change === 'same') return clamp(previous * (1 + ADAPTIVE.increase));
+  return clamp(previous);
+}
+
+/** Whether an adaptive re-crawl fetches this URL now: no due time, or it has come. */
+export function isDue(prior: PriorCapture, now: Date): boolean {
+  return prior.dueAt === undefined || !(Date.parse(prior.dueAt) > now.getTime());
 }

@@ -72,6 +72,9 @@ export const ResultSchema = z.object({
   /** Re-crawls only: new, same, changed or removed against the crawl it follows. */
   change: z.enum(CHANGES).optional(),
   revisit: RevisitSchema.optional(),
+  /** Adaptive revisits (`--adaptive`): the URL's interval in minutes, and when it is due again. */
+  interval: z.number().positive().optional(),
+  dueAt: z.string().optional(),
   /** The page's skipped links it carries (never part of its own index line). */
   skipped: z.array(CarriedLinkSchema).optional(),
 });

@@ -18,7 +18,13 @@ import type { ContentRecord } from './content-record.ts';
 import { headerValue } from './http-headers.ts';
 import { STORAGE_LIMITS } from './limits.ts';
 import type { BlobWriter, PageResponse } from './ports.ts';
-import { changeOf, type PriorCapture, revisitProfileOf } from './recrawl.ts';
+import {
+  changeOf,
+  type IntervalBounds,
+  nextInterval,
+  type PriorCapture,
+  revisitProfileOf,
+} from './recrawl.ts';
 import type { CrawlResult, Revisit } from './result.ts';
 import {
   formatSha1,
@@ -40,6 +46,8 @@ export interface CapturedPage {
    * capture that repeats the earlier one is written as a revisit record (recrawl.ts).
    */
   recrawl?: { prior?: PriorCapture | undefined };
+  /** Adaptive revisits: the result gets the URL's next interval and due time (recrawl.ts). */
+  adaptive?: IntervalBounds;
 }
 
 /** What a page's records came to: where its capture record lies, and the payload it stands for. */
@@ -177,14 +185,16 @@ export class WarcBatchWriter {
         : page.content === undefined
           ? undefined
           : this.#addContent(result.crawlId, page.content);
+    const changeFields: Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> = page.recrawl
+      ? recrawlFields(result, response, prepared.payloadSha1Hex, prior, written.revisit)
+      : {};
     this.#results.push({
       ...result,
       sha1: written.sha1,
       warc: { key: file.key, offset: written.ref.offset, length: written.ref.length },
       ...(content === undefined ? {} : { content }),
-      ...(page.recrawl
-        ? recrawlFields(result, response, prepared.payloadSha1Hex, prior, written.revisit)
-        : {}),
+      ...changeFields,
+      ...(page.adaptive ? adaptiveFields(page.adaptive, prior, changeFields.change, response.startedAt) : {}),
     });
     if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
@@ -403,6 +413,17 @@ function recrawlFields(
     if (lastModified !== undefined) fields.lastModified = lastModified;
   }
   return fields;
+}
+
+/** The URL's next interval under adaptive revisits, and when it falls due. */
+function adaptiveFields(
+  bounds: IntervalBounds,
+  prior: PriorCapture | undefined,
+  change: CrawlResult['change'],
+  fetchedAt: Date,
+): Pick<CrawlResult, 'interval' | 'dueAt'> {
+  const interval = nextInterval(prior?.interval, change, bounds);
+  return { interval, dueAt: new Date(fetchedAt.getTime() + interval * 60_000).toISOString() };
 }
 
 /** All pages at once (the writer's simplest use): write them, upload the files, return the pointers. */

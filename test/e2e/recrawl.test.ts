@@ -317,3 +317,65 @@ describe('crawler crawl --since on a site without validators: same pages by payl
     assert.ok(first.results.length > 0);
   });
 });
+
+describe('crawler crawl --adaptive: a re-crawl fetches only the URLs that are due', () => {
+  let site: ChangingSite;
+  let dir: { path: string; remove(): Promise<void> };
+
+  before(async () => {
+    site = await startChangingSite({ ...SHAPE, validators: true });
+    dir = await tempDir('crawler-recrawl-adaptive-');
+  });
+  after(async () => {
+    await site?.close();
+    await dir?.remove();
+  });
+
+  it('not due: every earlier URL reported same from the earlier crawl, with no request; due: asked again, its interval moved', async () => {
+    const state = join(dir.path, 'state');
+    const common = ['--allow-private', '--delay', '0', '--quiet'];
+    // Intervals of 2 s (min = max): a URL is due 2 s after it was fetched.
+    const bounds = ['--adaptive', '--min-interval', '2s', '--max-interval', '2s'];
+    const first = await runCrawl([`${site.origin}/`], [...common, ...bounds], {
+      stateDir: state,
+      outDir: join(dir.path, 'first'),
+    });
+    assert.ok(first.results.every((line) => line.outcome !== 'fetched' || line.interval === 2 / 60));
+
+    // At once: nothing is due, the seed included (it is one of the earlier URLs).
+    site.resetCounts();
+    const early = await runCrawl([`${site.origin}/`], [...common, '--since', 'latest', ...bounds], {
+      stateDir: state,
+      outDir: join(dir.path, 'early'),
+    });
+    const earlier = new Map(first.results.map((line) => [line.url, line]));
+    const notDue = early.results.filter((line) => line.code === 'not-due');
+    assert.equal(notDue.length, first.results.filter((line) => line.outcome === 'fetched').length);
+    for (const line of notDue) {
+      assert.equal(line.change, 'same');
+      assert.equal(line.outcome, 'skipped');
+      assert.deepEqual(line.content, earlier.get(line.url)?.content, 'the earlier content record');
+      assert.equal(line.dueAt, earlier.get(line.url)?.dueAt);
+    }
+    const requested = [...site.statuses.values()].reduce((sum, count) => sum + count, 0);
+    assert.equal(requested, 0, 'no request at all');
+
+    // Once every URL's due time has passed, they are all asked again.
+    const lastDue = Math.max(
+      ...first.results.flatMap((line) => (line.dueAt ? [Date.parse(String(line.dueAt))] : [])),
+    );
+    while (Date.now() <= lastDue)
+      await new Promise((resolve) => setTimeout(resolve, lastDue - Date.now() + 1));
+    site.resetCounts();
+    const due = await runCrawl(
+      [`${site.origin}/`],
+      [...common, '--since', first.summary.crawlId as string, ...bounds],
+      {
+        stateDir: state,
+        outDir: join(dir.path, 'due'),
+      },
+    );
+    assert.equal(due.results.filter((line) => line.code === 'not-due').length, 0);
+    assert.equal(site.notModified.size, first.results.filter((line) => line.outcome === 'fetched').length);
+  });
+});

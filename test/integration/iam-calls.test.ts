@@ -25,6 +25,7 @@ import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { cancelCommand } from '../../cli/cancel-command.ts';
 import type { CliIo } from '../../cli/cli-io.ts';
+import { diffCommand } from '../../cli/diff-command.ts';
 import { exportCommand } from '../../cli/export-command.ts';
 import { getCommand } from '../../cli/get-command.ts';
 import { listCommand } from '../../cli/list-command.ts';
@@ -113,6 +114,7 @@ const STACK_COMMANDS = new Map<string, (args: string[], io?: Partial<CliIo>) => 
   ['list-command.ts', listCommand],
   ['export-command.ts', exportCommand],
   ['llms-txt-command.ts', llmsTxtCommand],
+  ['diff-command.ts', diffCommand],
 ]);
 const ran = new Set<(args: string[], io?: Partial<CliIo>) => Promise<number>>();
 
@@ -170,6 +172,38 @@ before(async () => {
   assert.equal((await readFile(join(out, 'export', 'results.jsonl'), 'utf8')).trim().split('\n').length, 3);
   await cli(llmsTxtCommand, crawlId, '--out', join(out, 'llms'));
   assert.match(await readFile(join(out, 'llms', 'llms.txt'), 'utf8'), /\/a/);
+
+  // A re-crawl of it (the earlier index read by the submitter), and a page's diff between the two.
+  const recrawl = (
+    await cli(
+      submitCommand,
+      `${site.origin}/`,
+      '--allow-private',
+      '--delay',
+      '0',
+      '--since',
+      crawlId,
+      '--page-events',
+    )
+  ).trim();
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  assert.equal(JSON.parse(await cli(statusCommand, recrawl, '--json')).state, 'complete');
+  await cli(diffCommand, recrawl, `${site.origin}/a`);
+
+  // A crawl its cost budget stops: the fetch function cancels it and says so (Crawl Cancelled).
+  const overBudget = (
+    await cli(
+      submitCommand,
+      `${site.origin}/many/`,
+      '--allow-private',
+      '--delay',
+      '0',
+      '--max-cost-usd',
+      '0.000001',
+    )
+  ).trim();
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  assert.equal(JSON.parse(await cli(statusCommand, overBudget, '--json')).state, 'cancelled');
 
   // A crawl cancelled while it runs.
   const cancelled = (

@@ -138,6 +138,7 @@ describe('aws-clients', () => {
       AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566',
       AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4566',
       AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:4566',
+      AWS_ENDPOINT_URL_EVENTBRIDGE: 'http://127.0.0.1:4566',
       AWS_REGION: 'us-east-1',
       AWS_DEFAULT_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
@@ -145,5 +146,14 @@ describe('aws-clients', () => {
       AWS_ACCOUNT_ID: '000000000000',
       AWS_S3_FORCE_PATH_STYLE: 'true',
     });
+  });
+
+  it('leaves EventBridge out of endpoints that have none (handlers then publish no events)', () => {
+    const env = endpointEnv({
+      sqs: 'http://127.0.0.1:1',
+      s3: 'http://127.0.0.1:1',
+      dynamodb: 'http://127.0.0.1:2',
+    });
+    assert.equal(env.AWS_ENDPOINT_URL_EVENTBRIDGE, undefined);
   });
 });

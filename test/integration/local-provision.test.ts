@@ -230,6 +230,7 @@ describe('startLocalAws with an endpoint', () => {
       sqs: emulators.endpoints.sqs,
       s3: emulators.endpoints.sqs,
       dynamodb: emulators.endpoints.sqs,
+      events: emulators.endpoints.sqs,
     });
     assert.deepEqual(aws.functionEnv[FUNCTION], {
       ...aws.functionEnv[FUNCTION],

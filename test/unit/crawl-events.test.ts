@@ -59,6 +59,11 @@ describe('crawl event details', () => {
     assertValidEvent(event);
   });
 
+  it('a re-crawl whose URLs were all not due (skipped) fetched nothing and still ends Completed', () => {
+    const event = endEvent('c-1', { ...COUNTERS, byOutcome: { skipped: 12 } }, KEYS, new Date());
+    assert.equal(event.kind, 'completed');
+  });
+
   it('Started and Cancelled carry stable ids for consumers to drop repeats by', () => {
     const started = startedEvent('c-1', new Date(), 3, 'c-0');
     const cancelled = cancelledEvent('c-1', '2026-12-04T10:00:30.000Z', 'crawler cancel');

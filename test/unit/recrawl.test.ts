@@ -14,6 +14,8 @@ import type { PageResponse } from '../../lambdas/core/ports.ts';
 import {
   changeOf,
   conditionalHeaders,
+  isDue,
+  nextInterval,
   type PriorCapture,
   priorOf,
   revisitProfileOf,
@@ -192,6 +194,33 @@ describe('changeOf and revisitProfileOf', () => {
     }
     assert.equal(changeOf(200, SHA1, undefined), 'new');
     assert.equal(revisitProfileOf(304, SHA1, undefined), undefined);
+  });
+});
+
+describe("adaptive revisits: StormCrawler's arithmetic", () => {
+  const bounds = { minMinutes: 60, maxMinutes: 20_160 };
+  it('a new page starts at a day; a changed one moves halfway to the minimum; an unchanged one grows ×1.5 to the maximum', () => {
+    assert.equal(nextInterval(undefined, undefined, bounds), 1440);
+    assert.equal(nextInterval(undefined, 'new', bounds), 1440);
+    assert.equal(nextInterval(1440, 'changed', bounds), 0.5 * 1440 + 0.5 * 60);
+    assert.equal(nextInterval(1440, 'same', bounds), 2160);
+    assert.equal(nextInterval(20_000, 'same', bounds), 20_160, 'capped at the maximum');
+    assert.equal(nextInterval(61, 'changed', bounds), 60.5);
+    assert.equal(nextInterval(500, 'removed', bounds), 500);
+  });
+
+  it('the start is clamped into the bounds; repeated changes converge on the minimum, never below it', () => {
+    assert.equal(nextInterval(undefined, 'new', { minMinutes: 1, maxMinutes: 10 }), 10);
+    let interval = 1440;
+    for (let i = 0; i < 40; i++) interval = nextInterval(interval, 'changed', bounds);
+    assert.ok(interval >= 60 && interval < 60.001);
+  });
+
+  it('a URL is due when its due time has come, or when it has none', () => {
+    const now = new Date('2026-12-04T10:00:00.000Z');
+    assert.equal(isDue({ ...PRIOR, dueAt: '2026-12-04T09:59:59.000Z' }, now), true);
+    assert.equal(isDue({ ...PRIOR, dueAt: '2026-12-04T10:00:01.000Z' }, now), false);
+    assert.equal(isDue({ ...PRIOR, dueAt: undefined }, now), true);
   });
 });
 

@@ -57,6 +57,12 @@ interface Written {
   revisit?: Revisit;
 }
 
+/** A capture to write as a revisit: the earlier capture it refers to, and that capture's payload SHA-1. */
+interface PlannedRevisit {
+  record: Revisit;
+  sha1: string;
+}
+
 export interface WarcBatchWriterOptions {
   /**
    * A file is closed before a page's records would take it past this size; a page whose records alone
@@ -165,8 +171,10 @@ export class WarcBatchWriter {
     );
     const prior = page.recrawl?.prior;
     const profile = page.recrawl && revisitProfileOf(response.status, prepared.payloadSha1Hex, prior);
-    const revisit =
-      profile && prior ? { profile, uri: prior.uri, date: prior.date, warc: prior.warc } : undefined;
+    const revisit: PlannedRevisit | undefined =
+      profile && prior
+        ? { record: { profile, uri: prior.uri, date: prior.date, warc: prior.warc }, sha1: prior.sha1 }
+        : undefined;
     let file = this.#fileOf(result.crawlId);
     const before = file.builder.recordCount;
     let written = this.#write(file, page, prepared, revisit);
@@ -278,7 +286,7 @@ export class WarcBatchWriter {
     file: OpenFile,
     page: CapturedPage,
     prepared: PreparedResponse,
-    revisit: Revisit | undefined,
+    revisit: PlannedRevisit | undefined,
   ): Written {
     const before = file.builder.recordCount;
     try {
@@ -293,7 +301,7 @@ export class WarcBatchWriter {
     builder: WarcFileBuilder,
     page: CapturedPage,
     prepared: PreparedResponse,
-    revisit: Revisit | undefined,
+    revisit: PlannedRevisit | undefined,
   ): Written {
     const { response, result } = page;
     builder.addRequest({
@@ -304,17 +312,16 @@ export class WarcBatchWriter {
       ip: response.remoteAddress,
       concurrentTo: prepared.recordId,
     });
-    const written: Written =
-      revisit === undefined
-        ? (() => {
-            const ref = builder.addPreparedResponse(prepared);
-            return { ref, sha1: ref.payloadSha1Hex };
-          })()
-        : {
-            ref: this.#addRevisit(builder, page, prepared, revisit),
-            sha1: page.recrawl?.prior?.sha1 ?? '',
-            revisit,
-          };
+    let written: Written;
+    if (revisit === undefined) {
+      const ref = builder.addPreparedResponse(prepared);
+      written = { ref, sha1: ref.payloadSha1Hex };
+    } else
+      written = {
+        ref: this.#addRevisit(builder, response, prepared, revisit),
+        sha1: revisit.sha1,
+        revisit: revisit.record,
+      };
     builder.addMetadata({
       targetUri: response.url,
       date: response.startedAt,
@@ -342,19 +349,18 @@ export class WarcBatchWriter {
   /** The revisit record standing for the response (with the response's record id: the request points at it). */
   #addRevisit(
     builder: WarcFileBuilder,
-    page: CapturedPage,
+    response: PageResponse,
     prepared: PreparedResponse,
-    revisit: Revisit,
+    revisit: PlannedRevisit,
   ): WarcRecordRef {
-    const { response } = page;
     return builder.addRevisit({
-      profile: revisit.profile,
+      profile: revisit.record.profile,
       recordId: prepared.recordId,
       targetUri: response.url,
       date: response.startedAt,
-      refersToTargetUri: revisit.uri,
-      refersToDate: new Date(revisit.date),
-      payloadDigest: formatSha1(Buffer.from(page.recrawl?.prior?.sha1 ?? prepared.payloadSha1Hex, 'hex')),
+      refersToTargetUri: revisit.record.uri,
+      refersToDate: new Date(revisit.record.date),
+      payloadDigest: formatSha1(Buffer.from(revisit.sha1, 'hex')),
       response,
       ip: response.remoteAddress,
     });

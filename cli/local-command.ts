@@ -38,7 +38,7 @@ import { UsageError } from './usage-error.ts';
 export const DEFAULT_LOCAL_PORT = 4566;
 
 export const LOCAL_USAGE = `usage: crawler local [options]
-runs a local AWS (SQS, S3, DynamoDB on one endpoint, the stack provisioned, the handlers running)
+runs a local AWS (SQS, S3, DynamoDB and EventBridge's PutEvents on one endpoint, the stack provisioned, the handlers running)
 until Ctrl-C, for the AWS CLI, SDKs and \`crawler submit/status/results/get/cancel --endpoint\`
   --port N             the endpoint's port on 127.0.0.1 (default ${DEFAULT_LOCAL_PORT}, LocalStack's; 0 = any free one);
                        it serves SigV4-signed requests only (the AWS CLI and SDKs), never web pages
@@ -261,7 +261,7 @@ export function describeReady(
   const e = server.endpoint;
   const defaults = Object.keys(options.defaults).length > 0 ? JSON.stringify(options.defaults) : 'none';
   return [
-    `crawler local: AWS endpoint ${e} (SQS, S3, DynamoDB; region us-east-1, any credentials, signed requests only)`,
+    `crawler local: AWS endpoint ${e} (SQS, S3, DynamoDB, EventBridge PutEvents; region us-east-1, any credentials, signed requests only)`,
     `  state: ${server.stateDir}`,
     'stack outputs:',
     ...outputs,

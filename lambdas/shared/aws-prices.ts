@@ -223,7 +223,9 @@ export function describeCost(report: CrawlCostReport, options: { verbose?: boole
       : '';
   return (
     `${usd(c.total)} for this crawl at ${report.prices.region} list prices ` +
-    `(lambda ${usd(c.lambda)}, sqs ${usd(c.sqs)}, s3 ${usd(c.s3)}, dynamodb ${usd(c.dynamodb)}); ` +
+    `(lambda ${usd(c.lambda)}, sqs ${usd(c.sqs)}, s3 ${usd(c.s3)}, dynamodb ${usd(c.dynamodb)}` +
+    // Crawl events cost a few millionths of a dollar; named only when there were any.
+    `${c.eventbridge > 0 ? `, eventbridge ${usd(c.eventbridge)}` : ''}); ` +
     `${requests.toFixed(2)} AWS requests per page${perMillion}`
   );
 }

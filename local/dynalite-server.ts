@@ -1,9 +1,9 @@
 // dynalite (DynamoDB) on a free 127.0.0.1 port: in-memory, or LevelDB under `path`.
 import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 import { cacheDynaliteExpressions } from './dynalite-expression-cache.ts';
 import type { RunningServer } from './fauxqs-server.ts';
+import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 import {
   patchDynaliteItemSize,
@@ -36,22 +36,5 @@ export async function startDynaliteServer(options: DynaliteOptions = {}): Promis
   if (throttle) throttleServer(server, throttle);
   // A web page can port-scan loopback too. Any port in Host: the router and proxies in front keep theirs.
   guardServer(server, { port: 'any' });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err?: Error) => (err ? reject(err) : resolve()));
-        // SDK clients keep sockets alive; drop them so close() does not wait for their idle timeout.
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server);
 }

@@ -3,8 +3,8 @@
 // protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
 // (`crawler local`), so `--endpoint URL` clients need just that one URL.
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { RunningServer } from './fauxqs-server.ts';
+import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 
 export interface RouterTargets {
@@ -51,23 +51,7 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
   });
   // Any port in Host: `crawler local`'s public endpoint forwards its own Host through this router.
   guardServer(server, { port: 'any' });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port: actual } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${actual}`,
-    server,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server, port);
 }
 
 function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {

@@ -10,9 +10,9 @@
 import { randomUUID } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { compileEventPattern, type EventPattern } from './event-pattern.ts';
 import type { RunningServer } from './fauxqs-server.ts';
+import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 import type { LocalEventRule } from './stack-model.ts';
 
@@ -248,21 +248,5 @@ export async function startEventBridgeServer(bus: LocalEventBus): Promise<Runnin
   });
   // Any port in Host: the one-endpoint router forwards its own Host here (endpoint-router.ts).
   guardServer(server, { port: 'any' });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server);
 }

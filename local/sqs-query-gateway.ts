@@ -20,8 +20,8 @@ import {
   request,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describeStacksAnswer, type LocalStackDescription } from './cloudformation-describe.ts';
+import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 
 export interface SqsQueryGateway {
@@ -107,23 +107,8 @@ export async function startSqsQueryGateway(options: SqsQueryGatewayOptions): Pro
   });
   // The public endpoint: Host must carry its own port (local/request-guard.ts says what else).
   guardServer(server, { port: 'own' });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  const running = await listenOnLoopback(server, options.port, options.host);
+  return { url: running.url, port: Number(new URL(running.url).port), stop: running.stop };
 }
 
 type Rewrite = (json: Record<string, unknown>) => Record<string, unknown>;

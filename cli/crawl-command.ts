@@ -37,7 +37,7 @@ import { damageWarning } from './index-reader.ts';
 import { requiredOutput } from './required-output.ts';
 import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
-import { submitCrawl } from './submit-crawl.ts';
+import { sinceNote, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
 export const crawlCommand = defineCommand({
@@ -163,7 +163,10 @@ export const crawlCommand = defineCommand({
               : error;
           });
           seeds = submitted.seeds;
-          progress(`crawl ${crawlId}: ${submitted.tasks} seed tasks sent`);
+          progress(
+            `crawl ${crawlId}: ${submitted.tasks} seed tasks sent` +
+              (submitted.due === undefined ? '' : `; ${sinceNote(submitted)}`),
+          );
         } else {
           if (!(await frontier.readCounters(crawlId))) {
             io.stderr.write(

@@ -24,7 +24,7 @@ import { type ExtractedValues, extractOptions } from './own-options.ts';
 import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { openStack, StackNotFoundError } from './stack-access.ts';
-import { ConfigTooLargeError, submitCrawl } from './submit-crawl.ts';
+import { ConfigTooLargeError, sinceNote, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
 /** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */
@@ -135,7 +135,8 @@ export const submitCommand = defineCommand({
           `crawl ${crawlId} submitted to ${stack.description}: ${submitted.tasks} tasks sent` +
             (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
             (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
-            (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : ''),
+            (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : '') +
+            (submitted.due === undefined ? '' : `; ${sinceNote(submitted)}`),
         );
         const flags = describeTarget(endpoint, stackName, options.crawl.stateDir);
         say(`watch it:  crawler status ${crawlId}${flags}`);

@@ -309,6 +309,14 @@ function notDueResult(result: CrawlResult, url: PriorUrl | undefined): CrawlResu
   };
 }
 
+/** A re-crawl's own count: the earlier URLs due again, and those not due (adaptive). */
+export function sinceNote(submitted: { due?: number; notDue?: number }): string {
+  return (
+    `${submitted.due ?? 0} URLs of the earlier crawl due again` +
+    (submitted.notDue ? `, ${submitted.notDue} not due (reported same)` : '')
+  );
+}
+
 /** `Crawl Started` on the stack's bus; a stack without one (an older deploy) publishes nothing. */
 async function announceStart(stack: StackHandles, config: CrawlConfig): Promise<void> {
   const bus = stack.outputs[OUTPUTS.eventBusName];

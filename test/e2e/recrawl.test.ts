@@ -207,7 +207,7 @@ describe('crawler crawl --since: a conditional re-crawl with revisit records and
     const types = lines.map((envelope) => envelope['detail-type']);
     assert.equal(types[0], 'Crawl Started');
     assert.equal(types.at(-1), 'Crawl Completed');
-    assert.equal((lines[0]?.detail as { since?: string }).since, first.summary.crawlId);
+    assert.equal((lines[0]?.detail as { since?: string } | undefined)?.since, first.summary.crawlId);
     const pages = lines
       .filter((envelope) => envelope['detail-type'] === 'Page Changed')
       .map((envelope) => envelope.detail as { url: string; change: string });

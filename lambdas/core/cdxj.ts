@@ -14,7 +14,7 @@
  * | `urlkey` | SURT of `url`, the key pywb and the Wayback CDX server look it up by (surt.ts) | `com,example)/a?b=2&c=1` |
  * | `timestamp` | `fetchedAt`, UTC, 14 digits `YYYYMMDDhhmmss` | `20240501120000` |
  * | *result record* | `v, crawlId, key, url, finalUrl?, status?, outcome, code?, reason?, contentType?, bytes, sha1?, truncated?, location?, canonical?, warc?, content?, fetchedAt, ms, depth, attempt?, outlinks` | |
- * | `mime` | `contentType` without parameters, lower-cased (only when there is one) | `text/html` |
+ * | `mime` | `contentType` without parameters, lower-cased (only when there is one); `warc/revisit` for a revisit record, as pywb's indexer writes it | `text/html` |
  * | `digest` | `sha1:` + RFC 4648 base32 of the payload SHA-1 (the result's hex `sha1`), as in `WARC-Payload-Digest` | `sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ` |
  * | `filename` | WARC object key in the page bucket (`warc.key`) | `warc/<crawlId>/2024-05-01/<id>.warc.gz` |
  * | `offset`, `length` | the record's gzip member in that object (`warc.offset`, `warc.length`): a ranged GET of `bytes=offset-(offset+length-1)` gunzips to the one WARC response record | `1234`, `5678` |
@@ -66,9 +66,12 @@ export function sha1HexToDigest(hex: string | undefined): string | undefined {
   return `sha1:${base32Encode(Buffer.from(hex, 'hex'))}`;
 }
 
+const REVISIT_MIME = 'warc/revisit';
+
 /** The index line of a result (see the format at the top of this file). */
 export function indexLine(result: CrawlResult): IndexLine {
-  const mime = mimeType(result.contentType);
+  // A re-crawl's unchanged page points at a revisit record: pywb indexes those as `warc/revisit`.
+  const mime = result.revisit === undefined ? mimeType(result.contentType) : REVISIT_MIME;
   const digest = sha1HexToDigest(result.sha1);
   return {
     urlkey: surt(result.url),

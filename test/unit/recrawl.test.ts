@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import { MAX_DIFF_EDITS, markdownDiff } from '../../cli/markdown-diff.ts';
+import { indexLine } from '../../lambdas/core/cdxj.ts';
 import { RECRAWL_LIMITS } from '../../lambdas/core/limits.ts';
 import type { PageResponse } from '../../lambdas/core/ports.ts';
 import {
@@ -319,6 +320,9 @@ describe('WARC revisit records, read back with warcio', () => {
         ['new', undefined],
       ],
     );
+    // Indexed as pywb indexes revisits; the digest stays the payload's.
+    assert.equal(indexLine(notModified!).mime, 'warc/revisit');
+    assert.equal(indexLine(notModified!).digest, formatSha1(Buffer.from(SHA1, 'hex')));
     // Same pages keep the earlier content record and payload digest; no second copy is stored.
     assert.deepEqual(notModified?.content, PRIOR.content);
     assert.deepEqual(identical?.content, PRIOR.content);

@@ -37,8 +37,11 @@ export interface EventBusSettings {
   rules: readonly LocalEventRule[];
   /** Sends a matched event to a rule's queue. */
   deliver: (queueUrl: string, body: string) => Promise<void>;
-  /** Told of a delivery that failed (the event is still logged). */
-  onDeliveryError?: (queueUrl: string, error: unknown) => void;
+  /**
+   * Told of a delivery or a log append that failed (`where`: the queue URL or the file): the event
+   * is still taken, as a target's failure does not fail PutEvents on AWS.
+   */
+  onDeliveryError?: (where: string, error: unknown) => void;
 }
 
 /** PutEvents takes at most 10 entries, and at most 256 KiB of them (eb-putevent-size.html). */
@@ -69,13 +72,9 @@ export class LocalEventBus {
     this.#settings = settings;
   }
 
-  /** Every accepted event is also appended here, one envelope a line, until removed. */
+  /** Every accepted event is also appended here, one envelope a line. */
   addLogFile(path: string): void {
     this.#logFiles.add(path);
-  }
-
-  removeLogFile(path: string): void {
-    this.#logFiles.delete(path);
   }
 
   /** Waits for the log appends under way. */
@@ -113,8 +112,13 @@ export class LocalEventBus {
     const lines = accepted.map(({ event }) => `${JSON.stringify(event)}\n`).join('');
     const files = [...this.#logFiles];
     if (lines !== '' && files.length > 0) {
+      // A file that cannot be written is reported; the event is still taken and routed.
       this.#writes = this.#writes.then(() =>
-        Promise.all(files.map((file) => appendFile(file, lines))).then(() => {}),
+        Promise.all(
+          files.map((file) =>
+            appendFile(file, lines).catch((error: unknown) => settings.onDeliveryError?.(file, error)),
+          ),
+        ).then(() => {}),
       );
       await this.#writes;
     }

@@ -221,8 +221,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         },
         ...(options.log
           ? {
-              onDeliveryError: (queueUrl, error) =>
-                options.log?.(`event not delivered to ${queueUrl}: ${String(error)}`),
+              onDeliveryError: (where, error) =>
+                options.log?.(`event not delivered to ${where}: ${String(error)}`),
             }
           : {}),
       });

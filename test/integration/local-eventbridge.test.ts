@@ -151,6 +151,25 @@ describe('the local EventBridge', () => {
     );
   });
 
+  it('takes an event whose log file cannot be written, and says which file failed', async () => {
+    const failures: string[] = [];
+    const other = new LocalEventBus();
+    other.configure({
+      region: 'us-east-1',
+      accountId: '000000000000',
+      buses: ['default'],
+      rules: [],
+      deliver: async () => {},
+      onDeliveryError: (where) => failures.push(where),
+    });
+    other.addLogFile(join(dir, 'no-such-dir', 'events.jsonl'));
+    const answer = await other.put({
+      Entries: [{ Source: 'serverless-crawler', DetailType: 'Crawl Started', Detail: '{}' }],
+    });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(failures, [join(dir, 'no-such-dir', 'events.jsonl')]);
+  });
+
   it('answers another action with UnknownOperationException', async () => {
     await assert.rejects(client.send(new PutRuleCommand({ Name: 'r', EventPattern: '{}' })), {
       name: 'UnknownOperationException',

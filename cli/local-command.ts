@@ -80,6 +80,8 @@ export function parseLocalOptions(args: string[]): LocalCommandOptions {
     ['--endpoint', crawl.endpoint],
     ['--sitemap', crawl.sitemap],
     ['--seeds-file', crawl.seedsFile],
+    ['--since', crawl.since],
+    ['--events', crawl.events],
   ] as const) {
     if (given !== undefined)
       throw new UsageError(`local has no ${flag}; \`crawler local --help\` lists its options`);

@@ -190,6 +190,10 @@ export function parseSubmitOptions(
     throw new UsageError(
       'submit has no --markdown-dir: once the crawl ends, `crawler export ID --out DIR --markdown-dir DIR` writes the files',
     );
+  if (crawl.events !== undefined)
+    throw new UsageError(
+      "submit has no --events: the stack publishes them to EventBridge (its CrawlEventsQueue holds the crawls' lifecycle events)",
+    );
   if (crawl.concurrency !== undefined) {
     throw new UsageError(
       "--concurrency is the stack's, not a crawl's: set the fetch event source's MaximumConcurrency (or `crawler local --concurrency N`)",

@@ -99,6 +99,35 @@ describe('usage mistakes: one line naming the option and what it accepts, exit 2
 });
 
 describe('failures: one line saying what to do, exit 1, the trace only with --debug', () => {
+  it('re-crawl, event and adaptive options: each mistake is one line naming what is wrong, exit 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['crawl', 'http://127.0.0.1:9/', '--page-events'], /--page-events .* give --since with it/],
+      [['crawl', 'http://127.0.0.1:9/', '--min-interval', '1h'], /give --adaptive with them/],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--adaptive', '--min-interval', '90 minutes'],
+        /--min-interval expects a duration such as 90s/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--adaptive', '--min-interval', '2d', '--max-interval', '1d'],
+        /must not exceed --max-interval/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--events', '/no/such/dir/events.jsonl'],
+        /--events .*: its directory does not exist/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--events', 'e.jsonl', '--endpoint', 'http://127.0.0.1:9'],
+        /with --endpoint, read the events/,
+      ],
+      [['submit', 'http://127.0.0.1:9/', '--events', 'e.jsonl'], /submit has no --events/],
+      [['local', '--since', 'latest'], /local has no --since/],
+      [['results', 'c-1', '--change', 'modified'], /--change expects one of new, same, changed, removed/],
+      [['diff', 'c-1'], /diff needs a crawl id and a URL/],
+    ];
+    for (const [args, message] of cases)
+      assert.match(oneLine(await runCli(args), 2), message, args.join(' '));
+  });
+
   it('a locked state dir', async () => {
     const stateDir = await mkdtemp(join(work, 'state-locked-'));
     // This test process is alive: it holds the lock as far as the CLI can tell.

@@ -182,6 +182,8 @@ export async function submitCrawl(
             config,
             parentKey: `prior#${round}`,
             depth: -1,
+            // Put before anything else of the crawl: a read of which exist would find none.
+            unprobed: true,
             links: urls.map((url) => ({
               url: url.url,
               nofollow: false,

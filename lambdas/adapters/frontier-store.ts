@@ -41,7 +41,7 @@ export function createFrontierStore(
   const urls = new FrontierUrls(dynamodb, table, resolved);
   return {
     // FrontierAdmission
-    admit: (crawlId, parentKey, candidates) => urls.admit(crawlId, parentKey, candidates),
+    admit: (crawlId, parentKey, candidates, options) => urls.admit(crawlId, parentKey, candidates, options),
     reservePages: (crawlId, wanted, maxPages) => counters.reservePages(crawlId, wanted, maxPages),
     promote: (crawlId, candidates) => urls.promote(crawlId, candidates),
     addQueued: (crawlId, count) => counters.addQueued(crawlId, count),

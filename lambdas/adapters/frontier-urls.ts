@@ -8,6 +8,7 @@ import { OUTCOMES, type Outcome } from '../core/outcome.ts';
 import { frontierHost } from '../core/politeness.ts';
 import type {
   Admission,
+  AdmitOptions,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierUrl,
@@ -128,7 +129,12 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
    * again); the item is left as it is, and `carried` says what it is. Any error other than a failed
    * condition is thrown once the writes in flight have settled.
    */
-  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
+  async admit(
+    crawlId: string,
+    parentKey: string,
+    candidates: readonly FrontierUrl[],
+    options: AdmitOptions = {},
+  ): Promise<Admission> {
     const unique: FrontierUrl[] = [];
     const keys = new Set<string>();
     for (const candidate of candidates) {
@@ -142,7 +148,8 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
     // consistent read of an item under 4 KB) against a write unit, at $0.125 against $0.625 a million
     // units; and one call reads a hundred. Only URLs the read did not find are put. A read that misses
     // a just-written item only costs that put, which then fails.
-    const existing = await this.readExisting(crawlId, unique);
+    const existing =
+      options.probe === false ? new Map<string, Item>() : await this.readExisting(crawlId, unique);
     const toPut: number[] = [];
     const settled: string[] = [];
     for (const [index, candidate] of unique.entries()) {

@@ -42,6 +42,11 @@ export interface DiscoveringPage {
   relink?: boolean;
   /** A fetched page, whose result goes out after this admission: it carries its skipped links. */
   carrier?: boolean;
+  /**
+   * Its links are new to the crawl by construction (a re-crawl's earlier URLs, put first): they are
+   * put without reading first which exist (FrontierAdmission's `probe`).
+   */
+  unprobed?: boolean;
   depth: number;
   links: readonly DiscoveredLink[];
 }
@@ -147,7 +152,12 @@ export async function admitLinks(
         !candidate.carried && (candidate.skip || budgeted) ? { ...candidate, held: true } : candidate,
       );
       if (candidates.length === 0) return;
-      const { admitted, settled } = await deps.frontier.admit(config.crawlId, page.parentKey, candidates);
+      const { admitted, settled } = await deps.frontier.admit(
+        config.crawlId,
+        page.parentKey,
+        candidates,
+        page.unprobed ? { probe: false } : {},
+      );
       // Cached as seen: what this page admits (its results go out with it) and what needs no page.
       for (const key of [...admitted.map((url) => url.key), ...settled])
         seenKeys.push(`${config.crawlId}:${key}`);

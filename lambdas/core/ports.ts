@@ -142,6 +142,15 @@ export interface Admission {
   settled: string[];
 }
 
+export interface AdmitOptions {
+  /**
+   * Whether to read which candidates exist before putting them (default true): most links of a page
+   * are known, and a read costs a tenth of a failed put. Off for URLs new to the crawl by
+   * construction (a re-crawl's earlier URLs, put before anything else): the read would find nothing.
+   */
+  probe?: boolean;
+}
+
 /**
  * Admission to the frontier (docs/frontier.md): each URL item lives in its host's partition
  * (`URLS#<crawlId>#<host>`), which a visit reads a page at a time.
@@ -152,7 +161,12 @@ export interface FrontierAdmission {
    * earlier admissions still unfetched (not fresh: a retried batch wakes their hosts again, uncounted),
    * or carried (carried again: the page's result, sent again, carries them again).
    */
-  admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission>;
+  admit(
+    crawlId: string,
+    parentKey: string,
+    candidates: readonly FrontierUrl[],
+    options?: AdmitOptions,
+  ): Promise<Admission>;
   /** Reserves up to `wanted` of the crawl's remaining page budget; returns how many were granted. */
   reservePages(crawlId: string, wanted: number, maxPages: number): Promise<number>;
   /**

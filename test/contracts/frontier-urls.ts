@@ -48,6 +48,26 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
       assert.deepEqual(other, { admitted: [], settled: [a.key] });
     });
 
+    it("without the probe (a re-crawl's earlier URLs) a URL is still admitted once, and its capture is read back with its item", async () => {
+      const frontier = make();
+      const crawlId = crawl();
+      const prior = {
+        sha1: 'a'.repeat(40),
+        uri: 'https://site.test/a',
+        date: '2026-11-04T09:00:00.000Z',
+        warc: { key: 'warc/c-0/2026-11-04/x.warc.gz', offset: 0, length: 900 },
+        etag: '"v1"',
+      };
+      const a = { ...link('/a'), prior };
+      const first = await frontier.admit(crawlId, 'prior#0', [a], { probe: false });
+      assert.deepEqual(first, { admitted: [{ ...a, fresh: true }], settled: [] });
+      assert.deepEqual(await frontier.admit(crawlId, 'prior#1', [a], { probe: false }), {
+        admitted: [],
+        settled: [],
+      });
+      assert.deepEqual(byKey(await allUrls(frontier, crawlId, HOST)).get(a.key)?.prior, prior);
+    });
+
     it('of many concurrent pages admitting one URL, exactly one gets it fresh', async () => {
       const frontier = make();
       const crawlId = crawl();

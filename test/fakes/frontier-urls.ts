@@ -11,6 +11,7 @@
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type {
   Admission,
+  AdmitOptions,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierAdmission,
@@ -95,7 +96,12 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
     return { ...(this.#counters.get(crawlId) ?? { queued: 0, admitted: 0 }) };
   }
 
-  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
+  async admit(
+    crawlId: string,
+    parentKey: string,
+    candidates: readonly FrontierUrl[],
+    options: AdmitOptions = {},
+  ): Promise<Admission> {
     return this.faults.run('admit', [crawlId, parentKey, candidates], async () => {
       // Duplicate keys in one call are tried once: the first of them.
       const unique = candidates.filter(
@@ -129,7 +135,9 @@ export class MemoryFrontierUrls implements FrontierAdmission, HostUrlStore {
         } else if (existing.carried && existing.parent === parentKey) {
           // Carried by this page: its result, sent again, carries it again.
           admission.admitted.push({ ...url, carried: true, fresh: false });
-        } else if (existing.st !== 'held' && !existing.carried) admission.settled.push(candidate.key);
+        } else if (existing.st !== 'held' && !existing.carried && options.probe !== false)
+          // Known settled only by the read a probe makes; a put alone just fails.
+          admission.settled.push(candidate.key);
       }
       return admission;
     });

@@ -32,6 +32,7 @@ import { FRONTIER_SHARDS } from '../../lambdas/core/limits.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type {
   Admission,
+  AdmitOptions,
   CounterDeltas,
   CrawlConfigReader,
   CrawlCounters,
@@ -138,10 +139,15 @@ export class MeteredFrontierUrls implements FrontierAdmission, HostUrlStore {
     this.#meter = meter;
   }
 
-  async admit(crawlId: string, parentKey: string, candidates: readonly FrontierUrl[]): Promise<Admission> {
+  async admit(
+    crawlId: string,
+    parentKey: string,
+    candidates: readonly FrontierUrl[],
+    options: AdmitOptions = {},
+  ): Promise<Admission> {
     const unique = [...new Map(candidates.map((c) => [c.key, c])).values()];
     const gets: AwsRequest[] = [];
-    for (let start = 0; start < unique.length; start += BATCH_GET_KEYS) {
+    for (let start = 0; options.probe !== false && start < unique.length; start += BATCH_GET_KEYS) {
       const keys = unique.slice(start, start + BATCH_GET_KEYS);
       gets.push({
         op: 'DynamoDB:BatchGetItem',

@@ -365,9 +365,8 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
       // A result parked in the ResultsDLQ holds its host's visit (a host drains only once its
       // results are indexed), so the task queue never empties before the redrive: with one, phase 1
       // ends once no result has flowed for a while.
-      const parked = new AbortController();
-      let parkedSince: number | undefined;
       const stall = stallWatch(site.hits);
+      const parked = parkedWatch(stall);
       idle = await local
         .waitForIdle({
           timeoutMs: scenario.idleTimeoutMs,
@@ -375,17 +374,7 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
           onCheck: (snapshot) => {
             lastCheck = snapshot;
             stall.check();
-            const { ResultsDLQ: dlq, ResultsQueue: results, TaskDLQ: taskDlq } = snapshot.queues;
-            // A visit parked in the TaskDLQ holds its host, while other hosts (one whose robots.txt
-            // keeps failing) keep the task queue from emptying: no request flows, and the operator
-            // redrives on the DLQ alarm, as for a parked result.
-            const stalled =
-              ((dlq?.visible ?? 0) > 0 &&
-                results !== undefined &&
-                results.visible + results.inFlight + results.delayed === 0) ||
-              ((taskDlq?.visible ?? 0) > 0 && stall.quietMs() > PARKED_STALL_MS);
-            parkedSince = stalled ? (parkedSince ?? Date.now()) : undefined;
-            if (parkedSince !== undefined && Date.now() - parkedSince > PARKED_STALL_MS) parked.abort();
+            parked.check(snapshot);
           },
         })
         .catch((error: unknown) => {
@@ -417,17 +406,22 @@ async function runScenario(scenario: Scenario): Promise<Outcome> {
       if (round > 0 && moved === 0) break;
       redriven.rounds = round + 1;
       const stall = stallWatch(site.hits);
+      // Parked again (a message in flight at this redrive reached its DLQ after it): the next round
+      // redrives it, as the operator does when the DLQ alarm fires again.
+      const parked = parkedWatch(stall);
       await local
         .waitForIdle({
           timeoutMs: scenario.idleTimeoutMs,
-          signal: stall.signal,
+          signal: AbortSignal.any([parked.signal, stall.signal]),
           onCheck: (snapshot) => {
             lastCheck = snapshot;
             stall.check();
+            parked.check(snapshot);
           },
         })
         .catch((error: unknown) => {
-          idleError = stall.signal.aborted ? stall.why() : String(error);
+          if (stall.signal.aborted) idleError = stall.why();
+          else if (!parked.signal.aborted) idleError = String(error);
         });
     }
     const seconds = (Date.now() - started) / 1000;
@@ -601,6 +595,30 @@ function stallWatch(hits: ReadonlyMap<string, number>): {
     },
     why: () => `stalled: not idle, and no request reached the site for ${STALL_MS / 1000} s (${last} served)`,
     quietMs: () => Date.now() - since,
+  };
+}
+
+/**
+ * Aborts once the crawl waits only on what a DLQ holds, for PARKED_STALL_MS: a result parked in the
+ * ResultsDLQ with the results queue empty (its host cannot drain until it is indexed), or a visit
+ * parked in the TaskDLQ while no request flows (other hosts, one whose robots.txt keeps failing,
+ * keep the task queue from emptying). The operator redrives on the DLQ alarm then.
+ */
+function parkedWatch(stall: ReturnType<typeof stallWatch>) {
+  const controller = new AbortController();
+  let since: number | undefined;
+  return {
+    signal: controller.signal,
+    check(snapshot: IdleSnapshot) {
+      const { ResultsDLQ: dlq, ResultsQueue: results, TaskDLQ: taskDlq } = snapshot.queues;
+      const parked =
+        ((dlq?.visible ?? 0) > 0 &&
+          results !== undefined &&
+          results.visible + results.inFlight + results.delayed === 0) ||
+        ((taskDlq?.visible ?? 0) > 0 && stall.quietMs() > PARKED_STALL_MS);
+      since = parked ? (since ?? Date.now()) : undefined;
+      if (since !== undefined && Date.now() - since > PARKED_STALL_MS) controller.abort();
+    },
   };
 }
 

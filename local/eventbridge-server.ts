@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { AWS_LIMITS } from '../lambdas/core/limits.ts';
 import { compileEventPattern, type EventPattern } from './event-pattern.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { listenOnLoopback } from './loopback-listen.ts';
@@ -44,8 +45,6 @@ export interface EventBusSettings {
   onDeliveryError?: (where: string, error: unknown) => void;
 }
 
-/** PutEvents takes at most 10 entries, and at most 256 KiB of them (eb-putevent-size.html). */
-export const PUT_EVENTS_LIMITS = { entries: 10, bytes: 256 * 1024 } as const;
 const TIME_BYTES = 14;
 
 /** The bus behind the endpoint: rules and log files are set once the stack is provisioned. */
@@ -87,14 +86,18 @@ export class LocalEventBus {
     if (settings === undefined)
       return error(400, 'ResourceNotFoundException', 'the local event bus has no stack yet');
     const entries = isObject(body) && Array.isArray(body.Entries) ? body.Entries : undefined;
-    if (entries === undefined || entries.length < 1 || entries.length > PUT_EVENTS_LIMITS.entries)
-      return error(400, 'ValidationException', `Entries must hold 1 to ${PUT_EVENTS_LIMITS.entries} entries`);
-    const size = entries.reduce((sum: number, entry) => sum + entrySize(entry), 0);
-    if (size > PUT_EVENTS_LIMITS.bytes)
+    if (entries === undefined || entries.length < 1 || entries.length > AWS_LIMITS.putEventsEntries)
       return error(
         400,
         'ValidationException',
-        `Total size of the entries in the request is over the limit (${size} > ${PUT_EVENTS_LIMITS.bytes} bytes)`,
+        `Entries must hold 1 to ${AWS_LIMITS.putEventsEntries} entries`,
+      );
+    const size = entries.reduce((sum: number, entry) => sum + entrySize(entry), 0);
+    if (size > AWS_LIMITS.putEventsBytes)
+      return error(
+        400,
+        'ValidationException',
+        `Total size of the entries in the request is over the limit (${size} > ${AWS_LIMITS.putEventsBytes} bytes)`,
       );
     const answers: unknown[] = [];
     let failed = 0;

@@ -10,9 +10,8 @@ import {
 } from '@aws-sdk/client-eventbridge';
 import { type CrawlEvent, DETAIL_TYPES, EVENT_SOURCE, type EventPublisher } from '../core/crawl-events.ts';
 import { RetryableError } from '../core/errors.ts';
+import { AWS_LIMITS } from '../core/limits.ts';
 
-/** PutEvents takes at most 10 entries. */
-const ENTRIES_PER_CALL = 10;
 /** Rounds of resending the entries EventBridge failed. */
 const RESEND_ROUNDS = 3;
 
@@ -35,8 +34,8 @@ export class EventBridgePublisher implements EventPublisher {
         Resources: [],
       }),
     );
-    for (let i = 0; i < entries.length; i += ENTRIES_PER_CALL)
-      await this.#send(entries.slice(i, i + ENTRIES_PER_CALL));
+    for (let i = 0; i < entries.length; i += AWS_LIMITS.putEventsEntries)
+      await this.#send(entries.slice(i, i + AWS_LIMITS.putEventsEntries));
   }
 
   async #send(entries: PutEventsRequestEntry[]): Promise<void> {

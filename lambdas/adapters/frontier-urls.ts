@@ -99,7 +99,8 @@ function hostUrl(item: Item): HostUrl {
   if (isCarried(item)) url.carried = true;
   const kids = num(item, CARRY_ATTR.kids);
   if (kids !== undefined) url.kids = kids;
-  const prior = priorCapture(str(item, PRIOR_ATTR));
+  // Only a URL still to fetch asks with its capture: a visit's passes read done items again and again.
+  const prior = url.st === URL_ST.new ? priorCapture(str(item, PRIOR_ATTR)) : undefined;
   if (prior !== undefined) url.prior = prior;
   return url;
 }

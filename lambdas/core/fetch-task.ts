@@ -18,13 +18,13 @@ import {
   type RetryableError,
 } from './errors.ts';
 import { headerValue } from './http-headers.ts';
-import { AWS_LIMITS, RECRAWL_LIMITS, RETRY_BACKOFF } from './limits.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
 import type { HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
-import { conditionalHeaders } from './recrawl.ts';
+import { conditionalHeaders, keptValidator } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
@@ -313,15 +313,13 @@ function readPage(
   };
 }
 
-const MAX_VALIDATOR_CHARS = RECRAWL_LIMITS.validatorChars;
-
 /** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */
 function validatorsOf(headers: ReadonlyArray<[string, string]>): { etag?: string; lastModified?: string } {
-  const etag = headerValue(headers, 'etag');
-  const lastModified = headerValue(headers, 'last-modified');
+  const etag = keptValidator(headerValue(headers, 'etag'));
+  const lastModified = keptValidator(headerValue(headers, 'last-modified'));
   return {
-    ...(etag !== undefined && etag.length <= MAX_VALIDATOR_CHARS ? { etag } : {}),
-    ...(lastModified !== undefined && lastModified.length <= MAX_VALIDATOR_CHARS ? { lastModified } : {}),
+    ...(etag === undefined ? {} : { etag }),
+    ...(lastModified === undefined ? {} : { lastModified }),
   };
 }
 

@@ -17,6 +17,9 @@ export const AWS_LIMITS = {
    * region and emulator.
    */
   sqsMaxMessageBytes: 256 * KiB,
+  /** EventBridge PutEvents: at most 10 entries a call, and 256 KiB of them (eb-putevent-size.html). */
+  putEventsEntries: 10,
+  putEventsBytes: 256 * KiB,
 } as const;
 
 /** Per-request limits of the fetcher (a crawl's `limits` defaults; crawl-config.ts). */

@@ -27,7 +27,10 @@ export const PriorCaptureSchema = z.object({
 
 export type PriorCapture = z.infer<typeof PriorCaptureSchema>;
 
-const MAX_VALIDATOR_CHARS = RECRAWL_LIMITS.validatorChars;
+/** A validator worth keeping and sending back: at most RECRAWL_LIMITS.validatorChars characters. */
+export function keptValidator(value: string | undefined): string | undefined {
+  return value !== undefined && value.length <= RECRAWL_LIMITS.validatorChars ? value : undefined;
+}
 
 /**
  * The capture a result line of the earlier crawl stands for, or undefined when it stored no response
@@ -40,9 +43,10 @@ export function priorOf(line: CrawlResult): PriorCapture | undefined {
   const stored = line.revisit ?? { uri: line.finalUrl ?? line.url, date: line.fetchedAt, warc: line.warc };
   const prior: PriorCapture = { sha1: line.sha1, uri: stored.uri, date: stored.date, warc: stored.warc };
   if (line.content !== undefined) prior.content = line.content;
-  if (line.etag !== undefined && line.etag.length <= MAX_VALIDATOR_CHARS) prior.etag = line.etag;
-  if (line.lastModified !== undefined && line.lastModified.length <= MAX_VALIDATOR_CHARS)
-    prior.lastModified = line.lastModified;
+  const etag = keptValidator(line.etag);
+  const lastModified = keptValidator(line.lastModified);
+  if (etag !== undefined) prior.etag = etag;
+  if (lastModified !== undefined) prior.lastModified = lastModified;
   if (line.interval !== undefined) prior.interval = line.interval;
   if (line.dueAt !== undefined) prior.dueAt = line.dueAt;
   const parsed = PriorCaptureSchema.safeParse(prior);

@@ -50,6 +50,9 @@ export interface CapturedPage {
   adaptive?: IntervalBounds;
 }
 
+/** What a re-crawl adds to a captured page's result. */
+type RecrawlFields = Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'>;
+
 /** What a page's records came to: where its capture record lies, and the payload it stands for. */
 interface Written {
   ref: WarcRecordRef;
@@ -193,7 +196,7 @@ export class WarcBatchWriter {
         : page.content === undefined
           ? undefined
           : this.#addContent(result.crawlId, page.content);
-    const changeFields: Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> = page.recrawl
+    const changeFields: RecrawlFields = page.recrawl
       ? recrawlFields(result, response, prepared.payloadSha1Hex, prior, written.revisit)
       : {};
     this.#results.push({
@@ -406,8 +409,8 @@ function recrawlFields(
   payloadSha1: string,
   prior: PriorCapture | undefined,
   revisit: Revisit | undefined,
-): Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> {
-  const fields: Pick<CrawlResult, 'change' | 'revisit' | 'etag' | 'lastModified'> = {};
+): RecrawlFields {
+  const fields: RecrawlFields = {};
   // A failure that is not a gone page (a 500 after its retries) tells nothing about the page.
   const change = changeOf(response.status, payloadSha1, prior);
   if (result.outcome !== 'failed' || change === 'removed') fields.change = change;

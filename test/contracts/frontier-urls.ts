@@ -66,6 +66,9 @@ export function frontierUrlsContract(name: string, make: () => FrontierUrlsUnder
         settled: [],
       });
       assert.deepEqual(byKey(await allUrls(frontier, crawlId, HOST)).get(a.key)?.prior, prior);
+      // Once done it is not asked again: its capture is not read with it.
+      await frontier.finalize(crawlId, entry(a, 'r1'));
+      assert.equal(byKey(await allUrls(frontier, crawlId, HOST)).get(a.key)?.prior, undefined);
     });
 
     it('of many concurrent pages admitting one URL, exactly one gets it fresh', async () => {

@@ -35,7 +35,9 @@ function firstAfter(keys: readonly string[], after: string): number {
 }
 
 /** An item as a read returns it: a copy, without `rid` (not projected). */
-const asRead = ({ rid: _rid, ...url }: UrlItem): HostUrl => ({ ...url });
+/** An item as FrontierUrls reads it: no `rid`, and a capture only on a URL still to fetch. */
+const asRead = ({ rid: _rid, prior, ...url }: UrlItem): HostUrl =>
+  url.st === 'new' && prior !== undefined ? { ...url, prior } : { ...url };
 
 /** A URL item as stored: what a visit reads, and the winning result's id once done. */
 export interface UrlItem extends HostUrl {

@@ -132,7 +132,7 @@ const SEND_RESERVE_MS = 10_000;
 const SEND_RESERVE_SHARE = 0.25;
 /** lambdas/aggregate/handler.ts reserveMs: 20 s, or a third of a short timeout, at least 1 s. */
 const aggregateReserveMs = (remaining: number) => Math.min(20_000, Math.max(1_000, remaining / 3));
-/** cli/submit-crawl.ts: seeds admitted and sent 500 at a time. */
+/** lambdas/submission/submit-crawl.ts: seeds admitted and sent 500 at a time. */
 const SUBMIT_CHUNK = 500;
 /** Per-container caches, as lambdas/fetch/fetch-deps.ts sizes them. */
 const SEEN_CACHE_ENTRIES = 100_000;
@@ -356,7 +356,7 @@ async function simulate(options: ScaleOptions, clock: VirtualClock, wallStart: n
     ]);
   };
 
-  /** cli/submit-crawl.ts: the config stored once, the seeds admitted and sent in chunks. */
+  /** lambdas/submission/submit-crawl.ts: the config stored once, the seeds admitted and sent in chunks. */
   async function submit(): Promise<void> {
     const bytes = configBytes(config);
     await meter.request({

@@ -3,6 +3,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
 import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/crawl-events.ts';
@@ -201,7 +202,23 @@ export class CrawlerStack extends Stack {
     allow(fetchFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
     allow(aggregateFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
 
+    // Schedules (`crawler schedule add`, docs/crawling.md "Schedules"): the CLI creates them in this
+    // group; each sends its run message to the task queue as this role, which can do nothing else.
+    const scheduleGroup = new scheduler.CfnScheduleGroup(this, IDS.scheduleGroup, {});
+    const schedulerRole = new iam.Role(this, IDS.schedulerRole, {
+      description: "EventBridge Scheduler: sends the crawl schedules' run messages to the task queue",
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        // Only this account's schedules may use it (the confused-deputy guard AWS documents).
+        conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
+      }),
+    });
+    schedulerRole.addToPolicy(
+      new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [taskQueue.queueArn] }),
+    );
+
     const operatorPolicy = new OperatorPolicy(this, IDS.operatorPolicy, {
+      scheduleGroupName: scheduleGroup.ref,
+      schedulerRole,
       eventBus,
       taskQueue,
       resultsQueue,
@@ -222,9 +239,11 @@ export class CrawlerStack extends Stack {
       crawlEventsQueue,
       crawlEventsDlq,
       crawlEventsRule,
+      schedulerRole,
     ]) {
       pinLogicalId(construct);
     }
+    scheduleGroup.overrideLogicalId(IDS.scheduleGroup);
 
     const monitoring = new CrawlerMonitoring(this, 'Monitoring', {
       taskQueue,
@@ -282,6 +301,13 @@ export class CrawlerStack extends Stack {
       crawlEventsQueue.queueUrl,
       'Crawl Started, Completed, Cancelled and Failed events, for consumers that poll',
     );
+    output(
+      OUTPUTS.scheduleGroupName,
+      scheduleGroup.ref,
+      'EventBridge Scheduler group of `crawler schedule add`',
+    );
+    output(OUTPUTS.schedulerRoleArn, schedulerRole.roleArn, 'The role schedules send their run messages as');
+    output(OUTPUTS.taskQueueArn, taskQueue.queueArn, 'Where schedules send their run messages');
 
     // Created first: a deploy the account cannot run fails before anything else exists, so a first
     // deploy that fails leaves no retained bucket, table or log group behind.

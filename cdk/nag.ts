@@ -2,6 +2,7 @@ import { type App, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
+import { IDS } from '../lambdas/shared/contracts.ts';
 import type { CrawlerFunction } from './crawler-function.ts';
 import type { CrawlerStack } from './crawler-stack.ts';
 
@@ -25,6 +26,11 @@ export function applyNag(app: App, stack: CrawlerStack): void {
     stack.operatorPolicy,
     objects,
     'Read-only (GetObject) on the page store objects: results and get read index parts and WARC records of any crawl.',
+  );
+  acknowledge(
+    stack.operatorPolicy,
+    `Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/<${IDS.scheduleGroup}>/*`,
+    "Create and delete schedules in the stack's own schedule group only: `crawler schedule add NAME` names them, unknown at deploy time.",
   );
   acknowledge(
     stack.operatorPolicy,

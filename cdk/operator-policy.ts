@@ -13,6 +13,9 @@ export interface OperatorPolicyProps {
   readonly pageStore: s3.IBucket;
   readonly frontierTable: FrontierTable;
   readonly eventBus: events.IEventBus;
+  /** `crawler schedule add` creates schedules in this group, passing them this role. */
+  readonly scheduleGroupName: string;
+  readonly schedulerRole: iam.IRole;
 }
 
 /**
@@ -26,7 +29,7 @@ export class OperatorPolicy extends iam.ManagedPolicy {
     const stack = Stack.of(scope);
     const queues = (list: sqs.IQueue[]) => list.map((queue) => queue.queueArn);
     super(scope, id, {
-      description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive, list, export, llms-txt (docs/deploy.md)`,
+      description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive, list, export, llms-txt, diff, schedule (docs/deploy.md)`,
       statements: [
         // Every command finds the stack's names in its outputs (--stack NAME).
         new iam.PolicyStatement({
@@ -62,6 +65,25 @@ export class OperatorPolicy extends iam.ManagedPolicy {
           ],
           resources: [props.frontierTable.tableArn],
         }),
+        // schedule remove: the schedule's item (the crawls it ran stay).
+        new iam.PolicyStatement({
+          actions: ['dynamodb:DeleteItem'],
+          resources: [props.frontierTable.tableArn],
+        }),
+        // schedule add and remove: the EventBridge Scheduler schedule, in the stack's group only.
+        new iam.PolicyStatement({
+          actions: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
+          resources: [
+            stack.formatArn({
+              service: 'scheduler',
+              resource: 'schedule',
+              resourceName: `${props.scheduleGroupName}/*`,
+            }),
+          ],
+        }),
+        // schedule add: a schedule is created with the stack's SchedulerRole, and only that one. (No
+        // iam:PassedToService condition: the role's trust policy admits scheduler.amazonaws.com alone.)
+        new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [props.schedulerRole.roleArn] }),
         // submit: Crawl Started; cancel: Crawl Cancelled (lambdas/core/crawl-events.ts).
         new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
         // results, get: list and read the index parts, ranged reads of WARC records.

@@ -9,8 +9,6 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/content-record.ts';
-import type { WarcPointer } from '../lambdas/core/result.ts';
-import { contentPrefix } from '../lambdas/shared/contracts.ts';
 import {
   type BlobReader,
   gzipJsonLines,
@@ -20,7 +18,9 @@ import {
   type ParsedLine,
   parseJsonLine,
   prefetchInOrder,
-} from './index-reader.ts';
+} from '../lambdas/core/index-reader.ts';
+import type { WarcPointer } from '../lambdas/core/result.ts';
+import { contentPrefix } from '../lambdas/shared/contracts.ts';
 
 export interface StoredContent {
   record: ContentRecord;

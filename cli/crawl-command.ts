@@ -18,9 +18,13 @@ import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
 import { type CrawlConfig, parseCrawlConfig, seedCount } from '../lambdas/core/crawl-config.ts';
+import { damageWarning } from '../lambdas/core/index-reader.ts';
 import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
+import { SinceError } from '../lambdas/submission/since-crawl.ts';
+import { sinceNote, submitCrawl } from '../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { StateDirError, startLocalAws } from '../local/local-aws.ts';
 import { stackTemplate } from '../local/stack-template.ts';
@@ -33,11 +37,7 @@ import { createRenderer, followProgress, longCrawlNotice } from './crawl-progres
 import { localProgressSource } from './crawl-progress-source.ts';
 import { type CrawlEnd, waitForCrawl } from './crawl-wait.ts';
 import { defineCommand } from './define-command.ts';
-import { damageWarning } from './index-reader.ts';
-import { requiredOutput } from './required-output.ts';
-import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
-import { sinceNote, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
 export const crawlCommand = defineCommand({

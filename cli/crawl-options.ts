@@ -16,8 +16,8 @@ import { ADAPTIVE_BOUNDS } from '../lambdas/core/recrawl.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
 import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
+import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
-import { LATEST } from './since-crawl.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
 

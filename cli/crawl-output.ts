@@ -23,11 +23,16 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import {
+  type BlobReader,
+  type IndexDamage,
+  type OnDamage,
+  streamIndex,
+} from '../lambdas/core/index-reader.ts';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
 import { warcPrefix } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';
 import { type CrawlSummary, SummaryAccumulator } from './crawl-summary.ts';
-import { type BlobReader, type IndexDamage, type OnDamage, streamIndex } from './index-reader.ts';
 import { MarkdownDirWriter } from './markdown-files.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -5,9 +5,9 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { CrawlProgressReader } from '../lambdas/adapters/crawl-progress-reader.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { RuntimeStats } from '../local/local-aws.ts';
 import type { ProgressSource } from './crawl-progress.ts';
-import { requiredOutput } from './required-output.ts';
 
 export function localProgressSource(
   local: {

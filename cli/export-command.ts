@@ -6,10 +6,10 @@
  */
 import { resolve } from 'node:path';
 import { seedCount } from '../lambdas/core/crawl-config.ts';
+import { damageWarning } from '../lambdas/core/index-reader.ts';
 import { write } from './cli-io.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';
-import { damageWarning } from './index-reader.ts';
 import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { openStoredCrawl } from './stored-crawl.ts';
 import { UsageError } from './usage-error.ts';

@@ -6,7 +6,12 @@
  * missing or damaged) is the whole index scanned, and the caller is told why first.
  */
 import type { IndexLine } from '../lambdas/core/cdxj.ts';
-import { type BlobReader, findIndexLine, findLineInPart, type OnDamage } from './index-reader.ts';
+import {
+  type BlobReader,
+  findIndexLine,
+  findLineInPart,
+  type OnDamage,
+} from '../lambdas/core/index-reader.ts';
 
 export interface UrlPartReader {
   /** Where the line of normalized URL `url` (dedup key `key`) is: its URL item is in its host's partition. */

@@ -5,9 +5,9 @@
  */
 import { type CrawlListing, listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
-import { requiredOutput } from './required-output.ts';
 import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 

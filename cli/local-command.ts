@@ -174,6 +174,8 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
     outputs,
   };
   await local.start();
+  // Schedules fire here, on this machine's clock, as long as `crawler local` runs.
+  const stopSchedules = local.scheduler?.start();
   let stopping: Promise<void> | undefined;
   return {
     endpoint: gateway.url,
@@ -183,6 +185,7 @@ export async function startLocalServer(options: LocalCommandOptions): Promise<Lo
     gateway,
     stop: () => {
       stopping ??= (async () => {
+        stopSchedules?.();
         try {
           await gateway.stop();
         } finally {

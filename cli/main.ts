@@ -19,6 +19,8 @@ commands:
   list                     the crawls in the local state (or --endpoint, --stack): id, state, pages, started
   export ID --out DIR      write a finished or interrupted crawl's results.jsonl, warc/, pages.jsonl and summary.json to DIR
   llms-txt ID [--out DIR]  write llms.txt and llms-full.txt of a crawl from its pages' Markdown
+  schedule add|list|remove|run
+                           crawls on a cron: each run re-crawls the last; on AWS through EventBridge Scheduler
   local [--port 4566]      a long-running local AWS (SQS, S3, DynamoDB, the handlers) for the AWS CLI and SDKs
 Reads find the AWS with --endpoint URL (LocalStack, \`crawler local\`), --stack NAME (deployed), or the
 embedded state in .crawler/ (--state-dir DIR) that \`crawler crawl\` leaves.
@@ -43,6 +45,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   list: async () => (await import('./list-command.ts')).listCommand,
   export: async () => (await import('./export-command.ts')).exportCommand,
   'llms-txt': async () => (await import('./llms-txt-command.ts')).llmsTxtCommand,
+  schedule: async () => (await import('./schedule-command.ts')).scheduleCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

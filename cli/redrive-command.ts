@@ -19,9 +19,9 @@ import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
 import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
 import { parseTaskMessage } from '../lambdas/core/task.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
-import { requiredOutput } from './required-output.ts';
 import { STACK_OPTIONS, STACK_USAGE, withStack } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -9,13 +9,13 @@
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
+import { damageWarning, streamIndex } from '../lambdas/core/index-reader.ts';
 import { isOutcome, OUTCOMES } from '../lambdas/core/outcome.ts';
 import { CHANGES } from '../lambdas/core/result.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
-import { damageWarning, streamIndex } from './index-reader.ts';
-import { requiredOutput } from './required-output.ts';
 import { CSV_COLUMNS, csvHeader, csvRow } from './results-csv.ts';
 import { STACK_OPTIONS, STACK_USAGE, withStorage } from './stack-access.ts';
 import { UsageError } from './usage-error.ts';

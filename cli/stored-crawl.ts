@@ -8,9 +8,9 @@ import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
 import type { CrawlCounters } from '../lambdas/core/ports.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
+import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
 import type { CliIo } from './cli-io.ts';
-import { requiredOutput } from './required-output.ts';
 import { noSuchCrawl } from './usage-failures.ts';
 
 export interface StoredCrawl {

@@ -16,15 +16,15 @@ import { readFile } from 'node:fs/promises';
 import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
 import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
 import { CRAWL_ID_RULE, isCrawlId, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { SinceError } from '../lambdas/submission/since-crawl.ts';
+import { ConfigTooLargeError, sinceNote, submitCrawl } from '../lambdas/submission/submit-crawl.ts';
 import { write, writingTo } from './cli-io.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { defineCommand } from './define-command.ts';
 import { type ExtractedValues, extractOptions } from './own-options.ts';
-import { SinceError } from './since-crawl.ts';
 import { discoverSitemapUrls } from './sitemap-seeds.ts';
 import { openStack, StackNotFoundError } from './stack-access.ts';
-import { ConfigTooLargeError, sinceNote, submitCrawl } from './submit-crawl.ts';
 import { UsageError } from './usage-error.ts';
 
 /** The stack `cdk deploy` creates (cdk/crawler-stack.ts STACK_NAME; not imported: it loads aws-cdk-lib). */

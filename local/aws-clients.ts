@@ -2,6 +2,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
 import {
@@ -21,6 +22,8 @@ export interface Endpoints {
    * (their EVENT_BUS_NAME is left out).
    */
   events?: string;
+  /** EventBridge Scheduler (`crawler schedule`). Absent: the CLI cannot create schedules there. */
+  scheduler?: string;
 }
 
 export interface ClientSettings {
@@ -53,7 +56,7 @@ export function clientSettings(overrides: Partial<ClientSettings> = {}): ClientS
 /** One endpoint for all services (LocalStack, a standalone emulator). */
 export function endpointsFromUrl(url: string): Endpoints {
   const normalized = new URL(url).origin;
-  return { sqs: normalized, s3: normalized, dynamodb: normalized, events: normalized };
+  return { sqs: normalized, s3: normalized, dynamodb: normalized, events: normalized, scheduler: normalized };
 }
 
 function base(endpoint: string, settings: ClientSettings) {
@@ -85,6 +88,8 @@ export interface AwsClients {
   dynamodb: DynamoDBClient;
   /** Absent when the endpoints have no EventBridge (emulators started without it). */
   eventbridge?: EventBridgeClient;
+  /** Absent when the endpoints have no Scheduler. */
+  scheduler?: SchedulerClient;
 }
 
 /** The CLI's calls against a local AWS: the operator's, in the emulators' account. */
@@ -111,6 +116,9 @@ export function createClients(
     ...(endpoints.events === undefined
       ? {}
       : { eventbridge: watch(new EventBridgeClient(base(endpoints.events, settings)), tag) }),
+    ...(endpoints.scheduler === undefined
+      ? {}
+      : { scheduler: watch(new SchedulerClient(base(endpoints.scheduler, settings)), tag) }),
   };
 }
 
@@ -140,6 +148,7 @@ export function createDefaultClients(): AwsClients {
     s3: watch(new S3Client(awsRegion()), tag),
     dynamodb: watch(new DynamoDBClient(awsRegion()), tag),
     eventbridge: watch(new EventBridgeClient(awsRegion()), tag),
+    scheduler: watch(new SchedulerClient(awsRegion()), tag),
   };
 }
 
@@ -148,6 +157,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.s3.destroy();
   clients.dynamodb.destroy();
   clients.eventbridge?.destroy();
+  clients.scheduler?.destroy();
 }
 
 /**

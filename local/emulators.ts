@@ -1,4 +1,5 @@
-// The embedded AWS: fauxqs (SQS + S3), dynalite (DynamoDB) and a PutEvents bus (EventBridge) on loopback.
+// The embedded AWS: fauxqs (SQS + S3), dynalite (DynamoDB), a PutEvents bus (EventBridge) and a
+// Scheduler (local/scheduler-server.ts) on loopback.
 
 import type { AwsTransport } from '../lambdas/shared/aws-clients.ts';
 import type { Endpoints } from './aws-clients.ts';
@@ -7,6 +8,7 @@ import { startEndpointRouter } from './endpoint-router.ts';
 import { LocalEventBus, startEventBridgeServer } from './eventbridge-server.ts';
 import { type RunningServer, startFauxqsServer } from './fauxqs-server.ts';
 import { inProcessTransport } from './in-process-http.ts';
+import { LocalScheduler, startSchedulerServer } from './scheduler-server.ts';
 
 export interface Emulators {
   endpoints: Endpoints;
@@ -14,6 +16,8 @@ export interface Emulators {
   inProcess: AwsTransport;
   /** The EventBridge behind `endpoints.events`: its rules and logs are set once the stack exists. */
   eventBus: LocalEventBus;
+  /** The EventBridge Scheduler behind `endpoints.scheduler`: configured once the stack exists. */
+  scheduler: LocalScheduler;
   stop(): Promise<void>;
 }
 
@@ -44,24 +48,40 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     const eventBus = new LocalEventBus();
     const events = await startEventBridgeServer(eventBus);
     started.push(events);
+    const scheduler = new LocalScheduler();
+    const schedules = await startSchedulerServer(scheduler);
+    started.push(schedules);
     let endpoints: Endpoints = {
       sqs: fauxqs.url,
       s3: fauxqs.url,
       dynamodb: dynamodb.url,
       events: events.url,
+      scheduler: schedules.url,
     };
     if (options.port !== undefined) {
       const router = await startEndpointRouter(
-        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url, events: events.url },
+        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url, events: events.url, scheduler: schedules.url },
         options.port,
       );
       started.unshift(router); // stopped first
-      endpoints = { sqs: router.url, s3: router.url, dynamodb: router.url, events: router.url };
+      endpoints = {
+        sqs: router.url,
+        s3: router.url,
+        dynamodb: router.url,
+        events: router.url,
+        scheduler: router.url,
+      };
       // Queues loaded from disk must name the router, which clients use, not fauxqs' own port.
       fauxqs.rehostQueues(router.url);
     }
     const servers = new Map(started.map((running) => [running.url, running.server]));
-    return { endpoints, inProcess: inProcessTransport(servers), eventBus, stop: () => stopAll(started) };
+    return {
+      endpoints,
+      inProcess: inProcessTransport(servers),
+      eventBus,
+      scheduler,
+      stop: () => stopAll(started),
+    };
   } catch (err) {
     await stopAll(started).catch(() => {});
     throw err;

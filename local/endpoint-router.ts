@@ -1,6 +1,6 @@
 // One endpoint for all services, like LocalStack: requests carrying a DynamoDB X-Amz-Target go to
-// dynalite, an EventBridge one (AWSEvents.*) to the local event bus, everything else (SQS JSON
-// protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
+// dynalite, an EventBridge one (AWSEvents.*) to the local event bus, those signed for `scheduler` to
+// the local Scheduler, everything else (SQS JSON protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
 // (`crawler local`), so `--endpoint URL` clients need just that one URL.
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import type { RunningServer } from './fauxqs-server.ts';
@@ -13,6 +13,8 @@ export interface RouterTargets {
   dynamodb: string;
   /** The local EventBridge (eventbridge-server.ts). */
   events: string;
+  /** The local EventBridge Scheduler (scheduler-server.ts). */
+  scheduler: string;
 }
 
 // Hop-by-hop headers, and Expect (we stream the body straight through instead of negotiating 100-continue).
@@ -22,13 +24,20 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
   const fauxqs = new URL(targets.sqsAndS3);
   const dynalite = new URL(targets.dynamodb);
   const events = new URL(targets.events);
+  const scheduler = new URL(targets.scheduler);
   const server = createServer((req, res) => {
     const amzTarget = String(req.headers['x-amz-target'] ?? '');
+    // Scheduler's REST calls carry no X-Amz-Target: their signature's scope names the service.
+    const signedFor = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(
+      String(req.headers.authorization ?? ''),
+    )?.[1];
     const target = amzTarget.startsWith('DynamoDB_')
       ? dynalite
       : amzTarget.startsWith('AWSEvents.')
         ? events
-        : fauxqs;
+        : signedFor === 'scheduler'
+          ? scheduler
+          : fauxqs;
     // The Host header is kept: fauxqs builds queue URLs from it, so they point at this router.
     const upstream = request(
       {

@@ -32,6 +32,7 @@ import {
 import type { LocalEventBus } from './eventbridge-server.ts';
 import { depths, holdsNothing, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { provisionStack } from './provision.ts';
+import type { LocalScheduler } from './scheduler-server.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
 import {
   readStateMarker,
@@ -102,11 +103,15 @@ export interface RuntimeStats {
 
 /** Every event put on the embedded EventBridge, one envelope a line, in the state directory. */
 export const EVENTS_LOG = 'events.jsonl';
+/** The local Scheduler's schedules (`crawler schedule add`), kept across restarts, in the state directory. */
+export const SCHEDULES_FILE = 'schedules.json';
 
 export interface LocalAws {
   endpoints: Endpoints;
   /** The embedded EventBridge (absent with an endpoint): `addLogFile` for `crawler crawl --events FILE`. */
   eventBus?: LocalEventBus;
+  /** The embedded EventBridge Scheduler (absent with an endpoint): `crawler local` starts its clock. */
+  scheduler?: LocalScheduler;
   /** The persistent state directory (absolute), when started with one. */
   stateDir?: string;
   clientConfig: { sqs: SQSClientConfig; s3: S3ClientConfig; dynamodb: DynamoDBClientConfig };
@@ -192,6 +197,18 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   const clients = createClients(endpoints, settings, { principal: LOCAL_RUNTIME });
   // Lambda polls an event source with the function's role: its pollers' calls are the function's.
   const pollerClients: SQSClient[] = [];
+  const schedulerClients = new Map<string, SQSClient>();
+  const schedulerClient = (roleArn: string): SQSClient => {
+    let client = schedulerClients.get(roleArn);
+    if (client === undefined) {
+      client = createSqsClient(endpoints, settings, {
+        principal: roleArn.slice(roleArn.lastIndexOf('/') + 1),
+      });
+      schedulerClients.set(roleArn, client);
+      pollerClients.push(client);
+    }
+    return client;
+  };
   try {
     const stack = await provisionStack(options.template, clients, {
       stackName: options.stackName,
@@ -227,6 +244,33 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
           : {}),
       });
       if (layout) emulators.eventBus.addLogFile(join(layout.dir, EVENTS_LOG));
+      const queueUrls = new Map(
+        Object.values(stack.resources).flatMap((r) =>
+          r.type === 'AWS::SQS::Queue' && r.arn && r.url ? [[r.arn, r.url] as const] : [],
+        ),
+      );
+      await emulators.scheduler.configure({
+        region: settings.region,
+        accountId: stack.accountId,
+        groups: [
+          'default',
+          ...Object.values(stack.resources).flatMap((r) =>
+            r.type === 'AWS::Scheduler::ScheduleGroup' ? [r.physicalId] : [],
+          ),
+        ],
+        queueUrlOf: (arn) => queueUrls.get(arn),
+        // Scheduler sends as the schedule's role: its calls are that role's.
+        deliver: async (queueUrl, body, role) => {
+          await schedulerClient(role).send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+        },
+        ...(layout ? { file: join(layout.dir, SCHEDULES_FILE) } : {}),
+        ...(options.log
+          ? {
+              onDeliveryError: (schedule, error) =>
+                options.log?.(`schedule ${schedule} not sent: ${String(error)}`),
+            }
+          : {}),
+      });
     }
     const functionEnv: Record<string, Record<string, string>> = {};
     for (const fn of Object.values(stack.functions)) {
@@ -298,7 +342,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     };
     return {
       endpoints,
-      ...(emulators ? { eventBus: emulators.eventBus } : {}),
+      ...(emulators ? { eventBus: emulators.eventBus, scheduler: emulators.scheduler } : {}),
       ...(layout ? { stateDir: layout.dir } : {}),
       clientConfig: {
         sqs: sqsConfig(endpoints, settings),

@@ -59,6 +59,8 @@ const STORAGE_TYPES = new Set([
 const FUNCTION = 'AWS::Lambda::Function';
 const MAPPING = 'AWS::Lambda::EventSourceMapping';
 const EVENT_RULE = 'AWS::Events::Rule';
+/** Kept by the local Scheduler (scheduler-server.ts): only the group's name is provisioned. */
+const SCHEDULE_GROUP = 'AWS::Scheduler::ScheduleGroup';
 
 export async function provisionStack(
   template: TemplateInput,
@@ -88,7 +90,13 @@ export async function provisionStack(
     const type = resource.Type;
     if (type === FUNCTION && !handlerModuleOf(resource)) {
       stack.ignored.push({ logicalId: id, type, reason: 'function without crawler:handler metadata' });
-    } else if (STORAGE_TYPES.has(type) || type === FUNCTION || type === MAPPING || type === EVENT_RULE) {
+    } else if (
+      STORAGE_TYPES.has(type) ||
+      type === FUNCTION ||
+      type === MAPPING ||
+      type === EVENT_RULE ||
+      type === SCHEDULE_GROUP
+    ) {
       if (resource.Condition)
         throw new Error(`${id}: resource Conditions are not supported by the local runtime`);
       handled.push(id);
@@ -129,6 +137,19 @@ export async function provisionStack(
       case 'AWS::DynamoDB::GlobalTable':
         stack.resources[id] = await (lookup ? findTable : createTable)(clients.dynamodb, input);
         break;
+      case SCHEDULE_GROUP: {
+        const props = resource.Properties ?? {};
+        const name =
+          props.Name === undefined
+            ? nameOf(id, 'other')
+            : asString(props.Name, `Resources.${id}.Properties.Name`);
+        stack.resources[id] = {
+          type: SCHEDULE_GROUP,
+          physicalId: name,
+          arn: `arn:aws:scheduler:${region}:${accountId}:schedule-group/${name}`,
+        };
+        break;
+      }
       case EVENT_RULE: {
         const rule = readEventRule(id, resource.Properties ?? {}, resolve, stack, note);
         if (rule) stack.eventRules.push(rule);
@@ -185,6 +206,15 @@ export async function provisionStack(
   return stack;
 }
 
+/** The name a role of the template would have (it is not created locally): a principal's name. */
+export function roleName(stack: ProvisionedStack, logicalId: string): string {
+  return physicalName('other', stack.stackName, logicalId, stack.instanceId);
+}
+
+export function roleArn(stack: ProvisionedStack, logicalId: string): string {
+  return `arn:aws:iam::${stack.accountId}:role/${roleName(stack, logicalId)}`;
+}
+
 // Like the physical names: the same instance gets the same mapping ids (UUID-shaped, version 5 bits).
 function mappingUuid(stackName: string, logicalId: string, instanceId: string): string {
   const hex = createHash('sha256').update(`${stackName}\0${logicalId}\0${instanceId}\0mapping`).digest('hex');
@@ -220,6 +250,8 @@ function resolveContext(tpl: CfnTemplate, stack: ProvisionedStack): ResolveConte
       return provisioned(id, at).physicalId;
     },
     getAtt(id, attribute, at) {
+      // A role is not emulated (no IAM here), but its ARN is named: a schedule passes it to Scheduler.
+      if (ignoredType(id) === 'AWS::IAM::Role' && attribute === 'Arn') return roleArn(stack, id);
       const resource = provisioned(id, at);
       const value = attributeOf(resource, attribute);
       if (value === undefined) {
@@ -239,6 +271,7 @@ function attributeOf(resource: ProvisionedResource, attribute: string): string |
     case 'AWS::DynamoDB::Table.Arn':
     case 'AWS::DynamoDB::GlobalTable.Arn':
     case 'AWS::Lambda::Function.Arn':
+    case 'AWS::Scheduler::ScheduleGroup.Arn':
       return resource.arn;
     case 'AWS::SQS::Queue.QueueUrl':
       return resource.url;

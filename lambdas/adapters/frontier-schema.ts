@@ -80,6 +80,15 @@ export const ATTR = {
   // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)
   total: 'total',
   parts: 'parts',
+  // schedule items (adapters/schedule-store.ts): the definition, the run started last and when it
+  // was claimed, the last completed run, runs started and skipped
+  schedule: 'schedule',
+  running: 'running',
+  claimedAt: 'claimedAt',
+  last: 'last',
+  runs: 'runs',
+  skipped: 'skipped',
+  skippedAt: 'skippedAt',
 } as const;
 
 export type AttrName = (typeof ATTR)[keyof typeof ATTR];
@@ -119,6 +128,9 @@ export const crawlShardPks = (crawlId: string): string[] =>
  */
 export const CRAWLS_PK = 'CRAWLS';
 export const crawlRegistryKey = (crawlId: string): Item => ({ pk: { S: CRAWLS_PK }, sk: { S: crawlId } });
+/** Schedules (`crawler schedule add`): one item per schedule in this partition, sort key its name. */
+export const SCHEDULES_PK = 'SCHEDULES';
+export const scheduleKey = (name: string): Item => ({ pk: { S: SCHEDULES_PK }, sk: { S: name } });
 /** Sort keys of the crawl's config and counters items. */
 export const CONFIG_SK = 'CONFIG';
 export const COUNTERS_SK = 'COUNTERS';

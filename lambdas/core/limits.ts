@@ -189,7 +189,7 @@ export const CONTENT_LIMITS = {
   itemDescriptionChars: 500,
 } as const;
 
-/** A crawl's seeds (cli/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */
+/** A crawl's seeds (lambdas/submission/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */
 export const SEED_LIMITS = {
   /**
    * Bytes of a crawl config holding its seeds: one DynamoDB item holds at most 400 KB, and this

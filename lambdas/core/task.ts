@@ -15,6 +15,11 @@ export const TaskSchema = z.object({
   attempt: z.number().int().min(0).optional(),
   /** Redirect hops that led here; bounded by the crawl's maxRedirects. */
   redirects: z.number().int().min(0).optional(),
+  /**
+   * A re-crawl of that finished crawl (or the latest): a crawl not stored yet starts with its options
+   * (lambdas/submission/task-recrawl.ts); for a stored crawl the field is spent.
+   */
+  since: z.union([z.literal('latest'), z.string().regex(CRAWL_ID_PATTERN)]).optional(),
 });
 
 export type Task = z.infer<typeof TaskSchema>;
@@ -89,7 +94,7 @@ export function parseTaskMessage(body: string): TaskParse {
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
   return invalid(
-    `task fields are invalid (${problems}); expected {v:1, crawlId, url, depth, parent?, attempt?}`,
+    `task fields are invalid (${problems}); expected {v:1, crawlId, url, depth, parent?, attempt?, since?}`,
     crawlId,
     url,
   );

@@ -15,6 +15,8 @@ import {
   invocationOf,
   receivedMessages,
 } from '../shared/sqs-batch-handler.ts';
+import { functionStack } from '../submission/function-stack.ts';
+import { startCrawlsFromQueue } from '../submission/queue-starts.ts';
 import { fetchDeps, type HandlerOverrides } from './fetch-deps.ts';
 
 export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
@@ -23,9 +25,17 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   const { log, metrics } = handlerTelemetry('fetch', rawEnv.LOG_LEVEL);
   const redelivery = new SqsRedelivery(clients.sqs, env.TASK_QUEUE_URL);
   const deps = fetchDeps(env, clients, log, overrides);
+  const stack = functionStack(env, clients);
 
   return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
-    const messages = receivedMessages(event, metrics);
+    // Schedules' firings and re-crawl tasks start their crawls first (lambdas/submission/).
+    const starts = await startCrawlsFromQueue(receivedMessages(event, metrics), {
+      stack,
+      deadLetters: deps.deadLetters,
+      log,
+      now: () => new Date(),
+    });
+    const messages = starts.rest;
     // Visits stop starting requests this long before the function's timeout: the sends follow.
     const { invocationId, remainingMs } = invocationOf(context, DEFAULT_BUDGET_MS);
     const reserve = Math.min(SEND_RESERVE_MS, remainingMs * SEND_RESERVE_SHARE);
@@ -61,7 +71,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
     for (const outcome of report.outcomes) log.debug('visit', { ...outcome });
     return failedItems(
       event,
-      report.retries.map((retry) => ({ id: retry.id, seconds: retry.delaySeconds })),
+      [...starts.failed, ...report.retries.map((retry) => ({ id: retry.id, seconds: retry.delaySeconds }))],
       redelivery,
       log,
     );

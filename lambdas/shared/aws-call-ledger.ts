@@ -90,6 +90,8 @@ export function permissionsFor(call: CallFacts): Permission[] {
       return [{ action: `cloudformation:${call.operation}`, resource: stackArn(call) }];
     case 'EventBridge':
       return eventsPermissions(call);
+    case 'Scheduler':
+      return schedulerPermissions(call);
     default:
       return [{ action: `${call.service.toLowerCase()}:${call.operation}`, resource: unknownResource(call) }];
   }
@@ -111,6 +113,29 @@ function eventsPermissions(call: CallFacts): Permission[] {
       ? bus
       : `arn:aws:events:${call.region}:${call.accountId ?? ''}:event-bus/${bus}`,
   }));
+}
+
+/**
+ * Schedule calls act on `schedule/<group>/<name>` (group `default` when the input names none); a
+ * CreateSchedule also needs iam:PassRole on the role its target sends as.
+ */
+function schedulerPermissions(call: CallFacts): Permission[] {
+  const { Name: name, GroupName: group, Target: target } = call.input;
+  if (typeof name !== 'string')
+    return [{ action: `scheduler:${call.operation}`, resource: unknownResource(call) }];
+  const permissions: Permission[] = [
+    {
+      action: `scheduler:${call.operation}`,
+      resource: `arn:aws:scheduler:${call.region}:${call.accountId ?? ''}:schedule/${typeof group === 'string' ? group : 'default'}/${name}`,
+    },
+  ];
+  const role = isRecord(target) ? target.RoleArn : undefined;
+  if (call.operation === 'CreateSchedule' || call.operation === 'UpdateSchedule')
+    permissions.push({
+      action: 'iam:PassRole',
+      resource: typeof role === 'string' ? role : unknownResource(call),
+    });
+  return permissions;
 }
 
 function unknownResource(call: CallFacts): string {

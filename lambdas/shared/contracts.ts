@@ -26,6 +26,9 @@ export const IDS = {
   crawlEventsQueue: 'CrawlEventsQueue',
   crawlEventsDlq: 'CrawlEventsDLQ',
   crawlEventsRule: 'CrawlEventsRule',
+  /** Schedules (`crawler schedule add`) live in this EventBridge Scheduler group, sending as this role. */
+  scheduleGroup: 'ScheduleGroup',
+  schedulerRole: 'SchedulerRole',
 } as const;
 
 /** The bus crawl events go to unless the stack names one (CDK context `eventBusName`). */
@@ -46,6 +49,10 @@ export const OUTPUTS = {
   /** The EventBridge bus the crawl events go to (`default` unless the stack names one). */
   eventBusName: 'EventBusName',
   crawlEventsQueueUrl: 'CrawlEventsQueueUrl',
+  /** `crawler schedule add`: the group its schedules go in, the role they send as, and their target. */
+  scheduleGroupName: 'ScheduleGroupName',
+  schedulerRoleArn: 'SchedulerRoleArn',
+  taskQueueArn: 'TaskQueueArn',
 } as const;
 
 export type OutputName = (typeof OUTPUTS)[keyof typeof OUTPUTS];

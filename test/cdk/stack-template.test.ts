@@ -34,6 +34,8 @@ import {
   refTarget,
   resource,
   resourcesOf,
+  resourceTargets,
+  statementsOfRole,
 } from './template.ts';
 
 let template: Template;
@@ -327,6 +329,7 @@ describe('outputs', () => {
     [OUTPUTS.dashboardName]: MONITORING_IDS.dashboard,
     [OUTPUTS.operatorPolicyArn]: IDS.operatorPolicy,
     [OUTPUTS.crawlEventsQueueUrl]: IDS.crawlEventsQueue,
+    [OUTPUTS.scheduleGroupName]: IDS.scheduleGroup,
   };
   for (const [key, target] of Object.entries(expected)) {
     it(`${key} is the Ref of ${target}`, () => {
@@ -346,11 +349,41 @@ describe('outputs', () => {
     template.hasOutput(OUTPUTS.eventBusName, { Value: DEFAULT_EVENT_BUS });
   });
 
+  it(`${OUTPUTS.schedulerRoleArn} and ${OUTPUTS.taskQueueArn}: the role schedules send as, and where to`, () => {
+    template.hasOutput(OUTPUTS.schedulerRoleArn, { Value: { 'Fn::GetAtt': [IDS.schedulerRole, 'Arn'] } });
+    template.hasOutput(OUTPUTS.taskQueueArn, { Value: { 'Fn::GetAtt': [IDS.taskQueue, 'Arn'] } });
+  });
+
   it('has exactly the documented output keys', () => {
     assert.ok(isRecord(json.Outputs));
     assert.deepEqual(
       Object.keys(json.Outputs).sort(),
-      [...Object.keys(expected), OUTPUTS.accessLogBucketName, OUTPUTS.eventBusName].sort(),
+      [
+        ...Object.keys(expected),
+        OUTPUTS.accessLogBucketName,
+        OUTPUTS.eventBusName,
+        OUTPUTS.schedulerRoleArn,
+        OUTPUTS.taskQueueArn,
+      ].sort(),
+    );
+  });
+});
+
+describe('schedules', () => {
+  it('SchedulerRole is assumed by EventBridge Scheduler of this account only, and may only send to the task queue', () => {
+    const role = resource(json, IDS.schedulerRole, 'AWS::IAM::Role').Properties;
+    assert.deepEqual((role.AssumeRolePolicyDocument as { Statement: unknown }).Statement, [
+      {
+        Action: 'sts:AssumeRole',
+        Effect: 'Allow',
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+      },
+    ]);
+    const statements = statementsOfRole(json, IDS.schedulerRole);
+    assert.deepEqual(
+      statements.map((s) => [s.Actions, resourceTargets(s)]),
+      [[['sqs:SendMessage'], [IDS.taskQueue]]],
     );
   });
 });

@@ -82,6 +82,11 @@ export function roleStatements(template: Record<string, unknown>, functionId: st
   const fn = resource(template, functionId, 'AWS::Lambda::Function');
   const roleId = getAttTarget(fn.Properties.Role);
   assert.ok(roleId, `${functionId} role is a GetAtt of a role in the stack`);
+  return statementsOfRole(template, roleId);
+}
+
+/** A role's identity statements: its inline policies and the AWS::IAM::Policy resources attached to it. */
+export function statementsOfRole(template: Record<string, unknown>, roleId: string): Statement[] {
   const statements: Statement[] = [];
   const role = resource(template, roleId, 'AWS::IAM::Role');
   for (const inline of [role.Properties.Policies ?? []].flat()) {

@@ -413,6 +413,61 @@ describe('crawler local', () => {
     assert.equal((final.byOutcome.cancelled ?? 0) + (final.byOutcome.fetched ?? 0), MANY + 1);
   });
 
+  it('runs the schedules added to it: fired by its clock, each run a re-crawl of the last completed one', async () => {
+    const added = await crawler(
+      'schedule',
+      'add',
+      'every-minute',
+      '--cron',
+      '* * * * *',
+      `${site.origin}/`,
+      '--allow-private',
+      '--delay',
+      '0',
+    );
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stderr, /schedule every-minute added .*cron\(\* \* \* \* \? \*\) in UTC; next run /);
+    interface Listed {
+      runs: number;
+      running?: string;
+      last?: string;
+    }
+    const listed = async (): Promise<Listed | undefined> => {
+      const run = await crawler('schedule', 'list', '--json');
+      assert.equal(run.code, 0, run.stderr);
+      return run.stdout.trim() === '' ? undefined : (JSON.parse(run.stdout) as Listed);
+    };
+    const state = async (crawlId: string) =>
+      (JSON.parse((await crawler('status', crawlId, '--json')).stdout) as { state: string }).state;
+    // The next minute's start fires it: no message is sent by hand.
+    const first = await until('the schedule to fire', async () => (await listed())?.running, 150_000);
+    assert.match(first, /^every-minute-\d{8}T\d{4}00Z$/, 'named by the minute it fired for');
+    await until('the first run to complete', async () =>
+      (await state(first)) === 'complete' ? true : undefined,
+    );
+    // Fired now by hand (or by the clock meanwhile): a later run re-crawls a completed one.
+    const run = await crawler('schedule', 'run', 'every-minute');
+    assert.equal(run.code, 0, run.stderr);
+    const later = await until('a later run', async () => {
+      const now = await listed();
+      return now?.running !== undefined && now.running !== first && now.last !== undefined ? now : undefined;
+    });
+    assert.match(String(later.last), /^every-minute-/);
+    const recrawl = String(later.running);
+    await until('the later run to complete', async () =>
+      (await state(recrawl)) === 'complete' ? true : undefined,
+    );
+    const results = await crawler('results', recrawl);
+    const changes = results.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { change?: string }).change);
+    assert.ok(changes.length > 0 && changes.every((change) => change === 'same'), changes.join(' '));
+    const removed = await crawler('schedule', 'remove', 'every-minute');
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal(await listed(), undefined);
+  });
+
   it('a second `crawler local` on a port in use says so and exits 1', async () => {
     const port = new URL(ready.endpoint).port;
     const other = await runCli(['local', '--port', port, '--state-dir', join(work.path, 'other-state')], {

@@ -18,11 +18,11 @@ import {
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/index-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import type { DrainedRecord } from '../../lambdas/core/aggregate-batch.ts';
 import { addToTally, emptyTally } from '../../lambdas/core/host-tally.ts';
+import { readCrawlResults } from '../../lambdas/core/index-reader.ts';
 import { frontierHost } from '../../lambdas/core/politeness.ts';
 import type { HostTally } from '../../lambdas/core/ports.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';

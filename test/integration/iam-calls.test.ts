@@ -3,7 +3,7 @@
  * runtime on the synthesized stack, and the operator drives it with the CLI's own code the way it
  * drives a deployed stack (`--stack NAME`: outputs from CloudFormation DescribeStacks, here a stand-in
  * in front of the emulators): every command that reaches a stack (submit, status, results, get, cancel,
- * redrive, list, export, llms-txt; STACK_COMMANDS, checked against cli/). Malformed messages take
+ * redrive, list, export, llms-txt, diff, schedule; STACK_COMMANDS, checked against cli/). Malformed messages take
  * the failure paths that need their own permissions (a task parked in its DLQ; a result hastened back
  * to its queue). Every AWS call is in the ledger (lambdas/shared/aws-call-ledger.ts) with its
  * principal, IAM action and resource ARN; then, against the template's policies resolved to the local
@@ -32,13 +32,15 @@ import { listCommand } from '../../cli/list-command.ts';
 import { llmsTxtCommand } from '../../cli/llms-txt-command.ts';
 import { redriveCommand } from '../../cli/redrive-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
+import { scheduleCommand } from '../../cli/schedule-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
 import { awsCallLedger, type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
-import { OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
+import { IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { AggregateEnvSchema, FetchEnvSchema } from '../../lambdas/shared/env.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { roleName } from '../../local/provision.ts';
 import { resource } from '../cdk/template.ts';
 import { Capture } from '../fixtures/capture.ts';
 import {
@@ -115,6 +117,7 @@ const STACK_COMMANDS = new Map<string, (args: string[], io?: Partial<CliIo>) => 
   ['export-command.ts', exportCommand],
   ['llms-txt-command.ts', llmsTxtCommand],
   ['diff-command.ts', diffCommand],
+  ['schedule-command.ts', scheduleCommand],
 ]);
 const ran = new Set<(args: string[], io?: Partial<CliIo>) => Promise<number>>();
 
@@ -190,6 +193,30 @@ before(async () => {
   assert.equal(JSON.parse(await cli(statusCommand, recrawl, '--json')).state, 'complete');
   await cli(diffCommand, recrawl, `${site.origin}/a`);
 
+  // A schedule: created on the stack's Scheduler, fired (a run the fetch function starts: a re-crawl
+  // of the schedule's last completed run the second time), listed, and removed.
+  await cli(
+    scheduleCommand,
+    'add',
+    'nightly',
+    '--cron',
+    '0 3 * * *',
+    `${site.origin}/`,
+    '--allow-private',
+    '--delay',
+    '0',
+  );
+  for (const day of ['2026-12-05', '2026-12-06']) {
+    assert.deepEqual(await aws.scheduler?.fireAt(new Date(`${day}T03:00:00Z`)), ['nightly']);
+    await aws.waitForIdle({ timeoutMs: 120_000 });
+  }
+  await cli(scheduleCommand, 'run', 'nightly');
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  const nightly = JSON.parse(await cli(scheduleCommand, 'list', '--json')) as { runs: number; last?: string };
+  assert.equal(nightly.runs, 3);
+  assert.equal(nightly.last, 'nightly-20261206T030000Z');
+  await cli(scheduleCommand, 'remove', 'nightly');
+
   // A crawl its cost budget stops: the fetch function cancels it and says so (Crawl Cancelled).
   const overBudget = (
     await cli(
@@ -261,6 +288,13 @@ after(async () => {
   await site?.close();
 });
 
+/** The principal a test subject's calls are recorded under: a function's name, a role's, or the operator. */
+function principalOf(who: string): string | undefined {
+  if (who === OPERATOR) return OPERATOR;
+  if (who === IDS.schedulerRole) return roleName(aws.stack, who);
+  return aws.stack.functions[who]?.functionName;
+}
+
 const show = (list: ReadonlyArray<{ action: string; resource: string }>) =>
   list.map((p) => `${p.action} on ${p.resource}`).join('\n  ');
 
@@ -275,10 +309,11 @@ describe('every recorded call is allowed by its principal’s policies', () => {
     for (const [file, command] of STACK_COMMANDS) assert.ok(ran.has(command), `${file} did not run`);
   });
 
-  it('the ledger saw each principal: both functions and the operator', () => {
+  it("the ledger saw each principal: both functions, the schedules' role and the operator", () => {
     const principals = new Set(entries.map((e) => e.principal));
     for (const fn of Object.values(aws.stack.functions))
       assert.ok(principals.has(fn.functionName), fn.logicalId);
+    assert.ok(principals.has(roleName(aws.stack, IDS.schedulerRole)), IDS.schedulerRole);
     assert.ok(principals.has(OPERATOR));
     const known = new Set([...policies.keys(), 'local-runtime']);
     assert.deepEqual(
@@ -288,9 +323,9 @@ describe('every recorded call is allowed by its principal’s policies', () => {
     );
   });
 
-  for (const who of ['FetchFunction', 'AggregateFunction', OPERATOR]) {
+  for (const who of ['FetchFunction', 'AggregateFunction', IDS.schedulerRole, OPERATOR]) {
     it(`${who}: every call is allowed`, () => {
-      const principal = who === OPERATOR ? OPERATOR : aws.stack.functions[who]?.functionName;
+      const principal = principalOf(who);
       const statements = policies.get(principal ?? '');
       assert.ok(statements, `no policy for ${who}`);
       const calls = entries.filter((e) => e.principal === principal);
@@ -302,9 +337,9 @@ describe('every recorded call is allowed by its principal’s policies', () => {
 });
 
 describe('least privilege: nothing granted that no call uses', () => {
-  for (const who of ['FetchFunction', 'AggregateFunction', OPERATOR]) {
+  for (const who of ['FetchFunction', 'AggregateFunction', IDS.schedulerRole, OPERATOR]) {
     it(`${who}: every granted action is used on every granted resource`, () => {
-      const principal = who === OPERATOR ? OPERATOR : aws.stack.functions[who]?.functionName;
+      const principal = principalOf(who);
       const statements = policies.get(principal ?? '') ?? [];
       const calls = entries.filter((e) => e.principal === principal);
       const allowed = ALLOWED_UNUSED[who] ?? {};

@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/index-reader.ts';
-import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { messageGroupOf } from '../../lambdas/adapters/queues.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { readCrawlResults } from '../../lambdas/core/index-reader.ts';
 import type { PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
+import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

@@ -8,13 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { readCrawlResults } from '../../cli/index-reader.ts';
-import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { readCrawlResults } from '../../lambdas/core/index-reader.ts';
 import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { requestsPerPage } from '../../lambdas/shared/aws-prices.ts';
 import { summaryKey } from '../../lambdas/shared/contracts.ts';
+import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
 import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';

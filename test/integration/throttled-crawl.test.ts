@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/index-reader.ts';
-import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { readCrawlResults } from '../../lambdas/core/index-reader.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
+import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { startDynaliteServer } from '../../local/dynalite-server.ts';
 import { type RunningServer, startFauxqsServer } from '../../local/fauxqs-server.ts';

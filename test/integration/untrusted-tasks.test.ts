@@ -21,15 +21,15 @@ import {
 } from '@aws-sdk/client-sqs';
 import { QUEUE } from '../../cdk/limits.ts';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
-import { readCrawlResults } from '../../cli/index-reader.ts';
-import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { cancelCrawl } from '../../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { messageBytes } from '../../lambdas/adapters/sqs-batch-sender.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { readCrawlResults } from '../../lambdas/core/index-reader.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
+import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';

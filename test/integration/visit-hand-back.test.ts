@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { submitCrawl } from '../../cli/submit-crawl.ts';
 import { hostKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
 import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';

@@ -7,6 +7,9 @@ import { describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { SummaryAccumulator } from '../../cli/crawl-summary.ts';
 import { contentCodings, decodeStoredBody } from '../../cli/get-command.ts';
+import { CSV_COLUMNS, csvField, csvHeader, csvRow } from '../../cli/results-csv.ts';
+import { indexLine } from '../../lambdas/core/cdxj.ts';
+import { FetchLimitsSchema } from '../../lambdas/core/crawl-config.ts';
 import {
   type BlobReader,
   damageWarning,
@@ -15,10 +18,7 @@ import {
   IndexDamageError,
   readCrawlResults,
   streamIndex,
-} from '../../cli/index-reader.ts';
-import { CSV_COLUMNS, csvField, csvHeader, csvRow } from '../../cli/results-csv.ts';
-import { indexLine } from '../../lambdas/core/cdxj.ts';
-import { FetchLimitsSchema } from '../../lambdas/core/crawl-config.ts';
+} from '../../lambdas/core/index-reader.ts';
 import type { CrawlResult } from '../../lambdas/core/result.ts';
 
 class MemoryReader implements BlobReader {

@@ -1,4 +1,4 @@
-import type { OutputName } from '../lambdas/shared/contracts.ts';
+import type { OutputName } from './contracts.ts';
 
 /** A stack output the command needs; `where` names the stack in the error (default "the stack"). */
 export function requiredOutput(

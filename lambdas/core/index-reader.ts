@@ -10,10 +10,10 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
-import type { IndexLine } from '../lambdas/core/cdxj.ts';
-import { isGzip, isOutputCapError } from '../lambdas/core/content-coding.ts';
-import { ResultSchema } from '../lambdas/core/result.ts';
-import { resultsPrefix } from '../lambdas/shared/contracts.ts';
+import { resultsPrefix } from '../shared/contracts.ts';
+import type { IndexLine } from './cdxj.ts';
+import { isGzip, isOutputCapError } from './content-coding.ts';
+import { ResultSchema } from './result.ts';
 
 /** What reading needs from the page store (S3Blobs has it). */
 export interface BlobReader {

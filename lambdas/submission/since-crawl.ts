@@ -3,9 +3,9 @@
  * ended last (complete or cancelled); a crawl still running has no final index to start from.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
-import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
+import { listCrawls } from '../adapters/frontier-crawls.ts';
+import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { DEFAULT_CRAWL_ID } from '../core/crawl-config.ts';
 
 export const LATEST = 'latest';
 

@@ -2,8 +2,9 @@
  * The URLs a re-crawl starts from (`--since`): every URL the earlier crawl captured, with that
  * capture (core/recrawl.ts), read from its results index as a stream.
  */
-import { type PriorCapture, priorOf } from '../lambdas/core/recrawl.ts';
-import { type BlobReader, damageWarning, streamIndex } from './index-reader.ts';
+
+import { type BlobReader, damageWarning, streamIndex } from '../core/index-reader.ts';
+import { type PriorCapture, priorOf } from '../core/recrawl.ts';
 
 export interface PriorUrl {
   url: string;

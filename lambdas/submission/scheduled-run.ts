@@ -1,0 +1,73 @@
+/**
+ * A schedule fired (its message on the task queue, docs/crawling.md "Schedules"): start its next
+ * run, a re-crawl of its last completed run, or skip it when the previous run still runs. The fetch
+ * function calls this for a `{"kind":"scheduled"}` message; `crawler schedule run` sends the same.
+ */
+import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { ScheduleStore } from '../adapters/schedule-store.ts';
+import { parseCrawlConfig } from '../core/crawl-config.ts';
+import { decideRun, type ScheduledRunMessage } from '../core/schedule.ts';
+import { OUTPUTS } from '../shared/contracts.ts';
+import { requiredOutput } from '../shared/required-output.ts';
+import { type StackHandles, submitCrawl } from './submit-crawl.ts';
+
+export type ScheduledRunOutcome =
+  | { kind: 'started'; schedule: string; crawlId: string; since: string | undefined; tasks: number }
+  | { kind: 'skipped'; schedule: string; running: string }
+  /** Another copy of this firing claimed the run first. */
+  | { kind: 'duplicate'; schedule: string }
+  /** Removed since it fired: nothing to run. */
+  | { kind: 'gone'; schedule: string };
+
+/** Claims are retried this many times when another firing moved the schedule between read and write. */
+const CLAIM_ROUNDS = 3;
+
+export async function runScheduled(
+  message: ScheduledRunMessage,
+  stack: StackHandles,
+  options: { now: () => Date; onWarning?: (line: string) => void },
+): Promise<ScheduledRunOutcome> {
+  const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
+  const schedules = new ScheduleStore(stack.clients.dynamodb, table);
+  const frontier = createFrontierStore(stack.clients.dynamodb, table);
+  const name = message.schedule;
+  for (let round = 0; round < CLAIM_ROUNDS; round++) {
+    const stored = await schedules.get(name);
+    if (stored === undefined) return { kind: 'gone', schedule: name };
+    const at = message.at === undefined ? options.now() : new Date(message.at);
+    const previous =
+      stored.runs.running === undefined
+        ? undefined
+        : (await frontier.readCounters(stored.runs.running))?.state;
+    const decision = decideRun(name, stored.runs, previous, at);
+    if (decision.kind === 'duplicate') return { kind: 'duplicate', schedule: name };
+    if (decision.kind === 'skip') {
+      await schedules.recordSkip(name, at);
+      return { kind: 'skipped', schedule: name, running: decision.running };
+    }
+    const claimed = await schedules.claimRun(name, stored.runs.running, {
+      crawlId: decision.crawlId,
+      since: decision.since,
+      at,
+    });
+    // Another firing moved the schedule between the read and the write: decide again on what it wrote.
+    if (!claimed) continue;
+    const config = parseCrawlConfig({
+      ...stored.definition.crawl,
+      crawlId: decision.crawlId,
+      createdAt: at.toISOString(),
+    });
+    const submitted = await submitCrawl(stack, config, [], {
+      ...(decision.since === undefined ? {} : { since: decision.since }),
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    });
+    return {
+      kind: 'started',
+      schedule: name,
+      crawlId: decision.crawlId,
+      since: decision.since,
+      tasks: submitted.tasks,
+    };
+  }
+  throw new Error(`schedule ${name}: its run could not be claimed in ${CLAIM_ROUNDS} tries`);
+}

@@ -39,7 +39,9 @@ interface StoredSchedule {
   State: 'ENABLED' | 'DISABLED';
   FlexibleTimeWindow: { Mode: string; MaximumWindowInMinutes?: number };
   Target: { Arn: string; RoleArn: string; Input?: string };
-  CreationDate: string;
+  /** Epoch seconds, as REST JSON carries timestamps. */
+  CreationDate: number;
+  LastModificationDate: number;
 }
 
 const NAME = /^[0-9a-zA-Z-_.]{1,64}$/;
@@ -162,7 +164,8 @@ export class LocalScheduler {
           : {}),
       },
       Target: { Arn: arn, RoleArn: role, ...(typeof text === 'string' ? { Input: text } : {}) },
-      CreationDate: new Date().toISOString(),
+      CreationDate: Date.now() / 1000,
+      LastModificationDate: Date.now() / 1000,
     };
     this.#schedules.set(keyOf(group, name), schedule);
     await this.#save();

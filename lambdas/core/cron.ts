@@ -285,7 +285,9 @@ export function nextRun(cron: Cron, timeZone: string, after: Date): Date | undef
     if (clock.year > lastYear) return undefined;
     const yearMatches = cron.years === undefined || cron.years.has(clock.year);
     if (!yearMatches || !cron.months.has(clock.month) || !dayMatches(cron, clock)) {
-      at += ((23 - clock.hour) * 60 + (60 - clock.minute)) * MINUTE_MS;
+      // To 23:00 of this local day, then the next hour: a jump straight to midnight would overshoot
+      // it by the hour a daylight-saving change in between skips, and miss that hour of a day.
+      at += (clock.hour < 23 ? (23 - clock.hour) * 60 - clock.minute : 60 - clock.minute) * MINUTE_MS;
     } else if (!cron.hours.has(clock.hour)) {
       at += (60 - clock.minute) * MINUTE_MS;
     } else if (!cron.minutes.has(clock.minute)) {

@@ -3,12 +3,12 @@
  * run, a re-crawl of its last completed run, or skip it when the previous run still runs. The fetch
  * function calls this for a `{"kind":"scheduled"}` message; `crawler schedule run` sends the same.
  */
-import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { ScheduleStore } from '../adapters/schedule-store.ts';
 import { parseCrawlConfig } from '../core/crawl-config.ts';
 import { decideRun, type ScheduledRunMessage } from '../core/schedule.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
+import { crawlStateOf } from './since-crawl.ts';
 import { type StackHandles, submitCrawl } from './submit-crawl.ts';
 
 export type ScheduledRunOutcome =
@@ -29,16 +29,14 @@ export async function runScheduled(
 ): Promise<ScheduledRunOutcome> {
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
   const schedules = new ScheduleStore(stack.clients.dynamodb, table);
-  const frontier = createFrontierStore(stack.clients.dynamodb, table);
   const name = message.schedule;
   for (let round = 0; round < CLAIM_ROUNDS; round++) {
     const stored = await schedules.get(name);
     if (stored === undefined) return { kind: 'gone', schedule: name };
     const at = message.at === undefined ? options.now() : new Date(message.at);
+    // A monthly schedule's last run may have outlived its counters: its summary says how it ended.
     const previous =
-      stored.runs.running === undefined
-        ? undefined
-        : (await frontier.readCounters(stored.runs.running))?.state;
+      stored.runs.running === undefined ? undefined : await crawlStateOf(stack, stored.runs.running);
     const decision = decideRun(name, stored.runs, previous, at);
     if (decision.kind === 'duplicate') return { kind: 'duplicate', schedule: name };
     if (decision.kind === 'skip') {

@@ -121,8 +121,7 @@ export async function submitCrawl(
     );
   }
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
-  if (options.since !== undefined)
-    config = { ...config, since: await resolveSince(stack.clients.dynamodb, table, options.since) };
+  if (options.since !== undefined) config = { ...config, since: await resolveSince(stack, options.since) };
   const tasks = new SqsTaskSender(stack.clients.sqs, requiredOutput(stack.outputs, OUTPUTS.taskQueueUrl));
   const results = new SqsResultSender(
     stack.clients.sqs,

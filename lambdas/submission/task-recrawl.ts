@@ -30,7 +30,7 @@ export async function startRecrawlTask(
   if ((await storedConfig(configs, task.crawlId)) !== undefined) return { kind: 'exists' };
   let since: string;
   try {
-    since = await resolveSince(stack.clients.dynamodb, table, task.since);
+    since = await resolveSince(stack, task.since);
   } catch (error) {
     if (error instanceof SinceError)
       return { kind: 'refused', reason: error.message.replace('--since', 'since') };

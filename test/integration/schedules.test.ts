@@ -10,12 +10,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import type { CliIo } from '../../cli/cli-io.ts';
 import { listCommand } from '../../cli/list-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import { scheduleCommand } from '../../cli/schedule-command.ts';
+import { countersKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, SCHEDULES_FILE, startLocalAws } from '../../local/local-aws.ts';
@@ -226,6 +228,29 @@ describe('schedules on the local runtime', () => {
     const listed = (await schedules()).get('nightly');
     assert.equal(listed?.last, 'nightly-20261207T020000Z');
     assert.equal((await crawlStates()).get(listed?.running ?? ''), 'complete');
+  });
+
+  it('a run whose counters have expired (30 days idle) is known complete by its summary, and followed', async () => {
+    const before = (await schedules()).get('nightly');
+    const previous = String(before?.running);
+    assert.equal((await crawlStates()).get(previous), 'complete');
+    // What the table's TTL does a month after the run's last activity.
+    await aws.clients.dynamodb.send(
+      new DeleteItemCommand({ TableName: aws.outputs.FrontierTableName, Key: countersKey(previous) }),
+    );
+    assert.deepEqual(await aws.scheduler?.fireAt(new Date('2027-01-08T02:00:00Z')), ['nightly']);
+    await waitFor(async () => (await schedules()).get('nightly')?.running === 'nightly-20270108T020000Z', {
+      what: 'the run after the expired one',
+    });
+    await aws.waitForIdle({ timeoutMs: 120_000 });
+    const listed = (await schedules()).get('nightly');
+    assert.equal(listed?.last, previous, 'it follows the run whose counters expired');
+    assert.equal((await crawlStates()).get('nightly-20270108T020000Z'), 'complete');
+    const changes = (await ok(resultsCommand, 'nightly-20270108T020000Z'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).change);
+    assert.deepEqual(changes, ['same', 'same']);
   });
 
   it('schedules are kept in the state directory, and removed from both places', async () => {

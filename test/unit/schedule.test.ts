@@ -113,6 +113,12 @@ describe('cron expressions', () => {
     );
     assert.ok(cronMatches(cron, wallClock(new Date('2027-03-28T01:00:00Z'), 'Europe/Paris')));
     assert.ok(!cronMatches(cron, wallClock(new Date('2027-03-28T01:00:00Z'), 'UTC')));
+    // From the small hours of a spring-forward day that does not match, the next day's first
+    // minutes are still found (Paris: 2027-03-28 02:00 becomes 03:00).
+    assert.equal(
+      nextRun(parseCron('30 0 29 3 *'), 'Europe/Paris', new Date('2027-03-28T00:30:00Z'))?.toISOString(),
+      '2027-03-28T22:30:00.000Z',
+    );
     // Half-hour zones keep their minutes.
     assert.equal(
       nextRun(parseCron('0 9 * * *'), 'Asia/Kolkata', new Date('2026-12-05T00:00:00Z'))?.toISOString(),

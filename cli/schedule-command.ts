@@ -237,9 +237,7 @@ const removeCommand = defineCommand({
       }
       existed = (await new ScheduleStore(stack.clients.dynamodb, table(stack)).remove(name)) || existed;
       if (!existed) {
-        io.stderr.write(
-          `no schedule named ${name} in ${stack.description}; \`crawler schedule list\` shows them\n`,
-        );
+        io.stderr.write(noSuchSchedule(name, stack));
         return 1;
       }
       await write(io.stdout, `schedule ${name} removed; the crawls it ran stay\n`);
@@ -255,9 +253,7 @@ const runCommand = defineCommand({
     const name = oneName(positionals, 'run');
     return withStack(stackTarget(values), io, async (stack) => {
       if ((await new ScheduleStore(stack.clients.dynamodb, table(stack)).get(name)) === undefined) {
-        io.stderr.write(
-          `no schedule named ${name} in ${stack.description}; \`crawler schedule list\` shows them\n`,
-        );
+        io.stderr.write(noSuchSchedule(name, stack));
         return 1;
       }
       await stack.clients.sqs.send(
@@ -310,6 +306,10 @@ function targetOf(
 
 function stackTarget(values: Target): Target {
   return targetOf(values.stack, values.endpoint, values['state-dir']);
+}
+
+function noSuchSchedule(name: string, stack: LocatedStack): string {
+  return `no schedule named ${name} in ${stack.description}; \`crawler schedule list\` shows them\n`;
 }
 
 function table(stack: LocatedStack): string {

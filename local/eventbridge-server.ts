@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { AWS_LIMITS } from '../lambdas/core/limits.ts';
 import { compileEventPattern, type EventPattern } from './event-pattern.ts';
 import type { RunningServer } from './fauxqs-server.ts';
+import { readJsonBody } from './json-body.ts';
 import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 import type { LocalEventRule } from './stack-model.ts';
@@ -224,34 +225,27 @@ export async function startEventBridgeServer(bus: LocalEventBus): Promise<Runnin
       res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(answer));
     };
     const target = String(req.headers['x-amz-target'] ?? '');
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    req.on('data', (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (bytes > MAX_BODY_BYTES)
-        return reply(413, {
-          __type: 'ValidationException',
-          message: `request body over ${MAX_BODY_BYTES} bytes`,
-        });
-      if (target !== 'AWSEvents.PutEvents')
-        return reply(400, {
-          __type: 'UnknownOperationException',
-          message: `the local EventBridge serves PutEvents only, not ${target || 'a request without X-Amz-Target'}`,
-        });
-      let body: unknown;
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return reply(400, { __type: 'SerializationException', message: 'the request body is not JSON' });
-      }
-      bus.put(body).then(
-        ({ status, answer }) => reply(status, answer),
-        (err: unknown) => reply(500, { __type: 'InternalException', message: String(err) }),
-      );
-    });
+    void readJsonBody(req, MAX_BODY_BYTES).then(
+      (body) => {
+        if (body.kind === 'too-large')
+          return reply(413, {
+            __type: 'ValidationException',
+            message: `request body over ${body.limit} bytes`,
+          });
+        if (target !== 'AWSEvents.PutEvents')
+          return reply(400, {
+            __type: 'UnknownOperationException',
+            message: `the local EventBridge serves PutEvents only, not ${target || 'a request without X-Amz-Target'}`,
+          });
+        if (body.kind !== 'json')
+          return reply(400, { __type: 'SerializationException', message: 'the request body is not JSON' });
+        bus.put(body.value).then(
+          ({ status, answer }) => reply(status, answer),
+          (err: unknown) => reply(500, { __type: 'InternalException', message: String(err) }),
+        );
+      },
+      (err: unknown) => reply(400, { __type: 'SerializationException', message: String(err) }),
+    );
   });
   // Any port in Host: the one-endpoint router forwards its own Host here (endpoint-router.ts).
   guardServer(server, { port: 'any' });

@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/cron.ts';
 import { SCHEDULED_TIME } from '../lambdas/core/schedule.ts';
 import type { RunningServer } from './fauxqs-server.ts';
+import { readJsonBody } from './json-body.ts';
 import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 
@@ -255,28 +256,19 @@ export async function startSchedulerServer(scheduler: LocalScheduler): Promise<R
         })
         .end(JSON.stringify(answer));
     };
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    req.on('data', (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (bytes > MAX_BODY_BYTES)
-        return reply(failure(413, 'ValidationException', `request body over ${MAX_BODY_BYTES} bytes`));
-      let body: unknown = {};
-      if (bytes > 0) {
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
+    void readJsonBody(req, MAX_BODY_BYTES).then(
+      (body) => {
+        if (body.kind === 'too-large')
+          return reply(failure(413, 'ValidationException', `request body over ${body.limit} bytes`));
+        if (body.kind === 'not-json')
           return reply(failure(400, 'ValidationException', 'the request body is not JSON'));
-        }
-      }
-      const url = new URL(req.url ?? '/', 'http://local');
-      scheduler
-        .handle(req.method ?? 'GET', url.pathname, url.searchParams, body)
-        .then(reply, (error: unknown) => reply(failure(500, 'InternalServerException', String(error))));
-    });
+        const url = new URL(req.url ?? '/', 'http://local');
+        scheduler
+          .handle(req.method ?? 'GET', url.pathname, url.searchParams, body.kind === 'json' ? body.value : {})
+          .then(reply, (error: unknown) => reply(failure(500, 'InternalServerException', String(error))));
+      },
+      (error: unknown) => reply(failure(400, 'ValidationException', String(error))),
+    );
   });
   guardServer(server, { port: 'any' });
   return listenOnLoopback(server);

@@ -125,7 +125,7 @@ export class CrawlerStack extends Stack {
       deadLetterQueue: { queue: crawlEventsDlq, maxReceiveCount: QUEUE.maxReceiveCount },
     });
     const crawlEventsRule = new events.Rule(this, IDS.crawlEventsRule, {
-      description: 'Crawl Started, Completed, Cancelled and Failed to CrawlEventsQueue',
+      description: 'Crawl Started, Completed, Cancelled, Failed and Skipped to CrawlEventsQueue',
       eventBus,
       eventPattern: {
         source: [EVENT_SOURCE],
@@ -134,6 +134,7 @@ export class CrawlerStack extends Stack {
           DETAIL_TYPES.completed,
           DETAIL_TYPES.cancelled,
           DETAIL_TYPES.failed,
+          DETAIL_TYPES.skipped,
         ],
       },
       targets: [new eventTargets.SqsQueue(crawlEventsQueue)],
@@ -299,7 +300,7 @@ export class CrawlerStack extends Stack {
     output(
       OUTPUTS.crawlEventsQueueUrl,
       crawlEventsQueue.queueUrl,
-      'Crawl Started, Completed, Cancelled and Failed events, for consumers that poll',
+      'Crawl Started, Completed, Cancelled, Failed and Skipped events, for consumers that poll',
     );
     output(
       OUTPUTS.scheduleGroupName,

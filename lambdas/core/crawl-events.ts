@@ -21,6 +21,7 @@ export const DETAIL_TYPES = {
   cancelled: 'Crawl Cancelled',
   failed: 'Crawl Failed',
   pageChanged: 'Page Changed',
+  skipped: 'Crawl Skipped',
 } as const;
 
 export type CrawlEventKind = keyof typeof DETAIL_TYPES;
@@ -67,6 +68,11 @@ export const EVENT_DETAIL_SCHEMAS = {
     /** The crawl it was compared with. */
     since: z.string(),
   }),
+  /**
+   * A schedule fired while its previous run still ran: `crawlId` is the run that did not start,
+   * `running` the run still under way (docs/crawling.md, "Schedules").
+   */
+  skipped: z.object({ ...common, schedule: z.string(), running: z.string() }),
 } as const;
 
 export type EventDetail<K extends CrawlEventKind> = z.infer<(typeof EVENT_DETAIL_SCHEMAS)[K]>;
@@ -88,6 +94,23 @@ export function eventOf<K extends CrawlEventKind>(kind: K, detail: EventDetail<K
 /** `Crawl Cancelled`: published by whoever flipped the crawl to cancelled (one conditional write). */
 export function cancelledEvent(crawlId: string, endedAt: string, reason: string): CrawlEvent<'cancelled'> {
   return eventOf('cancelled', { v: 1, eventId: `${crawlId}:cancelled`, crawlId, at: endedAt, reason });
+}
+
+/** `Crawl Skipped`: a schedule's firing that started no run, its previous run still running. */
+export function skippedEvent(
+  schedule: string,
+  crawlId: string,
+  running: string,
+  at: Date,
+): CrawlEvent<'skipped'> {
+  return eventOf('skipped', {
+    v: 1,
+    eventId: `${crawlId}:skipped`,
+    crawlId,
+    at: at.toISOString(),
+    schedule,
+    running,
+  });
 }
 
 /** `Crawl Started`: published by the submitter whose config write created the crawl. */

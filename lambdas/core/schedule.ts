@@ -104,8 +104,8 @@ export type RunState = 'running' | 'complete' | 'cancelled' | undefined;
 export type RunDecision =
   /** Another copy of this firing started (or is starting) its run. */
   | { kind: 'duplicate'; crawlId: string }
-  /** The previous run still runs: this one is skipped, never stacked. */
-  | { kind: 'skip'; running: string }
+  /** The previous run still runs: this one (`crawlId`) is skipped, never stacked. */
+  | { kind: 'skip'; crawlId: string; running: string }
   /** Start `crawlId`, a re-crawl of `since` when there is one. */
   | { kind: 'start'; crawlId: string; since: string | undefined };
 
@@ -116,12 +116,13 @@ export type RunDecision =
 export function decideRun(name: string, runs: ScheduleRuns, previous: RunState, at: Date): RunDecision {
   const crawlId = runCrawlId(name, at);
   if (runs.running === crawlId) return { kind: 'duplicate', crawlId };
-  if (runs.running !== undefined && previous === 'running') return { kind: 'skip', running: runs.running };
+  if (runs.running !== undefined && previous === 'running')
+    return { kind: 'skip', crawlId, running: runs.running };
   // Claimed, not stored yet: another copy of the message is starting it. One claimed long ago and
   // never stored failed to start; it does not hold the schedule back.
   if (runs.running !== undefined && previous === undefined && runs.claimedAt !== undefined) {
     if (at.getTime() - Date.parse(runs.claimedAt) < UNSTARTED_CLAIM_MS)
-      return { kind: 'skip', running: runs.running };
+      return { kind: 'skip', crawlId, running: runs.running };
   }
   const since = previous === 'complete' ? runs.running : runs.last;
   return { kind: 'start', crawlId, since };

@@ -22,7 +22,7 @@ export const IDS = {
   fetchFunction: 'FetchFunction',
   aggregateFunction: 'AggregateFunction',
   operatorPolicy: 'OperatorPolicy',
-  /** Crawl lifecycle events (started, completed, cancelled, failed), for consumers that poll a queue. */
+  /** Crawl lifecycle events (started, completed, cancelled, failed, skipped), for consumers that poll a queue. */
   crawlEventsQueue: 'CrawlEventsQueue',
   crawlEventsDlq: 'CrawlEventsDLQ',
   crawlEventsRule: 'CrawlEventsRule',

@@ -5,10 +5,13 @@
  */
 import { ScheduleStore } from '../adapters/schedule-store.ts';
 import { parseCrawlConfig } from '../core/crawl-config.ts';
+import { skippedEvent } from '../core/crawl-events.ts';
+import { describeError } from '../core/errors.ts';
 import { decideRun, type ScheduledRunMessage } from '../core/schedule.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { crawlStateOf } from './since-crawl.ts';
+import { publishOnStack } from './stack-events.ts';
 import { type StackHandles, submitCrawl } from './submit-crawl.ts';
 
 export type ScheduledRunOutcome =
@@ -41,6 +44,12 @@ export async function runScheduled(
     if (decision.kind === 'duplicate') return { kind: 'duplicate', schedule: name };
     if (decision.kind === 'skip') {
       await schedules.recordSkip(name, at);
+      await publishOnStack(stack, [skippedEvent(name, decision.crawlId, decision.running, at)]).catch(
+        (error: unknown) =>
+          options.onWarning?.(
+            `warning: schedule ${name}: Crawl Skipped not published: ${describeError(error)}`,
+          ),
+      );
       return { kind: 'skipped', schedule: name, running: decision.running };
     }
     const claimed = await schedules.claimRun(name, stored.runs.running, {

@@ -15,7 +15,6 @@ import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
-import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
@@ -34,6 +33,7 @@ import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { type PriorUrl, priorUrls } from './prior-urls.ts';
 import { resolveSince } from './since-crawl.ts';
+import { publishOnStack } from './stack-events.ts';
 
 export interface StackHandles {
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient; s3: S3Client; eventbridge?: EventBridgeClient };
@@ -152,7 +152,9 @@ export async function submitCrawl(
     );
   }
   // Only the submitter whose config write created the crawl gets here (the write is conditional).
-  await announceStart(stack, config).catch((error: unknown) =>
+  await publishOnStack(stack, [
+    startedEvent(config.crawlId, new Date(), seedCount(config), config.since),
+  ]).catch((error: unknown) =>
     // The crawl is stored: failing now would leave it with no seeds sent, never to end.
     options.onWarning?.(
       `warning: crawl ${config.crawlId}: Crawl Started not published: ${describeError(error)}`,
@@ -316,15 +318,6 @@ export function sinceNote(submitted: { due?: number; notDue?: number }): string 
     `${submitted.due ?? 0} URLs of the earlier crawl due again` +
     (submitted.notDue ? `, ${submitted.notDue} not due (reported same)` : '')
   );
-}
-
-/** `Crawl Started` on the stack's bus; a stack without one (an older deploy) publishes nothing. */
-async function announceStart(stack: StackHandles, config: CrawlConfig): Promise<void> {
-  const bus = stack.outputs[OUTPUTS.eventBusName];
-  if (bus === undefined || stack.clients.eventbridge === undefined) return;
-  await new EventBridgePublisher(stack.clients.eventbridge, bus).publish([
-    startedEvent(config.crawlId, new Date(), seedCount(config), config.since),
-  ]);
 }
 
 async function* concat<T>(...parts: AsyncIterable<T>[]): AsyncGenerator<T> {

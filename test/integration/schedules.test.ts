@@ -20,8 +20,10 @@ import { scheduleCommand } from '../../cli/schedule-command.ts';
 import { countersKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
-import { type LocalAws, SCHEDULES_FILE, startLocalAws } from '../../local/local-aws.ts';
+import type { EventEnvelope } from '../../local/eventbridge-server.ts';
+import { EVENTS_LOG, type LocalAws, SCHEDULES_FILE, startLocalAws } from '../../local/local-aws.ts';
 import { Capture } from '../fixtures/capture.ts';
+import { assertValidEvent } from '../fixtures/event-schemas.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
@@ -194,6 +196,28 @@ describe('schedules on the local runtime', () => {
     await waitFor(async () => (await schedules()).get('slowpoke')?.skipped === 1, {
       what: 'the skip to be counted',
     });
+    // Reported as an event too, valid against its schema, naming the run that did not start.
+    const skipped = await waitFor(
+      async () =>
+        (await readFile(join(stateDir, EVENTS_LOG), 'utf8'))
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as EventEnvelope)
+          .find((event) => event['detail-type'] === 'Crawl Skipped'),
+      { what: 'the Crawl Skipped event' },
+    );
+    assertValidEvent({ kind: 'skipped', detail: skipped.detail });
+    assert.deepEqual(
+      { ...(skipped.detail as Record<string, unknown>), at: undefined },
+      {
+        v: 1,
+        eventId: 'slowpoke-20261205T101000Z:skipped',
+        crawlId: 'slowpoke-20261205T101000Z',
+        at: undefined,
+        schedule: 'slowpoke',
+        running,
+      },
+    );
     releaseSlow();
     await aws.waitForIdle({ timeoutMs: 120_000 });
     const listed = (await schedules()).get('slowpoke');

@@ -175,6 +175,7 @@ describe('schedule runs', () => {
   it('skips a firing while the previous run still runs, or is being started', () => {
     assert.deepEqual(decideRun('n', { running: 'n-1', skipped: 0, runs: 1 }, 'running', at), {
       kind: 'skip',
+      crawlId: 'n-20261205T030000Z',
       running: 'n-1',
     });
     const claimedAt = new Date(at.getTime() - 1000).toISOString();

@@ -1,0 +1,11 @@
+/** Crawl events published on the stack's bus (output EventBusName); a stack without one publishes nothing. */
+import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
+import type { CrawlEvent } from '../core/crawl-events.ts';
+import { OUTPUTS } from '../shared/contracts.ts';
+import type { StackHandles } from './submit-crawl.ts';
+
+export async function publishOnStack(stack: StackHandles, events: readonly CrawlEvent[]): Promise<void> {
+  const bus = stack.outputs[OUTPUTS.eventBusName];
+  if (bus === undefined || stack.clients.eventbridge === undefined) return;
+  await new EventBridgePublisher(stack.clients.eventbridge, bus).publish(events);
+}

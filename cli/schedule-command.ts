@@ -131,6 +131,11 @@ const addCommand = defineCommand({
   },
   run: async ({ io, definition, target, quiet }) =>
     withStack(target, io, async (stack) => {
+      const where = scheduleTarget(stack);
+      if (typeof where === 'string') {
+        io.stderr.write(where);
+        return 1;
+      }
       const schedules = new ScheduleStore(stack.clients.dynamodb, table(stack));
       try {
         await schedules.add(definition);
@@ -146,13 +151,13 @@ const addCommand = defineCommand({
         await scheduler(stack).send(
           new CreateScheduleCommand({
             Name: definition.name,
-            GroupName: requiredOutput(stack.outputs, OUTPUTS.scheduleGroupName, stack.description),
+            GroupName: where.group,
             ScheduleExpression: awsCronExpression(cron),
             ScheduleExpressionTimezone: definition.timezone,
             FlexibleTimeWindow: { Mode: 'OFF' },
             Target: {
-              Arn: requiredOutput(stack.outputs, OUTPUTS.taskQueueArn, stack.description),
-              RoleArn: requiredOutput(stack.outputs, OUTPUTS.schedulerRoleArn, stack.description),
+              Arn: where.queueArn,
+              RoleArn: where.roleArn,
               Input: scheduleTargetInput(definition.name),
             },
             Description:
@@ -223,14 +228,14 @@ const removeCommand = defineCommand({
   run: async ({ io, values, positionals }) => {
     const name = oneName(positionals, 'remove');
     return withStack(stackTarget(values), io, async (stack) => {
+      const where = scheduleTarget(stack);
+      if (typeof where === 'string') {
+        io.stderr.write(where);
+        return 1;
+      }
       let existed = false;
       try {
-        await scheduler(stack).send(
-          new DeleteScheduleCommand({
-            Name: name,
-            GroupName: requiredOutput(stack.outputs, OUTPUTS.scheduleGroupName, stack.description),
-          }),
-        );
+        await scheduler(stack).send(new DeleteScheduleCommand({ Name: name, GroupName: where.group }));
         existed = true;
       } catch (error) {
         if (!(error instanceof ResourceNotFoundException)) throw error;
@@ -306,6 +311,18 @@ function targetOf(
 
 function stackTarget(values: Target): Target {
   return targetOf(values.stack, values.endpoint, values['state-dir']);
+}
+
+/**
+ * Where the stack's schedules go, or one line saying why it has none: a stack deployed before
+ * schedules lacks the outputs (and the group and role behind them) until it is deployed again.
+ */
+function scheduleTarget(stack: LocatedStack): { group: string; queueArn: string; roleArn: string } | string {
+  const group = stack.outputs[OUTPUTS.scheduleGroupName];
+  const queueArn = stack.outputs[OUTPUTS.taskQueueArn];
+  const roleArn = stack.outputs[OUTPUTS.schedulerRoleArn];
+  if (group && queueArn && roleArn) return { group, queueArn, roleArn };
+  return `${stack.description} has no ${OUTPUTS.scheduleGroupName}, ${OUTPUTS.schedulerRoleArn} or ${OUTPUTS.taskQueueArn} output: it was deployed before schedules; deploy it again (npx cdk deploy) to add them\n`;
 }
 
 function noSuchSchedule(name: string, stack: LocatedStack): string {

@@ -23,6 +23,7 @@ import { parseTemplate } from '../../local/cfn-template.ts';
 import type { EventEnvelope } from '../../local/eventbridge-server.ts';
 import { EVENTS_LOG, type LocalAws, SCHEDULES_FILE, startLocalAws } from '../../local/local-aws.ts';
 import { Capture } from '../fixtures/capture.ts';
+import { startCloudFormationStandIn } from '../fixtures/cloudformation-stand-in.ts';
 import { assertValidEvent } from '../fixtures/event-schemas.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
@@ -319,6 +320,48 @@ describe('schedules on the local runtime', () => {
     const none = await cli(scheduleCommand, 'run', 'nothing');
     assert.equal(none.code, 1);
     assert.match(none.stderr, /^no schedule named nothing in /);
+  });
+});
+
+describe('a stack deployed before schedules', () => {
+  it('is told to deploy again, in one line, and nothing is stored', async () => {
+    const { ScheduleGroupName: _group, SchedulerRoleArn: _role, TaskQueueArn: _arn, ...older } = aws.outputs;
+    const cfn = await startCloudFormationStandIn(
+      {
+        Older: {
+          stackId: 'arn:aws:cloudformation:us-east-1:000000000000:stack/Older/1',
+          status: 'UPDATE_COMPLETE',
+          outputs: older,
+        },
+      },
+      aws.endpoints.s3,
+    );
+    try {
+      const stdout = new Capture();
+      const stderr = new Capture();
+      const code = await scheduleCommand(
+        [
+          'add',
+          'too-early',
+          '--cron',
+          '0 3 * * *',
+          `${site.origin}/`,
+          '--stack',
+          'Older',
+          '--endpoint',
+          cfn.endpoint,
+        ],
+        { stdout, stderr },
+      );
+      assert.equal(code, 1);
+      assert.match(
+        stderr.text,
+        /^stack Older .* has no ScheduleGroupName, SchedulerRoleArn or TaskQueueArn output: it was deployed before schedules; deploy it again \(npx cdk deploy\) to add them\n$/,
+      );
+      assert.ok(!(await schedules()).has('too-early'));
+    } finally {
+      await cfn.close();
+    }
   });
 });
 

@@ -1,12 +1,14 @@
 /**
  * A JSON task with `since` (`{"v":1,"crawlId":"weekly-2","url":"https://…","depth":0,"since":"weekly-1"}`)
  * starts a re-crawl from the task queue, with no CLI: a crawl not stored yet is created with the
- * earlier crawl's options and seeds plus this URL, and submitted as `crawler submit --since` would.
+ * earlier crawl's options and seeds plus this URL (which must be in that crawl's scope), and
+ * submitted as `crawler submit --since` would.
  * For a crawl that exists the field is spent: the task is admitted as any other.
  */
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../core/crawl-config.ts';
 import { isCrawlError } from '../core/errors.ts';
+import { crawlScope } from '../core/link-admission.ts';
 import type { Task } from '../core/task.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
@@ -43,6 +45,14 @@ export async function startRecrawlTask(
     return {
       kind: 'refused',
       reason: `since ${since}: that crawl was seeded from a file; re-crawl it with \`crawler submit --since ${since} --seeds-file …\``,
+    };
+  // A task may not widen a crawl: one sent to the queue could otherwise reach any host with the
+  // earlier crawl's options (its --allow-private among them).
+  const scoped = crawlScope(earlier).inScope(task.url);
+  if (!scoped.ok)
+    return {
+      kind: 'refused',
+      reason: `since ${since}: ${task.url} is outside that crawl's scope (${scoped.detail}); a task re-crawls within it, \`crawler submit --since\` with new seeds goes beyond`,
     };
   const { crawlId: _earlierId, createdAt: _earlierAt, since: _earlierSince, ...earlierOptions } = earlier;
   const config = parseCrawlConfig({

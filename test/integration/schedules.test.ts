@@ -366,6 +366,18 @@ describe('a stack deployed before schedules', () => {
 });
 
 describe('a JSON task with since starts a re-crawl from the task queue', () => {
+  /** The TaskDLQ's copy of `body`, if it is there (received, so hidden from the next look a while). */
+  const dlqCopy = async (body: object) => {
+    const { Messages } = await aws.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: aws.outputs.TaskDlqUrl,
+        MessageAttributeNames: ['All'],
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    return Messages?.find((message) => message.Body === JSON.stringify(body));
+  };
   const send = (body: object) =>
     aws.clients.sqs.send(
       new SendMessageCommand({ QueueUrl: aws.outputs.TaskQueueUrl, MessageBody: JSON.stringify(body) }),
@@ -401,22 +413,28 @@ describe('a JSON task with since starts a re-crawl from the task queue', () => {
     ]);
   });
 
+  it('a task may not widen the crawl it follows: a URL outside its scope is parked with the reason', async () => {
+    const body = {
+      v: 1,
+      crawlId: 'by-task-wider',
+      url: 'http://127.0.0.9:9/elsewhere',
+      depth: 0,
+      since: 'nightly-20261205T020000Z',
+    };
+    await send(body);
+    const parked = await waitFor(async () => dlqCopy(body), { what: 'the task in the TaskDLQ' });
+    assert.equal(parked.MessageAttributes?.code?.StringValue, 'since-refused');
+    assert.match(
+      String(parked.MessageAttributes?.reason?.StringValue),
+      /^since nightly-20261205T020000Z: http:\/\/127\.0\.0\.9:9\/elsewhere is outside that crawl's scope/,
+    );
+    assert.equal((await crawlStates()).get('by-task-wider'), undefined);
+  });
+
   it('a since that names no finished crawl parks the task in the TaskDLQ with the reason', async () => {
     const body = { v: 1, crawlId: 'by-task-2', url: `${site.origin}/`, depth: 0, since: 'no-such-crawl' };
     await send(body);
-    const parked = await waitFor(
-      async () => {
-        const { Messages } = await aws.clients.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: aws.outputs.TaskDlqUrl,
-            MessageAttributeNames: ['All'],
-            WaitTimeSeconds: 1,
-          }),
-        );
-        return Messages?.find((message) => message.Body === JSON.stringify(body));
-      },
-      { what: 'the task in the TaskDLQ' },
-    );
+    const parked = await waitFor(async () => dlqCopy(body), { what: 'the task in the TaskDLQ' });
     assert.equal(parked.MessageAttributes?.code?.StringValue, 'since-refused');
     assert.match(
       String(parked.MessageAttributes?.reason?.StringValue),

@@ -102,8 +102,10 @@ export const UNSTARTED_CLAIM_MS = 15 * 60_000;
 export type RunState = 'running' | 'complete' | 'cancelled' | undefined;
 
 export type RunDecision =
-  /** Another copy of this firing started (or is starting) its run. */
+  /** Another copy of this firing started its run. */
   | { kind: 'duplicate'; crawlId: string }
+  /** This firing's run was claimed but is not stored: its start failed, and this is its retry. */
+  | { kind: 'resume'; crawlId: string; since: string | undefined }
   /** The previous run still runs: this one (`crawlId`) is skipped, never stacked. */
   | { kind: 'skip'; crawlId: string; running: string }
   /** Start `crawlId`, a re-crawl of `since` when there is one. */
@@ -115,7 +117,11 @@ export type RunDecision =
  */
 export function decideRun(name: string, runs: ScheduleRuns, previous: RunState, at: Date): RunDecision {
   const crawlId = runCrawlId(name, at);
-  if (runs.running === crawlId) return { kind: 'duplicate', crawlId };
+  // The claim wrote the run's base into `last`.
+  if (runs.running === crawlId)
+    return previous === undefined
+      ? { kind: 'resume', crawlId, since: runs.last }
+      : { kind: 'duplicate', crawlId };
   if (runs.running !== undefined && previous === 'running')
     return { kind: 'skip', crawlId, running: runs.running };
   // Claimed, not stored yet: another copy of the message is starting it. One claimed long ago and

@@ -52,22 +52,32 @@ export async function runScheduled(
       );
       return { kind: 'skipped', schedule: name, running: decision.running };
     }
-    const claimed = await schedules.claimRun(name, stored.runs.running, {
-      crawlId: decision.crawlId,
-      since: decision.since,
-      at,
-    });
-    // Another firing moved the schedule between the read and the write: decide again on what it wrote.
-    if (!claimed) continue;
+    if (decision.kind === 'start') {
+      const claimed = await schedules.claimRun(name, stored.runs.running, {
+        crawlId: decision.crawlId,
+        since: decision.since,
+        at,
+      });
+      // Another firing moved the schedule between the read and the write: decide again on what it wrote.
+      if (!claimed) continue;
+    }
     const config = parseCrawlConfig({
       ...stored.definition.crawl,
       crawlId: decision.crawlId,
       createdAt: at.toISOString(),
     });
-    const submitted = await submitCrawl(stack, config, [], {
-      ...(decision.since === undefined ? {} : { since: decision.since }),
-      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-    });
+    let submitted: Awaited<ReturnType<typeof submitCrawl>>;
+    try {
+      submitted = await submitCrawl(stack, config, [], {
+        ...(decision.since === undefined ? {} : { since: decision.since }),
+        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      });
+    } catch (error) {
+      // A copy resuming a run another copy has just stored: the config write is conditional.
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException')
+        return { kind: 'duplicate', schedule: name };
+      throw error;
+    }
     return {
       kind: 'started',
       schedule: name,

@@ -18,6 +18,7 @@ import { listCommand } from '../../cli/list-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import { scheduleCommand } from '../../cli/schedule-command.ts';
 import { countersKey } from '../../lambdas/adapters/frontier-schema.ts';
+import { ScheduleStore } from '../../lambdas/adapters/schedule-store.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import type { EventEnvelope } from '../../local/eventbridge-server.ts';
@@ -276,6 +277,36 @@ describe('schedules on the local runtime', () => {
       .split('\n')
       .map((line) => JSON.parse(line).change);
     assert.deepEqual(changes, ['same', 'same']);
+  });
+
+  it('a run claimed but never stored (its start failed) is started by the retry of its firing', async () => {
+    const before = (await schedules()).get('nightly');
+    const previous = String(before?.running);
+    const firing = new Date('2027-02-08T02:00:00Z');
+    // What a start that failed after its claim leaves: the claim, and no crawl.
+    const store = new ScheduleStore(aws.clients.dynamodb, String(aws.outputs.FrontierTableName));
+    assert.ok(
+      await store.claimRun('nightly', previous, {
+        crawlId: 'nightly-20270208T020000Z',
+        since: previous,
+        at: firing,
+      }),
+    );
+    assert.equal((await crawlStates()).get('nightly-20270208T020000Z'), undefined);
+    // SQS delivers the firing again.
+    assert.deepEqual(await aws.scheduler?.fireAt(firing), ['nightly']);
+    await waitFor(async () => (await crawlStates()).get('nightly-20270208T020000Z') === 'complete', {
+      what: 'the resumed run',
+    });
+    await aws.waitForIdle({ timeoutMs: 120_000 });
+    const listed = (await schedules()).get('nightly');
+    assert.equal(listed?.runs, (before?.runs ?? 0) + 1, 'one run: the claim counted it');
+    assert.equal(listed?.last, previous);
+    const changes = (await ok(resultsCommand, 'nightly-20270208T020000Z'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).change);
+    assert.deepEqual(changes, ['same', 'same'], 'a re-crawl of the run before');
   });
 
   it('schedules are kept in the state directory, and removed from both places', async () => {

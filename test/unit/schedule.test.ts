@@ -192,9 +192,21 @@ describe('schedule runs', () => {
   });
 
   it('every copy of one firing names the same run, and is no second run', () => {
-    const runs = { running: runCrawlId('n', at), claimedAt: at.toISOString(), skipped: 0, runs: 1 };
-    for (const state of ['running', 'complete', undefined] as const)
+    const runs = {
+      running: runCrawlId('n', at),
+      claimedAt: at.toISOString(),
+      last: 'n-0',
+      skipped: 0,
+      runs: 1,
+    };
+    for (const state of ['running', 'complete', 'cancelled'] as const)
       assert.deepEqual(decideRun('n', runs, state, at), { kind: 'duplicate', crawlId: 'n-20261205T030000Z' });
+    // Claimed and not stored: the start failed, and this copy is its retry; it starts from the claimed base.
+    assert.deepEqual(decideRun('n', runs, undefined, at), {
+      kind: 'resume',
+      crawlId: 'n-20261205T030000Z',
+      since: 'n-0',
+    });
   });
 
   it('knows its own message and nothing else', () => {

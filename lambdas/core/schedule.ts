@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { CrawlConfigSchema } from './crawl-config.ts';
 import { CronError, checkTimeZone, parseCron } from './cron.ts';
+import { parseMessageOfKind } from './task.ts';
 
 /** A run's crawl id is `<name>-<UTC time>` (16 characters): a name leaves room for it in 64. */
 export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,47}$/;
@@ -70,13 +71,7 @@ export function scheduledRunMessage(name: string, at: Date): string {
 
 /** A scheduled-run message, or undefined when the body is anything else (a task, a visit). */
 export function parseScheduledRun(body: string): ScheduledRunMessage | undefined {
-  if (!body.includes('"scheduled"')) return undefined;
-  try {
-    const parsed = ScheduledRunMessageSchema.safeParse(JSON.parse(body));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return parseMessageOfKind(body, 'scheduled', ScheduledRunMessageSchema);
 }
 
 /** `<name>-20261205T030000Z`, from the firing's time: sortable, and the same for every copy of a firing. */

@@ -50,9 +50,17 @@ export type VisitMessage = z.infer<typeof VisitMessageSchema>;
 
 /** A visit message, or undefined when the body is something else (a task, or not valid at all). */
 export function parseVisitMessage(body: string): VisitMessage | undefined {
-  if (!body.includes('"visit"')) return undefined;
+  return parseMessageOfKind(body, 'visit', VisitMessageSchema);
+}
+
+/**
+ * A task-queue message of its own `kind` (a visit, a schedule's firing), or undefined when the body
+ * is anything else: most bodies are ruled out by a substring test, without parsing them.
+ */
+export function parseMessageOfKind<T>(body: string, kind: string, schema: z.ZodType<T>): T | undefined {
+  if (!body.includes(`"${kind}"`)) return undefined;
   try {
-    const parsed = VisitMessageSchema.safeParse(JSON.parse(body));
+    const parsed = schema.safeParse(JSON.parse(body));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;

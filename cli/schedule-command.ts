@@ -92,7 +92,15 @@ const addCommand = defineCommand({
       if (error instanceof CronError) throw new UsageError(error.message);
       throw error;
     }
-    const crawl = parseCrawlOptions(urls, { usage: SCHEDULE_USAGE, ownOptions: Object.keys(OWN_ADD) });
+    let crawl: ReturnType<typeof parseCrawlOptions>;
+    try {
+      crawl = parseCrawlOptions(urls, { usage: SCHEDULE_USAGE, ownOptions: Object.keys(OWN_ADD) });
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      throw new UsageError(
+        error.message.replace('crawl needs at least one URL', 'schedule add needs at least one URL to crawl'),
+      );
+    }
     const refused = (
       [
         ['--since', crawl.since],

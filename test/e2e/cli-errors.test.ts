@@ -99,7 +99,7 @@ describe('usage mistakes: one line naming the option and what it accepts, exit 2
 });
 
 describe('failures: one line saying what to do, exit 1, the trace only with --debug', () => {
-  it('re-crawl, event and adaptive options: each mistake is one line naming what is wrong, exit 2', async () => {
+  it('re-crawl, event, adaptive and schedule options: each mistake is one line naming what is wrong, exit 2', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['crawl', 'http://127.0.0.1:9/', '--page-events'], /--page-events .* give --since with it/],
       [['crawl', 'http://127.0.0.1:9/', '--min-interval', '1h'], /give --adaptive with them/],
@@ -123,6 +123,27 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
       [['local', '--since', 'latest'], /local has no --since/],
       [['results', 'c-1', '--change', 'modified'], /--change expects one of new, same, changed, removed/],
       [['diff', 'c-1'], /diff needs a crawl id and a URL/],
+      [['schedule'], /schedule needs a subcommand: add, list, remove, run/],
+      [['schedule', 'pause', 'x'], /unknown subcommand "pause"; expected one of add, list, remove, run/],
+      [['schedule', 'add', 'x', '--cron', '0 3 * * *'], /schedule add needs at least one URL to crawl/],
+      [['schedule', 'add', 'x', 'http://127.0.0.1:9/'], /schedule add needs --cron "EXPR"/],
+      [
+        ['schedule', 'add', 'x', '--cron', '*/0 * * * *', 'http://127.0.0.1:9/'],
+        /step "0" must be at least 1/,
+      ],
+      [
+        ['schedule', 'add', 'x', '--cron', '0 3 * * *', '--timezone', 'Mars/Base', 'http://127.0.0.1:9/'],
+        /--timezone "Mars\/Base" is not an IANA time zone/,
+      ],
+      [
+        ['schedule', 'add', 'x', '--cron', '0 3 * * *', '--since', 'latest', 'http://127.0.0.1:9/'],
+        /schedule add has no --since/,
+      ],
+      [
+        ['schedule', 'add', 'a b', '--cron', '0 3 * * *', 'http://127.0.0.1:9/'],
+        /schedule name expects 1-47 of/,
+      ],
+      [['schedule', 'remove'], /schedule remove needs exactly one schedule NAME/],
     ];
     for (const [args, message] of cases)
       assert.match(oneLine(await runCli(args), 2), message, args.join(' '));

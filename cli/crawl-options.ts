@@ -131,6 +131,8 @@ export interface CrawlOptionsContext {
   ownOptions: readonly string[];
   /** Seed URLs from elsewhere than the command line (a file): not checked, they end as `invalid` results. */
   moreUrls: readonly string[];
+  /** Every crawl after the first is a re-crawl without --since (a schedule's runs): --page-events stands alone. */
+  recrawls: boolean;
 }
 
 export function parseCrawlOptions(
@@ -161,7 +163,7 @@ export function parseCrawlOptions(
     throw new UsageError(
       `--since expects a crawl id (crawler list shows them) or "latest", got ${JSON.stringify(values.since)}`,
     );
-  if (values['page-events'] && values.since === undefined)
+  if (values['page-events'] && values.since === undefined && !context.recrawls)
     throw new UsageError(
       '--page-events reports the pages a re-crawl finds new, changed or removed: give --since with it',
     );

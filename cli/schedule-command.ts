@@ -94,7 +94,11 @@ const addCommand = defineCommand({
     }
     let crawl: ReturnType<typeof parseCrawlOptions>;
     try {
-      crawl = parseCrawlOptions(urls, { usage: SCHEDULE_USAGE, ownOptions: Object.keys(OWN_ADD) });
+      crawl = parseCrawlOptions(urls, {
+        usage: SCHEDULE_USAGE,
+        ownOptions: Object.keys(OWN_ADD),
+        recrawls: true,
+      });
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       throw new UsageError(

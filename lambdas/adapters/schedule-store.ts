@@ -5,7 +5,6 @@
  * `running` it read, so two copies of one firing start one run.
  */
 import {
-  ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
@@ -14,7 +13,18 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type ScheduleDefinition, ScheduleDefinitionSchema, type ScheduleRuns } from '../core/schedule.ts';
-import { ATTR, type Item, N, names, num, S, SCHEDULES_PK, scheduleKey, str } from './frontier-schema.ts';
+import {
+  ATTR,
+  type Item,
+  isConditionFailed,
+  N,
+  names,
+  num,
+  S,
+  SCHEDULES_PK,
+  scheduleKey,
+  str,
+} from './frontier-schema.ts';
 
 export interface StoredSchedule {
   definition: ScheduleDefinition;
@@ -51,7 +61,7 @@ export class ScheduleStore {
         }),
       );
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException)
+      if (isConditionFailed(error))
         throw new ScheduleExistsError(`a schedule named ${definition.name} already exists`);
       throw error;
     }
@@ -128,7 +138,7 @@ export class ScheduleStore {
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
+      if (isConditionFailed(error)) return false;
       throw error;
     }
   }
@@ -148,7 +158,7 @@ export class ScheduleStore {
       );
     } catch (error) {
       // Removed meanwhile: nothing left to count on.
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!isConditionFailed(error)) throw error;
     }
   }
 }

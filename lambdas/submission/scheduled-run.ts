@@ -3,6 +3,7 @@
  * run, a re-crawl of its last completed run, or skip it when the previous run still runs. The fetch
  * function calls this for a `{"kind":"scheduled"}` message; `crawler schedule run` sends the same.
  */
+import { isConditionFailed } from '../adapters/frontier-schema.ts';
 import { ScheduleStore } from '../adapters/schedule-store.ts';
 import { parseCrawlConfig } from '../core/crawl-config.ts';
 import { skippedEvent } from '../core/crawl-events.ts';
@@ -74,8 +75,7 @@ export async function runScheduled(
       });
     } catch (error) {
       // A copy resuming a run another copy has just stored: the config write is conditional.
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException')
-        return { kind: 'duplicate', schedule: name };
+      if (isConditionFailed(error)) return { kind: 'duplicate', schedule: name };
       throw error;
     }
     return {

@@ -6,6 +6,7 @@
  * For a crawl that exists the field is spent: the task is admitted as any other.
  */
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { isConditionFailed } from '../adapters/frontier-schema.ts';
 import { type CrawlConfig, parseCrawlConfig } from '../core/crawl-config.ts';
 import { isCrawlError } from '../core/errors.ts';
 import { crawlScope } from '../core/link-admission.ts';
@@ -69,7 +70,7 @@ export async function startRecrawlTask(
     return { kind: 'started', crawlId: task.crawlId, since, tasks: submitted.tasks };
   } catch (error) {
     // Two tasks of one new re-crawl: the one whose config write lost admits its URL as any task.
-    if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return { kind: 'exists' };
+    if (isConditionFailed(error)) return { kind: 'exists' };
     throw error;
   }
 }

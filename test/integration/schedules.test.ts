@@ -124,6 +124,8 @@ describe('schedules on the local runtime', () => {
       '--allow-private',
       '--delay',
       '0',
+      // Every run after the first is a re-crawl: no --since needed with it.
+      '--page-events',
     );
     assert.equal(added.code, 0, added.stderr);
     assert.match(
@@ -442,6 +444,17 @@ describe('a JSON task with since starts a re-crawl from the task queue', () => {
       [`${site.origin}/a`, 'same', 200],
       [`${site.origin}/new`, 'new', 200],
     ]);
+    // The schedule's --page-events came along with its options: the new page is announced.
+    const pageEvents = (await readFile(join(stateDir, EVENTS_LOG), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as EventEnvelope)
+      .filter((event) => event['detail-type'] === 'Page Changed')
+      .map((event) => event.detail as { crawlId: string; url: string; change: string });
+    assert.deepEqual(
+      pageEvents.map(({ crawlId, url, change }) => [crawlId, url, change]),
+      [['by-task', `${site.origin}/new`, 'new']],
+    );
   });
 
   it('a task may not widen the crawl it follows: a URL outside its scope is parked with the reason', async () => {

@@ -9,6 +9,7 @@
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { z } from 'zod';
 import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/cron.ts';
 import { SCHEDULED_TIME } from '../lambdas/core/schedule.ts';
 import type { RunningServer } from './fauxqs-server.ts';
@@ -31,19 +32,22 @@ export interface SchedulerSettings {
   onDeliveryError?: (schedule: string, error: unknown) => void;
 }
 
-interface StoredSchedule {
-  Name: string;
-  GroupName: string;
-  Arn: string;
-  ScheduleExpression: string;
-  ScheduleExpressionTimezone: string;
-  State: 'ENABLED' | 'DISABLED';
-  FlexibleTimeWindow: { Mode: string; MaximumWindowInMinutes?: number };
-  Target: { Arn: string; RoleArn: string; Input?: string };
+/** A schedule as GetSchedule answers it, and as the file keeps it (checked when read back). */
+const StoredScheduleSchema = z.object({
+  Name: z.string(),
+  GroupName: z.string(),
+  Arn: z.string(),
+  ScheduleExpression: z.string(),
+  ScheduleExpressionTimezone: z.string(),
+  State: z.enum(['ENABLED', 'DISABLED']),
+  FlexibleTimeWindow: z.object({ Mode: z.string(), MaximumWindowInMinutes: z.number().optional() }),
+  Target: z.object({ Arn: z.string(), RoleArn: z.string(), Input: z.string().optional() }),
   /** Epoch seconds, as REST JSON carries timestamps. */
-  CreationDate: number;
-  LastModificationDate: number;
-}
+  CreationDate: z.number(),
+  LastModificationDate: z.number(),
+});
+
+type StoredSchedule = z.infer<typeof StoredScheduleSchema>;
 
 const NAME = /^[0-9a-zA-Z-_.]{1,64}$/;
 /** Scheduler's limit on a target's Input. */
@@ -69,16 +73,15 @@ export class LocalScheduler {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw error;
     }
-    let kept: unknown;
+    let kept: StoredSchedule[];
     try {
-      kept = JSON.parse(text);
+      kept = z.array(StoredScheduleSchema).parse(JSON.parse(text));
     } catch {
       throw new Error(
         `${settings.file}: not the local scheduler's JSON; remove it to start with no schedules`,
       );
     }
-    for (const schedule of Array.isArray(kept) ? (kept as StoredSchedule[]) : [])
-      this.#schedules.set(keyOf(schedule.GroupName, schedule.Name), schedule);
+    for (const schedule of kept) this.#schedules.set(keyOf(schedule.GroupName, schedule.Name), schedule);
   }
 
   async handle(method: string, path: string, query: URLSearchParams, body: unknown): Promise<Answer> {
@@ -92,7 +95,16 @@ export class LocalScheduler {
         'ValidationException',
         `the local Scheduler serves Create, Get and DeleteSchedule only, not ${method} ${path}`,
       );
-    const name = decodeURIComponent(match[1]);
+    let name: string;
+    try {
+      name = decodeURIComponent(match[1]);
+    } catch {
+      return failure(
+        400,
+        'ValidationException',
+        `Name ${JSON.stringify(match[1])} is not valid percent-encoding`,
+      );
+    }
     if (!NAME.test(name))
       return failure(400, 'ValidationException', `Name ${JSON.stringify(name)} is not valid`);
     if (method === 'POST') return this.#create(name, body, settings);
@@ -181,11 +193,12 @@ export class LocalScheduler {
     const fired: string[] = [];
     for (const schedule of this.#schedules.values()) {
       if (schedule.State !== 'ENABLED') continue;
-      const cron = parseCron(schedule.ScheduleExpression.slice('cron('.length, -1));
-      if (!cronMatches(cron, wallClock(at, schedule.ScheduleExpressionTimezone))) continue;
-      const queueUrl = settings.queueUrlOf(schedule.Target.Arn);
-      if (queueUrl === undefined) continue;
       try {
+        // A schedule of a hand-edited file that no longer parses is reported at each minute, not fatal.
+        const cron = parseCron(schedule.ScheduleExpression.slice('cron('.length, -1));
+        if (!cronMatches(cron, wallClock(at, schedule.ScheduleExpressionTimezone))) continue;
+        const queueUrl = settings.queueUrlOf(schedule.Target.Arn);
+        if (queueUrl === undefined) continue;
         // As Scheduler does: the firing's time in place of its context attribute.
         const time = at.toISOString().replace(/\.\d{3}Z$/, 'Z');
         await settings.deliver(

@@ -191,13 +191,43 @@ describe('the local Scheduler', () => {
       status: 404,
       type: 'ResourceNotFoundException',
     });
+    assert.deepEqual(await raw('GET', '/schedules/%E0%A4%A'), { status: 400, type: 'ValidationException' });
     await client.send(new CreateScheduleCommand(schedule({ Name: 'still-up' })));
     await client.send(new DeleteScheduleCommand({ Name: 'still-up', GroupName: 'crawls' }));
   });
 
-  it('a damaged schedules file is refused at start, naming it', async () => {
-    await writeFile(file, '{not the scheduler');
-    await assert.rejects(configure(), new RegExp(`${file}: not the local scheduler's JSON`));
+  it('a damaged schedules file is refused at start, naming it; a schedule that no longer parses is reported, not fatal', async () => {
+    for (const damaged of ['{not the scheduler', '[null]', '[{"Name":"x"}]', '{"Name":"x"}']) {
+      await writeFile(file, damaged);
+      await assert.rejects(configure(), new RegExp(`${file}: not the local scheduler's JSON`), damaged);
+    }
+    // Hand-edited into an expression this runner cannot run: each minute says so, nothing stops.
+    const errors: string[] = [];
+    await writeFile(
+      file,
+      JSON.stringify([
+        {
+          ...schedule({ Name: 'edited' }),
+          Arn: 'arn:aws:scheduler:us-east-1:000000000000:schedule/crawls/edited',
+          ScheduleExpression: 'cron(0 3 L * ? *)',
+          State: 'ENABLED',
+          FlexibleTimeWindow: { Mode: 'OFF' },
+          CreationDate: 0,
+          LastModificationDate: 0,
+        },
+      ]),
+    );
+    await scheduler.configure({
+      region: 'us-east-1',
+      accountId: '000000000000',
+      groups: ['default', 'crawls'],
+      queueUrlOf: () => 'http://queue/tasks',
+      deliver: async () => {},
+      onDeliveryError: (name, error) => errors.push(`${name}: ${String(error)}`),
+      file,
+    });
+    assert.deepEqual(await scheduler.fireAt(new Date('2026-12-31T02:00:00Z')), []);
+    assert.match(errors.join('\n'), /^edited: CronError: .*L, W and # are not supported/);
     await writeFile(file, '[]');
     await configure();
   });

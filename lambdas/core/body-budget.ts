@@ -50,6 +50,7 @@ export class BodyBudget {
   readonly maxBytes: number;
   #used = 0;
   #peak = 0;
+  #waits = 0;
   readonly #queue: Waiter[] = [];
   /**
    * The lease allowed past maxBytes (or the hold its body went to); cleared once the bytes in use are
@@ -108,6 +109,11 @@ export class BodyBudget {
     return this.#queue.length;
   }
 
+  /** Times a lease was made to wait for bytes, since construction. */
+  get waits(): number {
+    return this.#waits;
+  }
+
   resetPeak(): void {
     this.#peak = this.#used;
   }
@@ -141,7 +147,7 @@ export class BodyBudget {
     if (this.#queue.length === 0) {
       if (this.#used + bytes > this.maxBytes) {
         if (this.#overdraft !== undefined) {
-          this.#queue.push({ lease, bytes, granted });
+          this.#wait({ lease, bytes, granted });
           return false;
         }
         this.#overdraft = lease;
@@ -149,8 +155,13 @@ export class BodyBudget {
       this.#charge(bytes);
       return true;
     }
-    this.#queue.push({ lease, bytes, granted });
+    this.#wait({ lease, bytes, granted });
     return false;
+  }
+
+  #wait(waiter: Waiter): void {
+    this.#queue.push(waiter);
+    this.#waits += 1;
   }
 
   #give(bytes: number): void {

@@ -60,6 +60,7 @@ describe('BodyBudget', () => {
     assert.deepEqual(log, ['c', 'd']);
     assert.equal(budget.usedBytes, 20 * KiB);
     assert.equal(budget.waiting, 0);
+    assert.equal(budget.waits, 2, 'c and d each waited once');
     c.end();
     d.end();
     assert.equal(budget.usedBytes, 0);

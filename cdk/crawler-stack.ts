@@ -8,6 +8,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
 import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/crawl-events.ts';
 import {
+  credentialsPrefix,
   DEFAULT_EVENT_BUS,
   FUNCTION_ENV,
   HANDLERS,
@@ -203,6 +204,16 @@ export class CrawlerStack extends Stack {
     allow(fetchFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
     allow(aggregateFunction, ['events:PutEvents'], [eventBus.eventBusArn]);
 
+    // A crawl's credentials (--header, --cookie, --basic-auth): the submitter writes them to an SSM
+    // SecureString parameter under the stack's prefix, the fetch function reads them. The AWS managed
+    // key aws/ssm lets the account's principals decrypt through SSM: no KMS grant to write.
+    const credentialParameters = this.formatArn({
+      service: 'ssm',
+      resource: 'parameter',
+      resourceName: `${credentialsPrefix(this.stackName).slice(1)}*`,
+    });
+    allow(fetchFunction, ['ssm:GetParameter'], [credentialParameters]);
+
     // Schedules (`crawler schedule add`, docs/crawling.md "Schedules"): the CLI creates them in this
     // group; each sends its run message to the task queue as this role, which can do nothing else.
     const scheduleGroup = new scheduler.CfnScheduleGroup(this, IDS.scheduleGroup, {});
@@ -218,6 +229,7 @@ export class CrawlerStack extends Stack {
     );
 
     const operatorPolicy = new OperatorPolicy(this, IDS.operatorPolicy, {
+      credentialParameters,
       scheduleGroupName: scheduleGroup.ref,
       schedulerRole,
       eventBus,
@@ -309,6 +321,11 @@ export class CrawlerStack extends Stack {
     );
     output(OUTPUTS.schedulerRoleArn, schedulerRole.roleArn, 'The role schedules send their run messages as');
     output(OUTPUTS.taskQueueArn, taskQueue.queueArn, 'Where schedules send their run messages');
+    output(
+      OUTPUTS.credentialsPrefix,
+      credentialsPrefix(this.stackName),
+      "Where a crawl's credentials are kept: the SSM SecureString parameter <prefix><crawlId>",
+    );
 
     // Created first: a deploy the account cannot run fails before anything else exists, so a first
     // deploy that fails leaves no retained bucket, table or log group behind.

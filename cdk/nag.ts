@@ -2,7 +2,7 @@ import { type App, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { IDS } from '../lambdas/shared/contracts.ts';
+import { credentialsPrefix, IDS } from '../lambdas/shared/contracts.ts';
 import type { CrawlerFunction } from './crawler-function.ts';
 import type { CrawlerStack } from './crawler-stack.ts';
 
@@ -31,6 +31,17 @@ export function applyNag(app: App, stack: CrawlerStack): void {
     stack.operatorPolicy,
     `Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/<${IDS.scheduleGroup}>/*`,
     "Create and delete schedules in the stack's own schedule group only: `crawler schedule add NAME` names them, unknown at deploy time.",
+  );
+  const credentials = `Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter${credentialsPrefix(stack.stackName)}*`;
+  acknowledge(
+    defaultPolicyOf(stack.fetchFunction),
+    credentials,
+    "GetParameter on the crawls' credential parameters only (`/<stack>/credentials/<crawl id>`): crawl ids are unknown at deploy time.",
+  );
+  acknowledge(
+    stack.operatorPolicy,
+    credentials,
+    "PutParameter on the crawls' credential parameters only: `crawler submit --header ...` writes `/<stack>/credentials/<crawl id>`.",
   );
   acknowledge(
     stack.operatorPolicy,

@@ -16,6 +16,8 @@ export interface OperatorPolicyProps {
   /** `crawler schedule add` creates schedules in this group, passing them this role. */
   readonly scheduleGroupName: string;
   readonly schedulerRole: iam.IRole;
+  /** The ARN pattern of the crawls' credential parameters. */
+  readonly credentialParameters: string;
 }
 
 /**
@@ -84,6 +86,11 @@ export class OperatorPolicy extends iam.ManagedPolicy {
         // schedule add: a schedule is created with the stack's SchedulerRole, and only that one. (No
         // iam:PassedToService condition: the role's trust policy admits scheduler.amazonaws.com alone.)
         new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [props.schedulerRole.roleArn] }),
+        // submit with credentials: their SSM SecureString parameter (core/credentials.ts).
+        new iam.PolicyStatement({
+          actions: ['ssm:PutParameter'],
+          resources: [props.credentialParameters],
+        }),
         // submit: Crawl Started; cancel: Crawl Cancelled (lambdas/core/crawl-events.ts).
         new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
         // results, get: list and read the index parts, ranged reads of WARC records.

@@ -143,6 +143,7 @@ export const crawlCommand = defineCommand({
           const source = options.seedsFile;
           const submitted = await submitCrawl(local, config, sitemapUrls, {
             ...(options.since === undefined ? {} : { since: options.since }),
+            ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
             onWarning: (line: string) => io.stderr.write(`${line}\n`),
             ...(source === undefined
               ? {}

@@ -11,6 +11,7 @@ import {
   type CrawlConfigInput,
   DEFAULT_USER_AGENT,
 } from '../lambdas/core/crawl-config.ts';
+import type { CredentialBundle } from '../lambdas/core/credentials.ts';
 import { CRAWL_LIMITS } from '../lambdas/core/limits.ts';
 import { ADAPTIVE_BOUNDS } from '../lambdas/core/recrawl.ts';
 import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
@@ -18,6 +19,7 @@ import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
+import { credentialBundle } from './credential-options.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
 
@@ -44,6 +46,8 @@ export interface CrawlCommandOptions {
   since: string | undefined;
   /** `--events FILE`: also append every event put on the embedded EventBridge to FILE. */
   events: string | undefined;
+  /** Headers and cookies for the crawl's requests (credential-options.ts): stored apart from the config. */
+  credentials: CredentialBundle | undefined;
   config: Omit<CrawlConfigInput, 'crawlId' | 'seeds'>;
 }
 
@@ -72,7 +76,13 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
                        its page changed, ×1.5 toward --max-interval when not; a --since re-crawl fetches only
                        the URLs that are due and reports the others same, with no request
   --min-interval D     with --adaptive: the shortest interval, as 90s, 30m, 6h or 14d (default 1h)
-  --max-interval D     with --adaptive: the longest interval (default 14d)`;
+  --max-interval D     with --adaptive: the longest interval (default 14d)
+  --header 'N: V'      send this header (repeatable) to the seeds' hosts or --credentials-hosts only
+  --cookie NAME=VALUE  send this cookie (repeatable), scoped the same way
+  --cookie-file F      send the cookies of F (Netscape format, as curl and browser extensions write), each to its domain
+  --basic-auth U:P     HTTP Basic credentials, scoped the same way
+  --credentials-hosts H,...  the hosts (host[:port]) that get --header, --cookie and --basic-auth (default: the seeds' hosts);
+                       kept in an SSM SecureString parameter, never in the crawl's config, and REDACTED in WARC request records`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
@@ -121,6 +131,11 @@ const OPTIONS = {
   'min-interval': { type: 'string' },
   'max-interval': { type: 'string' },
   events: { type: 'string' },
+  header: { type: 'string', multiple: true },
+  cookie: { type: 'string', multiple: true },
+  'cookie-file': { type: 'string' },
+  'basic-auth': { type: 'string' },
+  'credentials-hosts': { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -206,6 +221,11 @@ export function parseCrawlOptions(
     throw new UsageError(
       "--sitemap auto reads each seed's robots.txt, too many with --seeds-file: give --sitemap URL instead",
     );
+  const credentials = credentialBundle(values, positionals);
+  if (credentials !== undefined && values.resume !== undefined)
+    throw new UsageError(
+      '--resume goes on with the credentials the crawl was submitted with: give none with it',
+    );
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -264,6 +284,7 @@ export function parseCrawlOptions(
     seedsFile,
     since: values.since,
     events: values.events,
+    credentials,
     config: {
       allowPrivate: values['allow-private'] ?? false,
       respectRobots: values['respect-robots'] ?? true,

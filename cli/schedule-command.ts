@@ -115,6 +115,7 @@ const addCommand = defineCommand({
         ['--markdown-dir', crawl.markdownDir],
         ['--resume', crawl.resume],
         ['--concurrency', crawl.concurrency],
+        ['--header, --cookie, --cookie-file or --basic-auth', crawl.credentials],
       ] as const
     ).find(([, value]) => value !== undefined);
     if (refused !== undefined)

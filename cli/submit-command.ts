@@ -100,6 +100,7 @@ export const submitCommand = defineCommand({
           const source = options.crawl.seedsFile;
           submitted = await submitCrawl(stack, config, sitemapUrls, {
             ...(options.crawl.since === undefined ? {} : { since: options.crawl.since }),
+            ...(options.crawl.credentials === undefined ? {} : { credentials: options.crawl.credentials }),
             onWarning: (line: string) => io.stderr.write(`${line}\n`),
             onProgress: (p) => {
               if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);

@@ -4,6 +4,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { countAwsCalls } from '../lambdas/shared/aws-call-counter.ts';
 import {
   type LedgerClient,
@@ -24,6 +25,8 @@ export interface Endpoints {
   events?: string;
   /** EventBridge Scheduler (`crawler schedule`). Absent: the CLI cannot create schedules there. */
   scheduler?: string;
+  /** SSM Parameter Store (a crawl's credentials). Absent: crawls with credentials cannot be started there. */
+  ssm?: string;
 }
 
 export interface ClientSettings {
@@ -56,7 +59,14 @@ export function clientSettings(overrides: Partial<ClientSettings> = {}): ClientS
 /** One endpoint for all services (LocalStack, a standalone emulator). */
 export function endpointsFromUrl(url: string): Endpoints {
   const normalized = new URL(url).origin;
-  return { sqs: normalized, s3: normalized, dynamodb: normalized, events: normalized, scheduler: normalized };
+  return {
+    sqs: normalized,
+    s3: normalized,
+    dynamodb: normalized,
+    events: normalized,
+    scheduler: normalized,
+    ssm: normalized,
+  };
 }
 
 function base(endpoint: string, settings: ClientSettings) {
@@ -90,6 +100,8 @@ export interface AwsClients {
   eventbridge?: EventBridgeClient;
   /** Absent when the endpoints have no Scheduler. */
   scheduler?: SchedulerClient;
+  /** Absent when the endpoints have no SSM. */
+  ssm?: SSMClient;
 }
 
 /** The CLI's calls against a local AWS: the operator's, in the emulators' account. */
@@ -119,6 +131,7 @@ export function createClients(
     ...(endpoints.scheduler === undefined
       ? {}
       : { scheduler: watch(new SchedulerClient(base(endpoints.scheduler, settings)), tag) }),
+    ...(endpoints.ssm === undefined ? {} : { ssm: watch(new SSMClient(base(endpoints.ssm, settings)), tag) }),
   };
 }
 
@@ -149,6 +162,7 @@ export function createDefaultClients(): AwsClients {
     dynamodb: watch(new DynamoDBClient(awsRegion()), tag),
     eventbridge: watch(new EventBridgeClient(awsRegion()), tag),
     scheduler: watch(new SchedulerClient(awsRegion()), tag),
+    ssm: watch(new SSMClient(awsRegion()), tag),
   };
 }
 
@@ -158,6 +172,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.dynamodb.destroy();
   clients.eventbridge?.destroy();
   clients.scheduler?.destroy();
+  clients.ssm?.destroy();
 }
 
 /**
@@ -171,6 +186,7 @@ export function endpointEnv(endpoints: Endpoints, settings = clientSettings()): 
     AWS_ENDPOINT_URL_S3: endpoints.s3,
     AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
     ...(endpoints.events === undefined ? {} : { AWS_ENDPOINT_URL_EVENTBRIDGE: endpoints.events }),
+    ...(endpoints.ssm === undefined ? {} : { AWS_ENDPOINT_URL_SSM: endpoints.ssm }),
     AWS_REGION: settings.region,
     AWS_DEFAULT_REGION: settings.region,
     AWS_ACCESS_KEY_ID: settings.accessKeyId,

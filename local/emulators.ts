@@ -9,6 +9,7 @@ import { LocalEventBus, startEventBridgeServer } from './eventbridge-server.ts';
 import { type RunningServer, startFauxqsServer } from './fauxqs-server.ts';
 import { inProcessTransport } from './in-process-http.ts';
 import { LocalScheduler, startSchedulerServer } from './scheduler-server.ts';
+import { LocalParameterStore, startSsmServer } from './ssm-server.ts';
 
 export interface Emulators {
   endpoints: Endpoints;
@@ -18,6 +19,8 @@ export interface Emulators {
   eventBus: LocalEventBus;
   /** The EventBridge Scheduler behind `endpoints.scheduler`: configured once the stack exists. */
   scheduler: LocalScheduler;
+  /** The SSM Parameter Store behind `endpoints.ssm` (a crawl's credentials). */
+  parameters: LocalParameterStore;
   stop(): Promise<void>;
 }
 
@@ -51,16 +54,26 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     const scheduler = new LocalScheduler();
     const schedules = await startSchedulerServer(scheduler);
     started.push(schedules);
+    const parameters = new LocalParameterStore();
+    const ssm = await startSsmServer(parameters);
+    started.push(ssm);
     let endpoints: Endpoints = {
       sqs: fauxqs.url,
       s3: fauxqs.url,
       dynamodb: dynamodb.url,
       events: events.url,
       scheduler: schedules.url,
+      ssm: ssm.url,
     };
     if (options.port !== undefined) {
       const router = await startEndpointRouter(
-        { sqsAndS3: fauxqs.url, dynamodb: dynamodb.url, events: events.url, scheduler: schedules.url },
+        {
+          sqsAndS3: fauxqs.url,
+          dynamodb: dynamodb.url,
+          events: events.url,
+          scheduler: schedules.url,
+          ssm: ssm.url,
+        },
         options.port,
       );
       started.unshift(router); // stopped first
@@ -70,6 +83,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
         dynamodb: router.url,
         events: router.url,
         scheduler: router.url,
+        ssm: router.url,
       };
       // Queues loaded from disk must name the router, which clients use, not fauxqs' own port.
       fauxqs.rehostQueues(router.url);
@@ -80,6 +94,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       inProcess: inProcessTransport(servers),
       eventBus,
       scheduler,
+      parameters,
       stop: () => stopAll(started),
     };
   } catch (err) {

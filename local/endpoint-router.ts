@@ -1,6 +1,6 @@
 // One endpoint for all services, like LocalStack: requests carrying a DynamoDB X-Amz-Target go to
 // dynalite, an EventBridge one (AWSEvents.*) to the local event bus, those signed for `scheduler` to
-// the local Scheduler, everything else (SQS JSON protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
+// the local Scheduler, an SSM one (AmazonSSM.*) to the local Parameter Store, everything else (SQS JSON protocol, S3 REST) to fauxqs. Used when a fixed port is wanted
 // (`crawler local`), so `--endpoint URL` clients need just that one URL.
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import type { RunningServer } from './fauxqs-server.ts';
@@ -15,6 +15,8 @@ export interface RouterTargets {
   events: string;
   /** The local EventBridge Scheduler (scheduler-server.ts). */
   scheduler: string;
+  /** The local SSM Parameter Store (ssm-server.ts). */
+  ssm: string;
 }
 
 // Hop-by-hop headers, and Expect (we stream the body straight through instead of negotiating 100-continue).
@@ -25,6 +27,7 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
   const dynalite = new URL(targets.dynamodb);
   const events = new URL(targets.events);
   const scheduler = new URL(targets.scheduler);
+  const ssm = new URL(targets.ssm);
   const server = createServer((req, res) => {
     const amzTarget = String(req.headers['x-amz-target'] ?? '');
     // Scheduler's REST calls carry no X-Amz-Target: their signature's scope names the service.
@@ -35,9 +38,11 @@ export async function startEndpointRouter(targets: RouterTargets, port: number):
       ? dynalite
       : amzTarget.startsWith('AWSEvents.')
         ? events
-        : signedFor === 'scheduler'
-          ? scheduler
-          : fauxqs;
+        : amzTarget.startsWith('AmazonSSM.')
+          ? ssm
+          : signedFor === 'scheduler'
+            ? scheduler
+            : fauxqs;
     // The Host header is kept: fauxqs builds queue URLs from it, so they point at this router.
     const upstream = request(
       {

@@ -105,6 +105,8 @@ export interface RuntimeStats {
 export const EVENTS_LOG = 'events.jsonl';
 /** The local Scheduler's schedules (`crawler schedule add`), kept across restarts, in the state directory. */
 export const SCHEDULES_FILE = 'schedules.json';
+/** The local SSM Parameter Store's parameters (a crawl's credentials), in the state directory, mode 0600. */
+export const PARAMETERS_FILE = 'parameters.json';
 
 export interface LocalAws {
   endpoints: Endpoints;
@@ -270,6 +272,11 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
                 options.log?.(`schedule ${schedule} not sent: ${String(error)}`),
             }
           : {}),
+      });
+      await emulators.parameters.configure({
+        region: settings.region,
+        accountId: stack.accountId,
+        ...(layout ? { file: join(layout.dir, PARAMETERS_FILE) } : {}),
       });
     }
     const functionEnv: Record<string, Record<string, string>> = {};

@@ -109,6 +109,11 @@ export const CrawlConfigSchema = z.object({
     .optional(),
   /** A re-crawl also publishes a `Page Changed` event per new, changed or removed page (crawl-events.ts). */
   pageEvents: z.boolean().default(false),
+  /**
+   * Where the crawl's credentials are (core/credentials.ts): an SSM SecureString parameter's name,
+   * never their values.
+   */
+  credentials: z.object({ parameter: z.string().regex(/^\/[a-zA-Z0-9_.\-/]{1,1010}$/) }).optional(),
   createdAt: z.string().optional(),
 });
 

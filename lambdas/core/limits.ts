@@ -189,6 +189,21 @@ export const CONTENT_LIMITS = {
   itemDescriptionChars: 500,
 } as const;
 
+/** A crawl's credentials (core/credentials.ts). */
+export const CREDENTIAL_LIMITS = {
+  /**
+   * Bytes of a crawl's credentials (headers, cookies, Basic): they are kept in one SSM SecureString
+   * parameter, which holds 4 KB in the standard tier (the advanced tier costs a monthly fee a
+   * parameter).
+   */
+  bundleBytes: 4096,
+  /**
+   * Seconds a fetch container keeps a crawl's credentials read from SSM: a changed parameter holds
+   * within this, and a crawl of many pages reads it once a container, not once a page.
+   */
+  cacheSeconds: 300,
+} as const;
+
 /** A crawl's seeds (lambdas/submission/submit-crawl.ts) and the scope they make (adapters/crawl-scope-store.ts). */
 export const SEED_LIMITS = {
   /**

@@ -3,6 +3,7 @@
  * these over undici and the AWS SDK; core code never imports either.
  */
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
+import type { CredentialBundle } from './credentials.ts';
 import type { Outcome } from './outcome.ts';
 import type { PriorCapture } from './recrawl.ts';
 import type { CrawlResult } from './result.ts';
@@ -43,6 +44,15 @@ export interface PageResponse {
    */
   sentAt?: number;
   elapsedMs: number;
+}
+
+/**
+ * A crawl's credentials, from the parameter its config names. Throws PermanentError
+ * `credentials-unavailable` when the parameter is gone or unreadable, RetryableError when reading may
+ * work later.
+ */
+export interface CredentialReader {
+  read(parameter: string): Promise<CredentialBundle>;
 }
 
 export interface PageFetcher {

@@ -5,6 +5,7 @@
 
 import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
+import { SsmCredentialStore } from '../adapters/credential-store.ts';
 import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
@@ -68,6 +69,7 @@ export function fetchDeps(
       onError: (crawlId, error) => log.warn('cancel check failed', { crawlId, error: String(error) }),
     }),
     robotsCache: createRobotsCache(),
+    credentials: new SsmCredentialStore(clients.ssm),
     seen: new LruSet(SEEN_CACHE_ENTRIES),
     blobs,
     // A part once written is never removed: a HEAD that found it need not be repeated.

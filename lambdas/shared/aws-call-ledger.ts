@@ -92,6 +92,8 @@ export function permissionsFor(call: CallFacts): Permission[] {
       return eventsPermissions(call);
     case 'Scheduler':
       return schedulerPermissions(call);
+    case 'SSM':
+      return [ssmPermission(call)];
     default:
       return [{ action: `${call.service.toLowerCase()}:${call.operation}`, resource: unknownResource(call) }];
   }
@@ -136,6 +138,17 @@ function schedulerPermissions(call: CallFacts): Permission[] {
       resource: typeof role === 'string' ? role : unknownResource(call),
     });
   return permissions;
+}
+
+/** A parameter call acts on `parameter/<name>` (the name's leading slash is not doubled in the ARN). */
+function ssmPermission(call: CallFacts): Permission {
+  const name = call.input.Name;
+  if (typeof name !== 'string') return { action: `ssm:${call.operation}`, resource: unknownResource(call) };
+  const path = name.startsWith('/') ? name.slice(1) : name;
+  return {
+    action: `ssm:${call.operation}`,
+    resource: `arn:aws:ssm:${call.region}:${call.accountId ?? ''}:parameter/${path}`,
+  };
 }
 
 function unknownResource(call: CallFacts): string {

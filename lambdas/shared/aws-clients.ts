@@ -6,6 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
 import { countAwsCalls } from './aws-call-counter.ts';
 import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
@@ -16,6 +17,8 @@ export interface AwsClients {
   s3: S3Client;
   dynamodb: DynamoDBClient;
   eventbridge: EventBridgeClient;
+  /** A crawl's credentials (adapters/credential-store.ts). */
+  ssm: SSMClient;
   /**
    * The same services with one attempt per call (no SDK retries), for writes that must not be
    * repeated blindly: a retry after a first attempt that took effect (its answer lost) would add a
@@ -97,6 +100,7 @@ export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClie
     s3: s3(),
     dynamodb: dynamodb(),
     eventbridge: watch(new EventBridgeClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_EVENTBRIDGE) })),
+    ssm: watch(new SSMClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SSM) })),
     singleAttempt: { s3: s3(1), dynamodb: dynamodb(1) },
   };
 }

@@ -53,6 +53,8 @@ export const OUTPUTS = {
   scheduleGroupName: 'ScheduleGroupName',
   schedulerRoleArn: 'SchedulerRoleArn',
   taskQueueArn: 'TaskQueueArn',
+  /** A crawl's credentials are the SSM SecureString parameter `<prefix><crawlId>` (core/credentials.ts). */
+  credentialsPrefix: 'CredentialsParameterPrefix',
 } as const;
 
 export type OutputName = (typeof OUTPUTS)[keyof typeof OUTPUTS];
@@ -87,6 +89,11 @@ export const FUNCTION_ENV = {
 /** A crawl id: it is part of S3 keys, DynamoDB keys and MessageGroupIds. */
 export const CRAWL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const CRAWL_ID_RULE = '1-64 of A-Z a-z 0-9 _ -';
+
+/** The SSM parameter path under which a stack keeps its crawls' credentials. */
+export function credentialsPrefix(stackName: string): string {
+  return `/${stackName}/credentials/`;
+}
 
 export function isCrawlId(text: string): boolean {
   return CRAWL_ID_PATTERN.test(text);

@@ -15,6 +15,7 @@ const AwsEnvSchema = z.object({
   AWS_ENDPOINT_URL_S3: z.url().optional(),
   AWS_ENDPOINT_URL_DYNAMODB: z.url().optional(),
   AWS_ENDPOINT_URL_EVENTBRIDGE: z.url().optional(),
+  AWS_ENDPOINT_URL_SSM: z.url().optional(),
   /** Emulators and LocalStack serve S3 path-style on a plain endpoint. */
   AWS_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   /** SDK attempts per call (the SDK's own retries of throttling and 5xx); default 3. */

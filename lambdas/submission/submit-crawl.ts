@@ -14,6 +14,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
@@ -21,6 +22,7 @@ import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { SeedSourceError } from '../adapters/seed-source.ts';
 import { type CrawlConfig, seedCount } from '../core/crawl-config.ts';
 import { startedEvent } from '../core/crawl-events.ts';
+import type { CredentialBundle } from '../core/credentials.ts';
 import { describeError } from '../core/errors.ts';
 import { SEED_LIMITS } from '../core/limits.ts';
 import { admitLinks, confirmSent, type HostToWake, wakeHosts } from '../core/link-admission.ts';
@@ -31,12 +33,19 @@ import { type SeedLine, scanSeeds, seedLines } from '../core/seed-lines.ts';
 import { normalizeUrl } from '../core/url-normalize.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
+import { storeCredentials } from './crawl-credentials.ts';
 import { type PriorUrl, priorUrls } from './prior-urls.ts';
 import { resolveSince } from './since-crawl.ts';
 import { publishOnStack } from './stack-events.ts';
 
 export interface StackHandles {
-  clients: { sqs: SQSClient; dynamodb: DynamoDBClient; s3: S3Client; eventbridge?: EventBridgeClient };
+  clients: {
+    sqs: SQSClient;
+    dynamodb: DynamoDBClient;
+    s3: S3Client;
+    eventbridge?: EventBridgeClient;
+    ssm?: SSMClient;
+  };
   outputs: Record<string, string>;
 }
 
@@ -75,6 +84,11 @@ export interface SubmitOptions {
   onInvalidSeed?: (line: string) => void;
   /** `--since ID|latest`: a re-crawl of that finished crawl (resolved and checked before anything is stored). */
   since?: string;
+  /**
+   * Headers and cookies for the crawl's requests: stored in an SSM SecureString parameter, the config
+   * naming only the parameter (crawl-credentials.ts).
+   */
+  credentials?: CredentialBundle;
   /** One line about something that went wrong and stopped nothing (an event not published). */
   onWarning?: (line: string) => void;
 }
@@ -122,6 +136,10 @@ export async function submitCrawl(
   }
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
   if (options.since !== undefined) config = { ...config, since: await resolveSince(stack, options.since) };
+  if (options.credentials !== undefined) {
+    const parameter = await storeCredentials(stack, config.crawlId, options.credentials);
+    config = { ...config, credentials: { parameter } };
+  }
   const tasks = new SqsTaskSender(stack.clients.sqs, requiredOutput(stack.outputs, OUTPUTS.taskQueueUrl));
   const results = new SqsResultSender(
     stack.clients.sqs,

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
 import { synthesizeStack } from '../../cdk/synth.ts';
-import { DEFAULT_EVENT_BUS, IDS } from '../../lambdas/shared/contracts.ts';
+import { credentialsPrefix, DEFAULT_EVENT_BUS, IDS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import {
   allows,
   isRecord,
@@ -26,6 +26,8 @@ before(() => {
 
 /** Statements of every identity policy: the roles' policies and the operator's managed policy. */
 /** The default bus's ARN as resourceTargets writes the template's Fn::Join of it. */
+/** The crawls' credentials (`/<stack>/credentials/<crawl id>`, lambdas/shared/contracts.ts). */
+const CREDENTIALS_ARN = `arn:AWS::Partition:ssm:AWS::Region:AWS::AccountId:parameter${credentialsPrefix(STACK_NAME)}*`;
 const DEFAULT_BUS_ARN = `arn:AWS::Partition:events:AWS::Region:AWS::AccountId:event-bus/${DEFAULT_EVENT_BUS}`;
 
 const identityStatements = (): Statement[] =>
@@ -74,10 +76,23 @@ describe('identity policies', () => {
     for (const s of [...fetch, ...aggregate]) {
       assert.equal(s.Effect, 'Allow');
       for (const target of resourceTargets(s)) {
-        if (target === DEFAULT_BUS_ARN) continue;
+        if (target === DEFAULT_BUS_ARN || target === CREDENTIALS_ARN) continue;
         assert.ok(ids.has(target.replace(/\/\*$/, '')), `${target} is not a resource of this stack`);
       }
     }
+  });
+});
+
+describe('crawl credentials', () => {
+  it("the fetch function may read the stack's credential parameters only, and nothing else of SSM", () => {
+    assert.ok(allows(fetch, 'ssm:GetParameter', CREDENTIALS_ARN));
+    const actions = fetch.flatMap((s) => s.Actions).filter((a) => a.startsWith('ssm:'));
+    assert.deepEqual(actions, ['ssm:GetParameter']);
+    assert.deepEqual(
+      aggregate.flatMap((s) => s.Actions).filter((a) => a.startsWith('ssm:')),
+      [],
+      'the aggregate function reads no credentials',
+    );
   });
 });
 

@@ -19,6 +19,7 @@ import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
 import { AWS_LIMITS } from '../../lambdas/core/limits.ts';
 import {
+  credentialsPrefix,
   DEFAULT_EVENT_BUS,
   HANDLER_METADATA_KEY,
   HANDLERS,
@@ -354,6 +355,10 @@ describe('outputs', () => {
     template.hasOutput(OUTPUTS.taskQueueArn, { Value: { 'Fn::GetAtt': [IDS.taskQueue, 'Arn'] } });
   });
 
+  it(`${OUTPUTS.credentialsPrefix}: where the crawls' credentials are kept, under the stack's name`, () => {
+    template.hasOutput(OUTPUTS.credentialsPrefix, { Value: credentialsPrefix(STACK_NAME) });
+  });
+
   it('has exactly the documented output keys', () => {
     assert.ok(isRecord(json.Outputs));
     assert.deepEqual(
@@ -364,6 +369,7 @@ describe('outputs', () => {
         OUTPUTS.eventBusName,
         OUTPUTS.schedulerRoleArn,
         OUTPUTS.taskQueueArn,
+        OUTPUTS.credentialsPrefix,
       ].sort(),
     );
   });

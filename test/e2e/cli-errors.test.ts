@@ -99,7 +99,7 @@ describe('usage mistakes: one line naming the option and what it accepts, exit 2
 });
 
 describe('failures: one line saying what to do, exit 1, the trace only with --debug', () => {
-  it('re-crawl, event, adaptive and schedule options: each mistake is one line naming what is wrong, exit 2', async () => {
+  it('re-crawl, event, adaptive, schedule and credential options: each mistake is one line naming what is wrong, exit 2', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['crawl', 'http://127.0.0.1:9/', '--page-events'], /--page-events .* give --since with it/],
       [['crawl', 'http://127.0.0.1:9/', '--min-interval', '1h'], /give --adaptive with them/],
@@ -144,6 +144,36 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
         /schedule name expects 1-47 of/,
       ],
       [['schedule', 'remove'], /schedule remove needs exactly one schedule NAME/],
+      [
+        ['schedule', 'add', 'x', '--cron', '0 3 * * *', '--header', 'X-A: b', 'http://127.0.0.1:9/'],
+        /schedule add has no --header, --cookie, --cookie-file or --basic-auth/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--header', 'X-A: b\r\nX-B: c'],
+        /--header X-A: the value has a control character/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--header', 'Host: evil'],
+        /--header Host: set by the crawler itself/,
+      ],
+      [['crawl', 'http://127.0.0.1:9/', '--cookie', 'a=b; c=d'], /--cookie "a=b; c=d": expected name=value/],
+      [['crawl', 'http://127.0.0.1:9/', '--basic-auth', 'nocolon'], /--basic-auth: expected user:password/],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--cookie-file', '/no/such/cookies.txt'],
+        /--cookie-file \/no\/such\/cookies.txt: no such file/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--credentials-hosts', 'a.example'],
+        /--credentials-hosts scopes --header/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--header', 'X-A: b', '--credentials-hosts', 'http://a.example/'],
+        /--credentials-hosts: "http:\/\/a.example\/" is not a host\[:port\]/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--header', `X-Big: ${'x'.repeat(5000)}`],
+        /the crawl's credentials take \d+ bytes; at most 4096 are kept/,
+      ],
     ];
     for (const [args, message] of cases)
       assert.match(oneLine(await runCli(args), 2), message, args.join(' '));

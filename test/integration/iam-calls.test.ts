@@ -176,7 +176,8 @@ before(async () => {
   await cli(llmsTxtCommand, crawlId, '--out', join(out, 'llms'));
   assert.match(await readFile(join(out, 'llms', 'llms.txt'), 'utf8'), /\/a/);
 
-  // A re-crawl of it (the earlier index read by the submitter), and a page's diff between the two.
+  // A re-crawl of it (the earlier index read by the submitter), and a page's diff between the two. It
+  // sends a header: its credentials go to an SSM parameter (the operator) that each fetch reads.
   const recrawl = (
     await cli(
       submitCommand,
@@ -187,6 +188,8 @@ before(async () => {
       '--since',
       crawlId,
       '--page-events',
+      '--header',
+      'X-Crawl-Token: iam-test',
     )
   ).trim();
   await aws.waitForIdle({ timeoutMs: 120_000 });

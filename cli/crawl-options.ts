@@ -19,7 +19,7 @@ import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
-import { credentialBundle } from './credential-options.ts';
+import { crawlAccess } from './credential-options.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
 
@@ -82,7 +82,10 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
   --cookie-file F      send the cookies of F (Netscape format, as curl and browser extensions write), each to its domain
   --basic-auth U:P     HTTP Basic credentials, scoped the same way
   --credentials-hosts H,...  the hosts (host[:port]) that get --header, --cookie and --basic-auth (default: the seeds' hosts);
-                       kept in an SSM SecureString parameter, never in the crawl's config, and REDACTED in WARC request records`;
+                       kept in an SSM SecureString parameter, never in the crawl's config, and REDACTED in WARC request records
+  --proxy URL          send every request through this HTTP proxy (CONNECT), http://[user:password@]host:port; the user and
+                       password are kept with the credentials
+  --proxy-hosts H,...  only the requests to these hosts (host[:port]) go through --proxy`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
@@ -136,6 +139,8 @@ const OPTIONS = {
   'cookie-file': { type: 'string' },
   'basic-auth': { type: 'string' },
   'credentials-hosts': { type: 'string' },
+  proxy: { type: 'string' },
+  'proxy-hosts': { type: 'string' },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -221,10 +226,10 @@ export function parseCrawlOptions(
     throw new UsageError(
       "--sitemap auto reads each seed's robots.txt, too many with --seeds-file: give --sitemap URL instead",
     );
-  const credentials = credentialBundle(values, positionals);
-  if (credentials !== undefined && values.resume !== undefined)
+  const { credentials, proxy } = crawlAccess(values, positionals);
+  if ((credentials !== undefined || proxy !== undefined) && values.resume !== undefined)
     throw new UsageError(
-      '--resume goes on with the credentials the crawl was submitted with: give none with it',
+      '--resume goes on with the credentials and proxy the crawl was submitted with: give none with it',
     );
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
@@ -298,6 +303,7 @@ export function parseCrawlOptions(
       ...(values['warc-conversion'] ? { warcConversion: true } : {}),
       ...(values['page-events'] ? { pageEvents: true } : {}),
       ...(adaptive === undefined ? {} : { adaptive }),
+      ...(proxy === undefined ? {} : { proxy }),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },

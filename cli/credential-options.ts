@@ -1,6 +1,8 @@
 /**
  * `--header`, `--cookie`, `--cookie-file`, `--basic-auth` and `--credentials-hosts`: the crawl's
- * credentials (lambdas/core/credentials.ts), each scoped to the hosts named, or to the seeds' hosts.
+ * credentials (lambdas/core/credentials.ts), each scoped to the hosts named, or to the seeds' hosts;
+ * `--proxy` and `--proxy-hosts`: its proxy (lambdas/core/proxy-url.ts), whose user and password join
+ * the credentials.
  */
 import { readFileSync, statSync } from 'node:fs';
 import {
@@ -13,6 +15,7 @@ import {
   parseHeaderOption,
 } from '../lambdas/core/credentials.ts';
 import { CREDENTIAL_LIMITS } from '../lambdas/core/limits.ts';
+import { parseProxyOption } from '../lambdas/core/proxy-url.ts';
 import { UsageError } from './usage-error.ts';
 
 export interface CredentialValues {
@@ -21,32 +24,68 @@ export interface CredentialValues {
   'cookie-file'?: string | undefined;
   'basic-auth'?: string | undefined;
   'credentials-hosts'?: string | undefined;
+  proxy?: string | undefined;
+  'proxy-hosts'?: string | undefined;
 }
 
-/** The bundle the options make, or undefined when none is given. `seeds`: the seed URLs on the command line. */
-export function credentialBundle(
+/** What the crawl's requests carry besides the defaults: its credentials and its proxy. */
+export interface CrawlAccess {
+  credentials: CredentialBundle | undefined;
+  proxy: { url: string; hosts?: string[] } | undefined;
+}
+
+/** The credentials and proxy the options give. `seeds`: the seed URLs on the command line. */
+export function crawlAccess(values: CredentialValues, seeds: readonly string[]): CrawlAccess {
+  try {
+    const proxy = values.proxy === undefined ? undefined : parseProxyOption(values.proxy);
+    if (values['proxy-hosts'] !== undefined && proxy === undefined) {
+      throw new UsageError('--proxy-hosts says which hosts go through --proxy: give --proxy with it');
+    }
+    const proxyHosts =
+      values['proxy-hosts'] === undefined ? undefined : hostList(values['proxy-hosts'], '--proxy-hosts');
+    const credentials = credentialBundle(values, seeds, proxy?.authorization);
+    return {
+      credentials,
+      proxy:
+        proxy === undefined
+          ? undefined
+          : { url: proxy.url, ...(proxyHosts === undefined ? {} : { hosts: proxyHosts }) },
+    };
+  } catch (error) {
+    if (error instanceof CredentialError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function credentialBundle(
   values: CredentialValues,
   seeds: readonly string[],
+  proxyAuthorization: string | undefined,
 ): CredentialBundle | undefined {
   const given =
     (values.header?.length ?? 0) > 0 ||
     (values.cookie?.length ?? 0) > 0 ||
     values['cookie-file'] !== undefined ||
     values['basic-auth'] !== undefined;
-  if (!given) {
-    if (values['credentials-hosts'] !== undefined) {
-      throw new UsageError(
-        '--credentials-hosts scopes --header, --cookie and --basic-auth: give one of them with it',
-      );
-    }
-    return undefined;
+  if (!given && values['credentials-hosts'] !== undefined) {
+    throw new UsageError(
+      '--credentials-hosts scopes --header, --cookie and --basic-auth: give one of them with it',
+    );
   }
-  try {
+  if (!given && proxyAuthorization === undefined) return undefined;
+  const bundle: CredentialBundle = {
+    v: 1,
+    headers: [],
+    cookies: [],
+    ...(proxyAuthorization === undefined ? {} : { proxyAuthorization }),
+  };
+  if (given) {
     const hosts = scopeHosts(values['credentials-hosts'], seeds);
-    const headers = (values.header ?? []).map((text) => ({ ...parseHeaderOption(text), hosts }));
-    if (values['basic-auth'] !== undefined) headers.push({ ...basicAuthHeader(values['basic-auth']), hosts });
+    bundle.headers = (values.header ?? []).map((text) => ({ ...parseHeaderOption(text), hosts }));
+    if (values['basic-auth'] !== undefined)
+      bundle.headers.push({ ...basicAuthHeader(values['basic-auth']), hosts });
     const hostnames = [...new Set(hosts.map((host) => new URL(`http://${host}`).hostname))];
-    const cookies = (values.cookie ?? []).flatMap((text) => {
+    bundle.cookies = (values.cookie ?? []).flatMap((text) => {
       const { name, value } = parseCookieOption(text);
       return hostnames.map((domain) => ({
         domain,
@@ -59,14 +98,10 @@ export function credentialBundle(
       }));
     });
     const file = values['cookie-file'];
-    if (file !== undefined) cookies.push(...parseCookieFile(readCookieFile(file), file));
-    const bundle: CredentialBundle = { v: 1, headers, cookies };
-    checkBundleSize(bundle);
-    return bundle;
-  } catch (error) {
-    if (error instanceof CredentialError) throw new UsageError(error.message);
-    throw error;
+    if (file !== undefined) bundle.cookies.push(...parseCookieFile(readCookieFile(file), file));
   }
+  checkBundleSize(bundle);
+  return bundle;
 }
 
 /** `host[:port]` list of --credentials-hosts, else each seed's host. */
@@ -80,17 +115,17 @@ function scopeHosts(list: string | undefined, seeds: readonly string[]): string[
     const hosts = seeds.flatMap((seed) => (URL.canParse(seed) ? [new URL(seed).host.toLowerCase()] : []));
     return [...new Set(hosts)];
   }
+  return hostList(list, '--credentials-hosts');
+}
+
+/** A comma-separated `host[:port]` list, as URLs name hosts (lower case, default port dropped). */
+function hostList(list: string, option: string): string[] {
   return list.split(',').map((entry) => {
     const text = entry.trim().toLowerCase();
-    let host: string | undefined;
-    try {
-      host = new URL(`http://${text}`).host;
-    } catch {
-      host = undefined;
-    }
+    const host = URL.canParse(`http://${text}`) ? new URL(`http://${text}`).host : undefined;
     if (text === '' || host !== text) {
       throw new UsageError(
-        `--credentials-hosts: ${JSON.stringify(entry)} is not a host[:port]; expected e.g. docs.example.com,127.0.0.2:8080`,
+        `${option}: ${JSON.stringify(entry)} is not a host[:port]; expected e.g. docs.example.com,127.0.0.2:8080`,
       );
     }
     return host;

@@ -53,6 +53,7 @@ import {
 import { STORAGE_LIMITS } from '../core/limits.ts';
 import type { PageFetcher, PageResponse } from '../core/ports.ts';
 import { withoutUserinfo } from '../core/url-normalize.ts';
+import { checkProxiedTarget, ProxyDispatchers, type ProxyRoute, proxyRefusal } from './proxy-dispatcher.ts';
 
 export type { LookupFunction } from 'node:net';
 
@@ -81,6 +82,8 @@ export interface FetchRequest {
   limits: FetchLimits;
   /** Extra request headers; a name matching a default header (user-agent, accept, ...) replaces it. */
   headers?: Record<string, string>;
+  /** Through this HTTP proxy, by CONNECT (proxy-dispatcher.ts). */
+  proxy?: ProxyRoute;
 }
 
 /** The response shape the core's PageFetcher port defines (lambdas/core/ports.ts). */
@@ -521,6 +524,8 @@ function classifyError(
   const chain = errorChain(error);
   const ours = chain.find(isCrawlError);
   if (ours !== undefined) return ours; // e.g. the guard's PermanentError raised inside connect
+  const refusedByProxy = proxyRefusal(chain, host);
+  if (refusedByProxy !== undefined) return refusedByProxy;
   const codes = errorCodes(error);
   const has = (list: readonly string[]): boolean => list.some((code) => codes.has(code));
   const detail = firstMessage(error);
@@ -633,6 +638,7 @@ export class HttpFetcher implements PageFetcher {
   readonly #connections: number;
   /** One keep-alive agent per (address policy, connect timeout): the policy is per request. */
   readonly #agents = new Map<string, Agent>();
+  readonly #proxies: ProxyDispatchers;
   /** Bounds the body bytes held by all requests at once; undefined: no bound. */
   readonly bodyBudget: BodyBudget | undefined;
 
@@ -640,6 +646,13 @@ export class HttpFetcher implements PageFetcher {
     this.#lookup = options.lookup ?? defaultLookup;
     this.#refuseHostLocal = options.refuseHostLocal ?? false;
     this.#connections = options.connectionsPerOrigin ?? 1;
+    // The proxy is named by the crawl: it may be on a private address, but inside Lambda never on
+    // this machine's own (the metadata service is never a proxy).
+    this.#proxies = new ProxyDispatchers({
+      connections: this.#connections,
+      maxHeaderSize: MAX_HEADER_BYTES,
+      lookup: this.#refuseHostLocal ? guardLookup(this.#lookup, NOT_HOST_LOCAL) : this.#lookup,
+    });
     const max = options.maxBufferedBodyBytes ?? DEFAULT_MAX_BUFFERED_BODY_BYTES;
     this.bodyBudget =
       options.bodyBudget ?? (max === Number.POSITIVE_INFINITY ? undefined : new BodyBudget(max));
@@ -668,12 +681,19 @@ export class HttpFetcher implements PageFetcher {
         throw blockedError(host, 'is', literal, reason, policy);
     }
 
+    // Through a proxy, the proxy dials: the target's address is checked here, as far as this
+    // resolver knows the name (proxy-dispatcher.ts).
+    if (request.proxy !== undefined && policy !== undefined)
+      await checkProxiedTarget(host, guardLookup(this.#lookup, policy));
     const headers = requestHeaders(url, request);
     const path = `${url.pathname}${url.search}`;
     const budget = this.bodyBudget;
     // The hold is the caller's (its async context), taken here, before any undici callback.
     const exchange = new Exchange(host, path, limits, budget?.lease(budget.currentHold()));
-    const agent = this.#agent(policy, limits.connectTimeoutMs);
+    const agent =
+      request.proxy === undefined
+        ? this.#agent(policy, limits.connectTimeoutMs)
+        : this.#proxies.dispatcher(request.proxy, limits.connectTimeoutMs);
     agent.dispatch(
       {
         origin: url.origin,
@@ -709,7 +729,7 @@ export class HttpFetcher implements PageFetcher {
   async close(): Promise<void> {
     const agents = [...this.#agents.values()];
     this.#agents.clear();
-    await Promise.all(agents.map((agent) => agent.close()));
+    await Promise.all([...agents.map((agent) => agent.close()), this.#proxies.close()]);
   }
 
   #agent(policy: AddressPolicy | undefined, connectTimeoutMs: number): Agent {

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { CRAWL_ID_PATTERN, CRAWL_ID_RULE } from '../shared/contracts.ts';
 import { CRAWL_LIMITS, FETCH_LIMITS } from './limits.ts';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
+import { isProxyUrl } from './proxy-url.ts';
 import { stripUserinfo } from './url-normalize.ts';
 
 /** What a stored page's content record holds (content-record.ts). */
@@ -114,6 +115,16 @@ export const CrawlConfigSchema = z.object({
    * never their values.
    */
   credentials: z.object({ parameter: z.string().regex(/^\/[a-zA-Z0-9_.\-/]{1,1010}$/) }).optional(),
+  /**
+   * An HTTP proxy every request of the crawl goes through (a CONNECT tunnel), or only the requests to
+   * `hosts` (`host[:port]`). Its credentials, if any, are in the credentials parameter.
+   */
+  proxy: z
+    .object({
+      url: z.string().refine(isProxyUrl, 'an http:// proxy URL without user, path, query or fragment'),
+      hosts: z.array(z.string().min(1)).min(1).optional(),
+    })
+    .optional(),
   createdAt: z.string().optional(),
 });
 

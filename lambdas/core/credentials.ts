@@ -39,6 +39,8 @@ export const CredentialBundleSchema = z.object({
   headers: z.array(
     z.object({ name: z.string().regex(TOKEN), value: z.string().regex(FIELD_VALUE), hosts: HostsSchema }),
   ),
+  /** The crawl's proxy's `Proxy-Authorization` (from `--proxy http://user:password@host`), sent on CONNECT only. */
+  proxyAuthorization: z.string().regex(FIELD_VALUE).optional(),
   cookies: z.array(
     z.object({
       /** A host name, without a leading dot. */

@@ -9,13 +9,12 @@ import { backoffSeconds } from './backoff.ts';
 import { htmlContentRecord, textContentRecord } from './content-extract.ts';
 import { type ContentRecord, contentKind } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
-import { type CredentialBundle, credentialHeaders, redactHeaders, secretHeaderNames } from './credentials.ts';
 import {
   ADDRESS_BLOCKED,
   describeError,
   isCrawlError,
   OutOfTime,
-  PermanentError,
+  type PermanentError,
   type RetryableError,
 } from './errors.ts';
 import { headerValue } from './http-headers.ts';
@@ -24,7 +23,7 @@ import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
-import type { CredentialReader, HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
+import type { HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
 import { conditionalHeaders, keptValidator } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -40,8 +39,6 @@ export interface UrlStepDeps {
   pace: HostSlots;
   robots: RobotsStore;
   robotsCache: RobotsCache;
-  /** Reads a crawl's credentials (config.credentials); absent: a crawl with credentials fails its pages. */
-  credentials?: CredentialReader;
   /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs; tests make it small). */
   extractionCpuMs?: number;
   now: () => number;
@@ -130,21 +127,13 @@ export async function fetchUrl(
   const started = deps.now();
   let response: Awaited<ReturnType<PageFetcher['fetch']>>;
   try {
-    const credentials = await crawlCredentials(config, deps);
     response = await deps.fetcher.fetch({
       url,
       userAgent: config.userAgent,
       allowPrivate: config.allowPrivate,
       limits: config.limits,
-      headers: {
-        ...(item.prior === undefined ? {} : conditionalHeaders(item.prior)),
-        ...credentialHeaders(credentials, url, Math.floor(deps.now() / 1000)),
-      },
+      ...(item.prior === undefined ? {} : { headers: conditionalHeaders(item.prior) }),
     });
-    // The request record keeps which secrets were sent, never their values.
-    const secret = secretHeaderNames(credentials);
-    if (secret.size > 0)
-      response = { ...response, requestHeaders: redactHeaders(response.requestHeaders, secret) };
   } catch (error) {
     // Not started for lack of time: no attempt spent; the visit hands its host back.
     if (error instanceof OutOfTime) throw error;
@@ -322,22 +311,6 @@ function readPage(
           }),
         }),
   };
-}
-
-/** The bundle the crawl's config names, if any. */
-async function crawlCredentials(
-  config: CrawlConfig,
-  deps: UrlStepDeps,
-): Promise<CredentialBundle | undefined> {
-  if (config.credentials === undefined) return undefined;
-  if (deps.credentials === undefined) {
-    throw new PermanentError(
-      'failed',
-      'credentials-unavailable',
-      'this fetch function has no access to credentials',
-    );
-  }
-  return deps.credentials.read(config.credentials.parameter);
 }
 
 /** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */

@@ -12,16 +12,26 @@
  * hands it back with a delay, or drops the message.
  */
 import type { CrawlConfig } from './crawl-config.ts';
+import { crawlRequests } from './crawl-requests.ts';
 import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { addToTally, emptyTally } from './host-tally.ts';
 import { FRONTIER_LIMITS } from './limits.ts';
-import type { CrawlStateCheck, HostTally, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
+import type {
+  CrawlStateCheck,
+  CredentialReader,
+  HostTally,
+  HostUrl,
+  HostUrlStore,
+  PageFetcher,
+} from './ports.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
 export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   hostUrls: HostUrlStore;
+  /** Reads a crawl's credentials (config.credentials); absent: a crawl with credentials fails its requests. */
+  credentials?: CredentialReader;
   /**
    * A cancelled crawl's URLs end as `cancelled` results before any other work; a complete crawl's
    * visit stops (its summary is written: nothing may add to it).
@@ -173,8 +183,8 @@ export async function visitHost(
   // Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
   // (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
   // none starts that could not end before the deadline: the visit then hands its host back, no
-  // attempt spent.
-  const fetcher: PageFetcher = {
+  // attempt spent. The crawl's credentials and proxy are added before the wait (crawl-requests.ts).
+  const paced: PageFetcher = {
     fetch: async (request) => {
       if (!(await waitUntil(pacer.departureAt(deps.now()), requestBudget, deps))) throw new OutOfTime();
       await pacer.depart(deps.now, deps.sleep);
@@ -188,6 +198,7 @@ export async function visitHost(
       }
     },
   };
+  const fetcher = crawlRequests(paced, config, deps.credentials, deps.now);
 
   /** The URLs in flight whose results are finalized since leave `inflight` (one BatchGet, not a pass). */
   const refreshInflight = async () => {

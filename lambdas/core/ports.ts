@@ -14,8 +14,13 @@ export interface PageRequest {
   userAgent: string;
   allowPrivate: boolean;
   limits: FetchLimits;
-  /** Extra request headers (a re-crawl's If-None-Match and If-Modified-Since). */
+  /** Extra request headers (a re-crawl's If-None-Match and If-Modified-Since, a crawl's credentials). */
   headers?: Record<string, string>;
+  /**
+   * Through this HTTP proxy (a CONNECT tunnel), with this Proxy-Authorization on the CONNECT only
+   * (core/crawl-requests.ts).
+   */
+  proxy?: { url: string; authorization?: string };
 }
 
 export interface PageResponse {

@@ -171,6 +171,18 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
         /--credentials-hosts: "http:\/\/a.example\/" is not a host\[:port\]/,
       ],
       [
+        ['crawl', 'http://127.0.0.1:9/', '--proxy-hosts', 'a.example'],
+        /--proxy-hosts says which hosts go through --proxy/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--proxy', 'https://p.example:3128'],
+        /--proxy: expected http:\/\/\[user:password@\]host:port/,
+      ],
+      [
+        ['crawl', '--resume', 'c-1', '--proxy', 'http://p.example:3128'],
+        /--resume goes on with the credentials and proxy/,
+      ],
+      [
         ['crawl', 'http://127.0.0.1:9/', '--header', `X-Big: ${'x'.repeat(5000)}`],
         /the crawl's credentials take \d+ bytes; at most 4096 are kept/,
       ],

@@ -7,10 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { iterateWarcFile } from '../../lambdas/core/warc-reader.ts';
+import {
+  type Answer,
+  type LoopbackHost,
+  htmlPage as page,
+  startLoopbackHost,
+} from '../fixtures/loopback-host.ts';
 import { type CrawlRun, runCrawl, tempDir } from '../fixtures/run-cli.ts';
 
 const API_KEY = 'k-1234567890-api';
@@ -20,52 +25,20 @@ const PASSWORD = 'pw-5555-secret';
 const BASIC = Buffer.from(`${USER}:${PASSWORD}`).toString('base64');
 const SECRETS = [API_KEY, SESSION, PASSWORD, BASIC];
 
-interface Host {
-  server: Server;
-  origin: string;
-  requests: Array<{ path: string; headers: IncomingMessage['headers']; raw: string }>;
-}
-
-async function startHost(
-  address: string,
-  route: (req: IncomingMessage, host: Host) => [number, Record<string, string>, string],
-): Promise<Host> {
-  const host: Host = { server: createServer(), origin: '', requests: [] };
-  host.server.on('request', (req, res) => {
-    host.requests.push({ path: req.url ?? '/', headers: req.headers, raw: req.rawHeaders.join('\n') });
-    const [status, headers, body] = route(req, host);
-    res.writeHead(status, { 'content-type': 'text/html', ...headers }).end(body);
-  });
-  await new Promise<void>((resolve, reject) => {
-    host.server.once('error', reject);
-    host.server.listen(0, address, () => resolve());
-  });
-  const port = (host.server.address() as { port: number }).port;
-  host.origin = `http://${address}:${port}`;
-  return host;
-}
-
-const page = (title: string, links: string[] = []) =>
-  `<!doctype html><html><head><title>${title}</title></head><body><main><h1>${title}</h1><p>The ${title} page of the test site, with enough words to be the main content.</p>${links.map((href) => `<a href="${href}">${href}</a>`).join(' ')}</main></body></html>`;
-
 describe('crawler crawl --header --cookie --basic-auth', () => {
-  let secured: Host;
-  let other: Host;
+  let secured: LoopbackHost;
+  let other: LoopbackHost;
   let crawl: CrawlRun;
   let out: { path: string; remove(): Promise<void> };
   let state: { path: string; remove(): Promise<void> };
 
   before(async () => {
-    other = await startHost('127.0.0.3', (req) =>
+    other = await startLoopbackHost('127.0.0.3', (req) =>
       req.url === '/robots.txt' ? [404, {}, ''] : [200, {}, page(`other ${req.url}`)],
     );
-    secured = await startHost('127.0.0.2', (req) => {
+    secured = await startLoopbackHost('127.0.0.2', (req) => {
       const path = req.url ?? '/';
-      const denied: [number, Record<string, string>, string] = [
-        401,
-        { 'www-authenticate': 'Basic realm="t"' },
-        'no',
-      ];
+      const denied: Answer = [401, { 'www-authenticate': 'Basic realm="t"' }, 'no'];
       if (path === '/robots.txt') return [404, {}, ''];
       if (path === '/') return [200, {}, page('home', ['/keyed', '/cookied', '/basic', '/away'])];
       if (path === '/keyed') return req.headers['x-api-key'] === API_KEY ? [200, {}, page('keyed')] : denied;
@@ -101,8 +74,8 @@ describe('crawler crawl --header --cookie --basic-auth', () => {
   after(async () => {
     await out?.remove();
     await state?.remove();
-    await new Promise((resolve) => secured?.server.close(resolve));
-    await new Promise((resolve) => other?.server.close(resolve));
+    await secured?.close();
+    await other?.close();
   });
 
   it('gets each protected page with its credential', () => {

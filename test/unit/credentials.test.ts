@@ -20,6 +20,7 @@ import {
   secretHeaderNames,
 } from '../../lambdas/core/credentials.ts';
 import { CREDENTIAL_LIMITS } from '../../lambdas/core/limits.ts';
+import { isProxyUrl, parseProxyOption } from '../../lambdas/core/proxy-url.ts';
 
 const NOW = 1_800_000_000;
 
@@ -264,5 +265,37 @@ describe('where credentials go', () => {
     // A value read back with a line break (a hand-edited parameter) is refused by the schema.
     const edited = { ...bundle, headers: [{ name: 'X', value: 'a\r\nb', hosts: ['h'] }] };
     assert.equal(CredentialBundleSchema.safeParse(edited).success, false);
+  });
+});
+
+describe('--proxy', () => {
+  it('keeps the URL without its user, which becomes the Proxy-Authorization', () => {
+    assert.deepEqual(parseProxyOption('http://127.0.0.1:3128'), { url: 'http://127.0.0.1:3128' });
+    assert.deepEqual(parseProxyOption('http://proxy.example/'), { url: 'http://proxy.example' });
+    assert.deepEqual(parseProxyOption('http://us%40er:p%3Ass@proxy.example:8080'), {
+      url: 'http://proxy.example:8080',
+      authorization: `Basic ${Buffer.from('us@er:p:ss').toString('base64')}`,
+    });
+    assert.ok(isProxyUrl('http://proxy.example:8080'));
+    for (const stored of [
+      'http://u:p@proxy.example',
+      'https://proxy.example',
+      'http://proxy.example/x',
+      'socks5://p:1080',
+    ])
+      assert.equal(isProxyUrl(stored), false, stored);
+  });
+
+  it('refuses what it cannot use, in one line', () => {
+    refused(
+      () => parseProxyOption('proxy.example:3128'),
+      /--proxy: expected http:\/\/\[user:password@\]host:port/,
+    );
+    refused(() => parseProxyOption('https://proxy.example'), /expected http:\/\//);
+    refused(() => parseProxyOption('socks5://proxy.example:1080'), /expected http:\/\//);
+    refused(() => parseProxyOption('http://proxy.example/path?q'), /no path, query or fragment/);
+    refused(() => parseProxyOption('http://u%0d%0aX:p@proxy.example'), /control characters/);
+    refused(() => parseProxyOption('http://u%3Ax:p@proxy.example'), /may not hold a colon/);
+    refused(() => parseProxyOption(`http://${'x'.repeat(100_000)}`), /expected http/);
   });
 });

@@ -29,13 +29,16 @@
  *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
  * (micro-benchmark rounds, 5; content-quality rounds are 4 × N), --only
- * startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl (realistic-ours or
+ * startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl,render (realistic-ours or
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
  *
  * - Re-crawl (bench/recrawl.ts, issue 26, `recrawl`): a first crawl and a `--since` re-crawl of a
  *   site that changed between them, with and without validators, against the issue's targets.
+ *
+ * - Rendering (bench/render.ts, issue 27, `render`): the detector's precision and recall, rendered
+ *   pages per second, the browser's memory, content recall rendered and not.
  *
  * - The scale simulation (bench/scale.ts, issue 23): `--only scale`, not in the default set (10,000
  *   hosts and 1,000,000 pages take well over 15 minutes of wall time); --scale-hosts N (10000),
@@ -60,6 +63,7 @@ import {
   runRealistic,
 } from './realistic.ts';
 import { type RecrawlReport, recrawlTable, runRecrawl } from './recrawl.ts';
+import { type RenderReport, renderTable, runRender } from './render.ts';
 import { runScale, type ScaleReport, scaleTable } from './scale.ts';
 import { judgeCrawl, type SitePlan } from './site.ts';
 import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
@@ -85,7 +89,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     only: {
       type: 'string',
-      default: 'startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl',
+      default:
+        'startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl,render',
     },
     // The realistic shape (bench/realistic.ts).
     hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
@@ -297,6 +302,7 @@ const report: {
   realistic?: RealisticReport;
   scale?: ScaleReport;
   recrawl?: RecrawlReport;
+  render?: RenderReport;
   startup?: StartupRun[];
   reads?: ReadCommandRun[];
   /** One crawl of the bench site under the CPU profiler, by component (bench/cpu-components.ts). */
@@ -425,6 +431,10 @@ if (only.has('scale')) {
 if (only.has('recrawl')) {
   log('re-crawl: a first crawl and a --since re-crawl of a changing site, with and without validators ...');
   report.recrawl = await runRecrawl();
+}
+if (only.has('render')) {
+  log('render: the detector on its corpus, then a single-page app rendered in Chromium ...');
+  report.render = await runRender();
 }
 report.seconds = (performance.now() - benchStarted) / 1000;
 
@@ -574,6 +584,7 @@ if (report.realistic?.runs.length)
   lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
 if (report.scale) lines.push(...(lines.length ? [''] : []), scaleTable(report.scale));
 if (report.recrawl) lines.push(...(lines.length ? [''] : []), recrawlTable(report.recrawl));
+if (report.render) lines.push(...(lines.length ? [''] : []), renderTable(report.render));
 lines.push(
   '',
   `bench finished in ${fixed(report.seconds, 0)} s (${report.machine.cpus} CPUs, Node ${report.machine.node})`,

@@ -10,6 +10,8 @@ import {
   type ContentMode,
   type CrawlConfigInput,
   DEFAULT_USER_AGENT,
+  RENDER_MODES,
+  type RenderMode,
 } from '../lambdas/core/crawl-config.ts';
 import type { CredentialBundle } from '../lambdas/core/credentials.ts';
 import { CRAWL_LIMITS } from '../lambdas/core/limits.ts';
@@ -85,7 +87,10 @@ export const CRAWL_OPTIONS_HELP = `crawl options:
                        kept in an SSM SecureString parameter, never in the crawl's config, and REDACTED in WARC request records
   --proxy URL          send every request through this HTTP proxy (CONNECT), http://[user:password@]host:port; the user and
                        password are kept with the credentials
-  --proxy-hosts H,...  only the requests to these hosts (host[:port]) go through --proxy`;
+  --proxy-hosts H,...  only the requests to these hosts (host[:port]) go through --proxy
+  --render MODE        never (default) | auto (pages that look like an app shell, and later pages of their host) | always:
+                       HTML pages rendered in headless Chromium, their links and content read from the rendered DOM
+  --render-pattern RE  also render the URLs matching RE (repeatable), in any mode`;
 
 export const CRAWL_USAGE = `usage: crawler crawl URL... [options]
        crawler crawl --resume ID [--out DIR] [--state-dir DIR | --endpoint URL]
@@ -141,6 +146,8 @@ const OPTIONS = {
   'credentials-hosts': { type: 'string' },
   proxy: { type: 'string' },
   'proxy-hosts': { type: 'string' },
+  render: { type: 'string' },
+  'render-pattern': { type: 'string', multiple: true },
 } as const;
 
 /** How a command that takes the crawl options (crawl, submit, local) reads them. */
@@ -250,6 +257,11 @@ export function parseCrawlOptions(
       `--progress expects one of ${PROGRESS_MODES.join(', ')}, got ${JSON.stringify(values.progress)}`,
     );
   }
+  if (values.render !== undefined && !RENDER_MODES.includes(values.render as RenderMode)) {
+    throw new UsageError(
+      `--render expects one of ${RENDER_MODES.join(', ')}, got ${JSON.stringify(values.render)}`,
+    );
+  }
   if (values.content !== undefined && !CONTENT_MODES.includes(values.content as ContentMode)) {
     throw new UsageError(
       `--content expects one of ${CONTENT_MODES.join(', ')}, got ${JSON.stringify(values.content)}`,
@@ -304,6 +316,8 @@ export function parseCrawlOptions(
       ...(values['page-events'] ? { pageEvents: true } : {}),
       ...(adaptive === undefined ? {} : { adaptive }),
       ...(proxy === undefined ? {} : { proxy }),
+      ...(values.render === undefined ? {} : { render: values.render as RenderMode }),
+      renderPatterns: patterns(values['render-pattern'], '--render-pattern'),
       include: patterns(values.include, '--include'),
       exclude: patterns(values.exclude, '--exclude'),
     },

@@ -64,7 +64,9 @@ export function inProcessContainer(
       return { raw, coldStart };
     },
     async dispose() {
+      const ending = instance;
       instance = undefined;
+      await ending?.dispose?.();
     },
   };
 }

@@ -1,11 +1,12 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
+import { existsSync } from 'node:fs';
 import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { SendMessageCommand, type SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { LOCAL_RUNTIME } from '../lambdas/shared/aws-call-ledger.ts';
-import { FUNCTION_ENV } from '../lambdas/shared/contracts.ts';
+import { FUNCTION_ENV, HANDLERS } from '../lambdas/shared/contracts.ts';
 import {
   type AwsClients,
   type ClientSettings,
@@ -105,6 +106,18 @@ export interface RuntimeStats {
 export const EVENTS_LOG = 'events.jsonl';
 /** The local Scheduler's schedules (`crawler schedule add`), kept across restarts, in the state directory. */
 export const SCHEDULES_FILE = 'schedules.json';
+/**
+ * The Chromium `--render` uses on this machine: CRAWLER_CHROMIUM, else Debian's. Given to the fetch
+ * function only when it is there; without it pages to render are kept as fetched, with a note.
+ */
+const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
+
+function browserEnv(fn: LocalFunction): Record<string, string> {
+  return fn.handlerModule === HANDLERS.fetch && existsSync(CHROMIUM)
+    ? { [FUNCTION_ENV.chromiumPath]: CHROMIUM }
+    : {};
+}
+
 /** The local SSM Parameter Store's parameters (a crawl's credentials), in the state directory, mode 0600. */
 export const PARAMETERS_FILE = 'parameters.json';
 
@@ -288,6 +301,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         // No EventBridge among the endpoints: no events (a publish would go nowhere).
         ...(bus === undefined || endpoints.events === undefined ? {} : { [FUNCTION_ENV.eventBusName]: bus }),
         ...endpointEnv(endpoints, settings),
+        ...browserEnv(fn),
         ...options.handlerEnvOverrides,
       };
     }

@@ -790,3 +790,6 @@ export function socketBlockList(subnets: readonly BlockedSubnet[] = BLOCKED_SUBN
   for (const subnet of subnets) list.addSubnet(subnet.network, subnet.prefix, subnet.family);
   return list;
 }
+
+/** For other dialers that keep to the guard (the render guard proxy): the resolver and the Lambda policy. */
+export { defaultLookup as systemLookup, NOT_HOST_LOCAL as HOST_LOCAL_REFUSED };

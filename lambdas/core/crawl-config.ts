@@ -13,6 +13,10 @@ import { stripUserinfo } from './url-normalize.ts';
 export const CONTENT_MODES = ['markdown', 'text', 'none'] as const;
 export type ContentMode = (typeof CONTENT_MODES)[number];
 
+/** Which HTML pages go through the browser (core/page-render.ts). */
+export const RENDER_MODES = ['never', 'auto', 'always'] as const;
+export type RenderMode = (typeof RENDER_MODES)[number];
+
 export const DEFAULT_USER_AGENT = 'serverless-crawler/0.1 (+https://github.com/serverless-crawler)';
 
 export const FetchLimitsSchema = z.object({
@@ -55,6 +59,10 @@ export const CrawlConfigSchema = z.object({
   allowPrivate: z.boolean().default(false),
   scope: z.enum(['host', 'domain', 'prefix']).default('host'),
   include: z.array(z.string()).default([]),
+  /** `--render`: which HTML pages go through the browser (core/page-render.ts). */
+  render: z.enum(RENDER_MODES).default('never'),
+  /** `--render-pattern`: URLs matching any of these are rendered in every mode. */
+  renderPatterns: z.array(z.string()).default([]),
   exclude: z.array(z.string()).default([]),
   maxDepth: z.number().int().min(0).default(20),
   /** Pages fetched at most (admitted fetch tasks); unlimited when absent. */

@@ -6,8 +6,7 @@
  * retry on the URL's item, and the batch does all the sending.
  */
 import { backoffSeconds } from './backoff.ts';
-import { htmlContentRecord, textContentRecord } from './content-extract.ts';
-import { type ContentRecord, contentKind } from './content-record.ts';
+import type { ContentRecord } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import {
   ADDRESS_BLOCKED,
@@ -20,10 +19,11 @@ import {
 import { headerValue } from './http-headers.ts';
 import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
-import { extractLinks } from './links.ts';
-import { decodeContent, decodeText, isStorableType, mediaType } from './page-content.ts';
+import { isStorableType, mediaType } from './page-content.ts';
+import { readPage } from './page-reading.ts';
+import type { RenderedHosts } from './page-render.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
-import type { HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
+import type { HostSlots, HostUrl, PageFetcher, PageRenderer, RobotsStore } from './ports.ts';
 import { conditionalHeaders, keptValidator } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -41,6 +41,10 @@ export interface UrlStepDeps {
   robotsCache: RobotsCache;
   /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs; tests make it small). */
   extractionCpuMs?: number;
+  /** The browser for `--render` (absent: pages that should be rendered are kept as fetched, noted). */
+  renderer?: PageRenderer;
+  /** Hosts whose pages needed rendering (`--render auto`). */
+  renderedHosts?: RenderedHosts;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }
@@ -184,11 +188,13 @@ export async function fetchUrl(
     result: CrawlResult,
     links: DiscoveredLink[] = [],
     content?: ContentRecord,
+    rendered?: string,
   ): UrlDecision => ({
     kind: 'captured',
     page: {
       response,
       result: { ...result, outlinks: links.length },
+      ...(rendered === undefined ? {} : { rendered }),
       ...(content === undefined
         ? {}
         : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
@@ -250,67 +256,18 @@ export async function fetchUrl(
     const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
-  const page = readPage(response, base, config, deps.extractionCpuMs);
+  const page = await readPage(crawlId, response, base, config, deps);
   return captured(
-    { ...base, ...(page.canonical ? { canonical: page.canonical } : {}), ...(page.note ?? {}) },
+    {
+      ...base,
+      ...(page.canonical ? { canonical: page.canonical } : {}),
+      ...(page.rendered === undefined ? {} : { rendered: true as const }),
+      ...(page.note ?? {}),
+    },
     page.links,
     page.content,
+    page.rendered,
   );
-}
-
-interface PageReading {
-  links: DiscoveredLink[];
-  canonical?: string;
-  content?: ContentRecord;
-  note?: { code: string; reason: string };
-}
-
-/**
- * Links (and the canonical URL) of an HTML page, and the content record of a page with text
- * (content-record.ts), both from one decode of the body. Other content is stored but not parsed.
- */
-function readPage(
-  response: Awaited<ReturnType<PageFetcher['fetch']>>,
-  result: CrawlResult,
-  config: CrawlConfig,
-  extractionCpuMs: number | undefined,
-): PageReading {
-  const mime = mediaType(result.contentType);
-  const kind = contentKind(mime);
-  const wantsContent = config.content !== 'none' && kind !== undefined;
-  if (kind !== 'html' && !wantsContent) return { links: [] };
-  const decoded = decodeContent(
-    response.body,
-    headerValue(response.headers, 'content-encoding'),
-    config.limits.maxDecodedBytes,
-    { maxRatio: config.limits.maxDecodeRatio },
-  );
-  if (!decoded.ok) {
-    const what = kind === 'html' ? 'links' : 'text';
-    return { links: [], note: { code: decoded.code, reason: `${what} not extracted: ${decoded.reason}` } };
-  }
-  const text = decodeText(decoded.bytes, result.contentType);
-  const source = {
-    crawlId: result.crawlId,
-    key: result.key,
-    url: result.url,
-    finalUrl: response.url,
-    fetchedAt: result.fetchedAt,
-    mime: mime ?? '',
-  };
-  if (kind !== 'html') return { links: [], content: textContentRecord(source, text) };
-  const extracted = extractLinks(text, response.url, { followNofollow: config.followNofollow });
-  return {
-    links: extracted.links.map((link) => ({ url: link.url, nofollow: link.nofollow })),
-    ...(extracted.canonical ? { canonical: extracted.canonical } : {}),
-    ...(config.content === 'none'
-      ? {}
-      : {
-          content: htmlContentRecord(source, text, response.url, config.content, {
-            ...(extractionCpuMs === undefined ? {} : { cpuBudgetMs: extractionCpuMs }),
-          }),
-        }),
-  };
 }
 
 /** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */

@@ -17,7 +17,7 @@ import { cancelledResult, crawlClosed } from './crawl-state.ts';
 import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { addToTally, emptyTally } from './host-tally.ts';
-import { FRONTIER_LIMITS } from './limits.ts';
+import { FRONTIER_LIMITS, RENDER_LIMITS } from './limits.ts';
 import type {
   CrawlStateCheck,
   CredentialReader,
@@ -155,7 +155,10 @@ export async function visitHost(
    * page read before that may still show them not done: that copy must not fetch them again.
    */
   const finalized = new Set<string>();
-  const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
+  // A page that may be rendered takes its render's time too (RENDER_LIMITS).
+  const renders = config.render !== 'never' || config.renderPatterns.length > 0;
+  const requestBudget =
+    config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS + (renders ? RENDER_LIMITS.timeMs : 0);
   let decided = 0;
   /** Decisions whose links may not be in the frontier yet. */
   let unsettled = 0;

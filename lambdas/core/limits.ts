@@ -189,6 +189,21 @@ export const CONTENT_LIMITS = {
   itemDescriptionChars: 500,
 } as const;
 
+/** A page rendered in the browser (`--render`, core/page-render.ts, adapters/browser-renderer.ts). */
+export const RENDER_LIMITS = {
+  /**
+   * Wall-clock time of one render, from the browser's first look at the page to its DOM read back:
+   * an endless script or an infinite scroll ends here (the page is kept as fetched).
+   */
+  timeMs: 15_000,
+  /** Subrequests of one page (scripts, styles, XHR): past it they are refused. */
+  maxRequests: 200,
+  /** Bytes of a page's subrequests' responses: past it their connections are cut. */
+  maxBytes: 20 * MiB,
+  /** Characters of the rendered DOM kept (its WARC record, links and content). */
+  maxDomChars: 5_000_000,
+} as const;
+
 /** A crawl's credentials (core/credentials.ts). */
 export const CREDENTIAL_LIMITS = {
   /**

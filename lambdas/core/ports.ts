@@ -60,6 +60,38 @@ export interface CredentialReader {
   read(parameter: string): Promise<CredentialBundle>;
 }
 
+/** A fetched HTML page to render in a browser (core/page-render.ts). */
+export interface RenderRequest {
+  url: URL;
+  /** The page as fetched, decoded: the browser's document (it is not fetched again). */
+  html: string;
+  userAgent: string;
+  timeMs: number;
+  maxRequests: number;
+  maxBytes: number;
+  maxDomChars: number;
+}
+
+export type RenderedPage = (
+  | { ok: true; html: string; truncated?: string }
+  | { ok: false; code: string; reason: string }
+) & {
+  elapsedMs: number;
+  /** Subrequests the page made that went out (scripts, styles, XHR), and those to its own host. */
+  subrequests: number;
+  sameHostRequests: number;
+  /** Refused by the address guard or the budget, and blocked by type (images, media, fonts). */
+  refused: number;
+  blocked: number;
+  bytes: number;
+};
+
+export interface PageRenderer {
+  render(request: RenderRequest): Promise<RenderedPage>;
+  /** Ends the browser (the local runtime's containers end; Lambda's are frozen). */
+  close(): Promise<void>;
+}
+
 export interface PageFetcher {
   fetch(request: PageRequest): Promise<PageResponse>;
 }

@@ -58,6 +58,8 @@ export const ResultSchema = z.object({
   crawlDelayCapped: z.literal(true).optional(),
   /** `<link rel=canonical>` of an HTML page, resolved. */
   canonical: z.string().optional(),
+  /** Its links and content come from the DOM a browser rendered (`--render`; a WARC conversion record). */
+  rendered: z.literal(true).optional(),
   warc: WarcPointerSchema.optional(),
   /** The page's content record (Markdown, text, metadata) in its crawl's content file. */
   content: WarcPointerSchema.optional(),

@@ -41,6 +41,8 @@ export interface CapturedPage {
   content?: ContentRecord;
   /** Also write the content into the WARC file as a conversion record. */
   warcConversion?: boolean;
+  /** The DOM a browser rendered from the response (`--render`): a conversion record referring to it. */
+  rendered?: string;
   /**
    * A re-crawl's page, with its earlier capture if it had one: the result gets its `change`, and a
    * capture that repeats the earlier one is written as a revisit record (recrawl.ts).
@@ -335,6 +337,15 @@ export class WarcBatchWriter {
         ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
       ],
     });
+    if (page.rendered !== undefined) {
+      builder.addConversion({
+        targetUri: response.url,
+        date: response.startedAt,
+        refersTo: prepared.recordId,
+        contentType: 'text/html; charset=utf-8',
+        block: Buffer.from(page.rendered, 'utf8'),
+      });
+    }
     const converted = page.content?.markdown ?? page.content?.text;
     if (page.warcConversion && converted !== undefined && revisit === undefined) {
       builder.addConversion({

@@ -1,0 +1,190 @@
+/**
+ * `npm run bench -- --only render` (issue 27, point 1):
+ *
+ * - the detector's precision and recall on test/fixtures/render-corpus.ts (44 pages of our own
+ *   making, 22 of which need a browser; written with the detector, so an upper bound);
+ * - rendered pages per second and the browser's peak memory (RSS of Chromium's processes, sampled),
+ *   rendering a loopback single-page app (content from a JSON API, links added after load) with the
+ *   crawler's BrowserRenderer, one page at a time as a fetch container does;
+ * - content recall of rendered against unrendered pages on that app (shingle recall of each page's
+ *   main content against the text its API served);
+ * - the Lambda cost per million rendered pages, from the measured seconds a page and the render
+ *   function's planned 2,048 MB: an estimate, since the render function is not built.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { BrowserRenderer } from '../lambdas/adapters/browser-renderer.ts';
+import { guardLookup, systemLookup } from '../lambdas/adapters/http-fetcher.ts';
+import { RENDER_LIMITS } from '../lambdas/core/limits.ts';
+import { extractMainContent } from '../lambdas/core/main-content.ts';
+import { renderVerdict } from '../lambdas/core/render-detector.ts';
+import { AWS_PRICES } from '../lambdas/shared/aws-prices.ts';
+import { RENDER_CORPUS } from '../test/fixtures/render-corpus.ts';
+import { shingleScore } from './shingle-f1.ts';
+
+const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
+const APP_PAGES = 40;
+/** The render function's planned memory (issue 27: 1,600-2,048 MB). */
+const RENDER_FUNCTION_MB = 2048;
+
+export interface RenderReport {
+  detector: { pages: number; needing: number; precision: number; recall: number; misjudged: string[] };
+  browser?: {
+    pages: number;
+    pagesPerSecond: number;
+    msPerPage: number;
+    peakChromiumRssMb: number;
+    recallRendered: number;
+    recallUnrendered: number;
+    lambdaUsdPerMillion: number;
+  };
+  skipped?: string;
+}
+
+function detector(): RenderReport['detector'] {
+  let tp = 0;
+  let fp = 0;
+  let fn = 0;
+  const misjudged: string[] = [];
+  for (const page of RENDER_CORPUS) {
+    const render = renderVerdict(page.html).render;
+    if (render && page.needsRendering) tp++;
+    else if (render) fp++;
+    else if (page.needsRendering) fn++;
+    if (render !== page.needsRendering) misjudged.push(page.name);
+  }
+  return {
+    pages: RENDER_CORPUS.length,
+    needing: RENDER_CORPUS.filter((page) => page.needsRendering).length,
+    precision: tp / (tp + fp),
+    recall: tp / (tp + fn),
+    misjudged,
+  };
+}
+
+const paragraphs = (i: number) =>
+  Array.from(
+    { length: 4 },
+    (_, p) =>
+      `Item ${i} paragraph ${p}: the application builds this text from its API after the page has loaded, and only a browser sees it.`,
+  );
+
+async function startApp(): Promise<{ server: Server; origin: string }> {
+  const script = `fetch('/api' + location.pathname + '.json').then((r) => r.json()).then((data) => {
+    const root = document.getElementById('root');
+    for (const text of data.paragraphs) { const p = document.createElement('p'); p.textContent = text; root.appendChild(p); }
+    const a = document.createElement('a'); a.href = data.next; a.textContent = 'next'; root.appendChild(a);
+  });`;
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const api = /^\/api\/item\/(\d+)\.json$/.exec(url);
+    if (url === '/app.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end(script);
+    if (api) {
+      const i = Number(api[1]);
+      return res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ paragraphs: paragraphs(i), next: `/item/${i + 1}` }));
+    }
+    res.writeHead(200, { 'content-type': 'text/html' }).end(shell(url));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', () => resolve()));
+  return { server, origin: `http://127.0.0.2:${(server.address() as { port: number }).port}` };
+}
+
+const shell = (path: string) =>
+  `<!doctype html><html><head><title>${path}</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`;
+
+/** RSS of the Chromium processes (MB), summed: the browser, its GPU/utility and renderer processes. */
+function chromiumRssMb(): number {
+  try {
+    const out = execFileSync('ps', ['-C', 'chromium', '-o', 'rss='], { encoding: 'utf8' });
+    return out.split('\n').reduce((sum, line) => sum + (Number(line.trim()) || 0), 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+async function browser(): Promise<RenderReport['browser']> {
+  const app = await startApp();
+  const renderer = new BrowserRenderer({
+    executablePath: CHROMIUM,
+    lookups: { other: guardLookup(systemLookup), ownHost: systemLookup },
+  });
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, chromiumRssMb());
+  }, 100);
+  try {
+    const render = (i: number) =>
+      renderer.render({
+        url: new URL(`${app.origin}/item/${i}`),
+        html: shell(`/item/${i}`),
+        userAgent: 'bench',
+        timeMs: RENDER_LIMITS.timeMs,
+        maxRequests: RENDER_LIMITS.maxRequests,
+        maxBytes: RENDER_LIMITS.maxBytes,
+        maxDomChars: RENDER_LIMITS.maxDomChars,
+      });
+    await render(0); // the browser's start is the container's, not a page's
+    let rendered = 0;
+    let unrendered = 0;
+    const started = performance.now();
+    for (let i = 1; i <= APP_PAGES; i++) {
+      const page = await render(i);
+      const expected = paragraphs(i).join('\n');
+      const url = `${app.origin}/item/${i}`;
+      if (page.ok) rendered += shingleScore(extractMainContent(page.html, url).text, expected).recall;
+      unrendered += shingleScore(extractMainContent(shell(`/item/${i}`), url).text, expected).recall;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const perPage = seconds / APP_PAGES;
+    return {
+      pages: APP_PAGES,
+      pagesPerSecond: APP_PAGES / seconds,
+      msPerPage: perPage * 1000,
+      peakChromiumRssMb: peak,
+      recallRendered: rendered / APP_PAGES,
+      recallUnrendered: unrendered / APP_PAGES,
+      lambdaUsdPerMillion: 1e6 * (perPage * (RENDER_FUNCTION_MB / 1024) * AWS_PRICES.lambda.arm64GbSecond),
+    };
+  } finally {
+    clearInterval(sampler);
+    await renderer.close();
+    await new Promise((resolve) => app.server.close(resolve));
+  }
+}
+
+export async function runRender(): Promise<RenderReport> {
+  const report: RenderReport = { detector: detector() };
+  if (!existsSync(CHROMIUM)) return { ...report, skipped: `no Chromium at ${CHROMIUM}` };
+  const measured = await browser();
+  return measured === undefined ? report : { ...report, browser: measured };
+}
+
+export function renderTable(report: RenderReport): string {
+  const d = report.detector;
+  const lines = [
+    '## Rendering (`--render`)',
+    '',
+    `Detector on test/fixtures/render-corpus.ts (${d.pages} pages of our own making, ${d.needing} need a browser; written with the detector: an upper bound): precision ${d.precision.toFixed(3)}, recall ${d.recall.toFixed(3)}${d.misjudged.length ? `; misjudged: ${d.misjudged.join(', ')}` : ''}.`,
+  ];
+  const b = report.browser;
+  if (b === undefined) {
+    lines.push('', `Browser figures not measured: ${report.skipped ?? 'no browser'}.`);
+    return lines.join('\n');
+  }
+  lines.push(
+    '',
+    `A loopback single-page app (content from a JSON API, a link added after load), ${b.pages} pages rendered one at a time by BrowserRenderer (Debian Chromium), the browser already started:`,
+    '',
+    '| figure | value |',
+    '| --- | --- |',
+    `| rendered pages per second | ${b.pagesPerSecond.toFixed(2)} (${b.msPerPage.toFixed(0)} ms a page) |`,
+    `| peak RSS of the browser's processes | ${b.peakChromiumRssMb.toFixed(0)} MB |`,
+    `| content recall, rendered | ${b.recallRendered.toFixed(3)} |`,
+    `| content recall, unrendered (the shell) | ${b.recallUnrendered.toFixed(3)} |`,
+    `| Lambda duration per million rendered pages at ${RENDER_FUNCTION_MB} MB (estimate: no render function yet) | $${b.lambdaUsdPerMillion.toFixed(2)} |`,
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,184 @@
+/**
+ * Renders a fetched HTML page in headless Chromium (playwright-core), for `--render` (core/render.ts).
+ *
+ * - **No second fetch**: the page's document is the response the crawler already has (route.fulfill);
+ *   only the page's own subrequests go out, and each of them through RenderGuardProxy (the address
+ *   guard, on the address dialled).
+ * - **Blocked by default**: images, media and fonts (aborted before any connection); service workers.
+ * - **Bounded**: a time budget for the whole render (an endless script or an infinite scroll ends
+ *   there), a number of subrequests and of their bytes, and a cap on the DOM kept. A render that
+ *   cannot be read back in time (a script that never yields) ends `render-timeout`, and the crawl
+ *   keeps the page as fetched.
+ * - One browser per container, one context per page (no cookies or storage shared between pages).
+ */
+
+import type { LookupFunction } from 'node:net';
+import { type Browser, type BrowserContext, chromium, type Route } from 'playwright-core';
+import type { PageRenderer, RenderedPage, RenderRequest } from '../core/ports.ts';
+import { RenderGuardProxy } from './render-guard-proxy.ts';
+
+/** Resource types never loaded: the DOM does not need them and they are most of a page's bytes. */
+const BLOCKED_TYPES = new Set(['image', 'media', 'font']);
+/** The network is quiet once nothing has been in flight this long. */
+const QUIET_MS = 300;
+
+export interface BrowserRendererOptions {
+  /** The Chromium to run (Debian's /usr/bin/chromium; @sparticuz/chromium's on Lambda). */
+  executablePath: string;
+  lookups: { other: LookupFunction; ownHost: LookupFunction };
+}
+
+export class BrowserRenderer implements PageRenderer {
+  readonly #options: BrowserRendererOptions;
+  readonly #guard: RenderGuardProxy;
+  #browser: Promise<Browser> | undefined;
+
+  constructor(options: BrowserRendererOptions) {
+    this.#options = options;
+    this.#guard = new RenderGuardProxy(options.lookups);
+  }
+
+  async render(request: RenderRequest): Promise<RenderedPage> {
+    const browser = await this.#launch();
+    const pass = this.#guard.open(request.url.host, {
+      maxRequests: request.maxRequests,
+      maxBytes: request.maxBytes,
+    });
+    const started = performance.now();
+    const deadline = Date.now() + request.timeMs;
+    let context: BrowserContext | undefined;
+    try {
+      context = await browser.newContext({
+        proxy: { server: this.#guard.server, username: pass.username, password: pass.password },
+        userAgent: request.userAgent,
+        serviceWorkers: 'block',
+        acceptDownloads: false,
+        javaScriptEnabled: true,
+      });
+      let documentServed = false;
+      let blocked = 0;
+      await context.route('**/*', (route: Route) => {
+        const req = route.request();
+        if (!documentServed && req.isNavigationRequest() && req.url() === request.url.href) {
+          documentServed = true;
+          return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: request.html });
+        }
+        if (req.isNavigationRequest() && req.frame() === req.frame().page().mainFrame()) {
+          // A script navigating the page away: not followed (its target is a URL of its own).
+          blocked++;
+          return route.abort('blockedbyclient');
+        }
+        if (BLOCKED_TYPES.has(req.resourceType())) {
+          blocked++;
+          return route.abort('blockedbyclient');
+        }
+        return route.continue();
+      });
+      const page = await context.newPage();
+      let inflight = 0;
+      let lastActivity = Date.now();
+      const busy = (delta: number) => () => {
+        inflight += delta;
+        lastActivity = Date.now();
+      };
+      page.on('request', busy(1));
+      page.on('requestfinished', busy(-1));
+      page.on('requestfailed', busy(-1));
+      const html = await withDeadline(deadline, async () => {
+        await page.goto(request.url.href, {
+          waitUntil: 'domcontentloaded',
+          timeout: Math.max(1, deadline - Date.now()),
+        });
+        while (Date.now() < deadline && (inflight > 0 || Date.now() - lastActivity < QUIET_MS))
+          await sleep(50);
+        return page.content();
+      });
+      const account = pass.account;
+      const base = {
+        elapsedMs: performance.now() - started,
+        subrequests: account.requests,
+        sameHostRequests: account.sameHostRequests,
+        refused: account.refused,
+        blocked,
+        bytes: account.bytes,
+      };
+      if (html === undefined)
+        return {
+          ok: false,
+          code: 'render-timeout',
+          reason: `not rendered within ${request.timeMs} ms`,
+          ...base,
+        };
+      const cut = html.length > request.maxDomChars;
+      return {
+        ok: true,
+        html: cut ? html.slice(0, request.maxDomChars) : html,
+        ...(cut
+          ? { truncated: `rendered DOM cut at ${request.maxDomChars} characters (it had ${html.length})` }
+          : {}),
+        ...base,
+      };
+    } finally {
+      this.#guard.close(pass.username);
+      if (context !== undefined) await this.#closeContext(context);
+    }
+  }
+
+  async close(): Promise<void> {
+    const browser = this.#browser;
+    this.#browser = undefined;
+    if (browser !== undefined) await (await browser).close().catch(() => {});
+    await this.#guard.stop();
+  }
+
+  #launch(): Promise<Browser> {
+    this.#browser ??= (async () => {
+      await this.#guard.start();
+      return chromium.launch({
+        executablePath: this.#options.executablePath,
+        headless: true,
+        // The proxy is given per context (each render's credentials); loopback is not exempt from it.
+        proxy: { server: 'per-context' },
+        chromiumSandbox: process.getuid?.() !== 0,
+        args: [
+          '--disable-gpu',
+          '--disable-dev-shm-usage',
+          '--proxy-bypass-list=<-loopback>',
+          '--no-first-run',
+          '--mute-audio',
+        ],
+      });
+    })();
+    return this.#browser;
+  }
+
+  /** A renderer stuck in a script may not close its context: the browser is restarted instead. */
+  async #closeContext(context: BrowserContext): Promise<void> {
+    const closed = await withDeadline(Date.now() + 5_000, async () => {
+      await context.close();
+      return true;
+    });
+    if (closed === undefined) {
+      const browser = this.#browser;
+      this.#browser = undefined;
+      await (await browser)?.close().catch(() => {});
+    }
+  }
+}
+
+/** `fn`'s value, or undefined when it has not settled by `deadline` (epoch ms) or failed. */
+async function withDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([fn().catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

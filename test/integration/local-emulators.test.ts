@@ -139,6 +139,7 @@ describe('aws-clients', () => {
       AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4566',
       AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:4566',
       AWS_ENDPOINT_URL_EVENTBRIDGE: 'http://127.0.0.1:4566',
+      AWS_ENDPOINT_URL_SSM: 'http://127.0.0.1:4566',
       AWS_REGION: 'us-east-1',
       AWS_DEFAULT_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
@@ -155,5 +156,6 @@ describe('aws-clients', () => {
       dynamodb: 'http://127.0.0.1:2',
     });
     assert.equal(env.AWS_ENDPOINT_URL_EVENTBRIDGE, undefined);
+    assert.equal(env.AWS_ENDPOINT_URL_SSM, undefined, 'nor SSM: crawls with credentials cannot run there');
   });
 });

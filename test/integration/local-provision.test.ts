@@ -236,6 +236,7 @@ describe('startLocalAws with an endpoint', () => {
       dynamodb: emulators.endpoints.sqs,
       events: emulators.endpoints.sqs,
       scheduler: emulators.endpoints.sqs,
+      ssm: emulators.endpoints.sqs,
     });
     assert.deepEqual(aws.functionEnv[FUNCTION], {
       ...aws.functionEnv[FUNCTION],

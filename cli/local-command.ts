@@ -82,6 +82,8 @@ export function parseLocalOptions(args: string[]): LocalCommandOptions {
     ['--seeds-file', crawl.seedsFile],
     ['--since', crawl.since],
     ['--events', crawl.events],
+    // Credentials are a crawl's, kept in its own parameter: a plain URL message has no crawl to own them.
+    ['--header, --cookie, --cookie-file, --basic-auth or a --proxy user', crawl.credentials],
   ] as const) {
     if (given !== undefined)
       throw new UsageError(`local has no ${flag}; \`crawler local --help\` lists its options`);

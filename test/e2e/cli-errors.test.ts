@@ -171,6 +171,18 @@ describe('failures: one line saying what to do, exit 1, the trace only with --de
         /--credentials-hosts: "http:\/\/a.example\/" is not a host\[:port\]/,
       ],
       [
+        ['local', '--header', 'X-A: b'],
+        /local has no --header, --cookie, --cookie-file, --basic-auth or a --proxy user/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--render', 'sometimes'],
+        /--render expects one of never, auto, always, got "sometimes"/,
+      ],
+      [
+        ['crawl', 'http://127.0.0.1:9/', '--render-pattern', '(['],
+        /--render-pattern expects a JavaScript regular expression/,
+      ],
+      [
         ['crawl', 'http://127.0.0.1:9/', '--proxy-hosts', 'a.example'],
         /--proxy-hosts says which hosts go through --proxy/,
       ],

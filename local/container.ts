@@ -64,9 +64,7 @@ export function inProcessContainer(
       return { raw, coldStart };
     },
     async dispose() {
-      const ending = instance;
       instance = undefined;
-      await ending?.dispose?.();
     },
   };
 }

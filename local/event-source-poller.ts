@@ -78,6 +78,8 @@ export interface EventSourcePollerOptions {
   inProcess?: boolean;
   /** What an in-process container's handler is built with (its SDK transport); none in a worker. */
   wiring?: HandlerWiring;
+  /** A worker's handler gets a browser of its own for `--render` (local/local-renderer.ts). */
+  render?: boolean;
   log?: (line: string) => void;
   onInvocation?: (report: InvocationReport) => void;
 }
@@ -189,7 +191,7 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     if (!handlerModule) throw new Error('poller not started');
     return handlerModule.inProcess || options.inProcess
       ? inProcessContainer(handlerModule.factory, options.env, options.wiring)
-      : workerContainer(fn, { ...options.env });
+      : workerContainer(fn, { ...options.env }, options.render ?? false);
   }
 
   async function runSlot(slot: number): Promise<void> {

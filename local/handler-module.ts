@@ -4,10 +4,7 @@ import type { Context, SQSEvent } from 'aws-lambda';
 import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import type { LocalFunction } from './stack-model.ts';
 
-export type HandlerInstance = ((event: SQSEvent, context: Context) => unknown) & {
-  /** Releases what the instance holds outside its thread (a browser): called when its container ends. */
-  dispose?: () => Promise<unknown>;
-};
+export type HandlerInstance = (event: SQSEvent, context: Context) => unknown;
 /** `wiring` only in this thread: a worker's handler reaches the AWS over the wire. */
 export type HandlerFactory = (
   env: Record<string, string>,

@@ -2,9 +2,11 @@
 // instance at its first invocation (the cold start), runs invocations posted to it, and relays what
 // its thread counted (worker-relays.ts) often enough that a terminated worker loses little.
 import { parentPort, workerData } from 'node:worker_threads';
+import type { PageRenderer } from '../lambdas/core/ports.ts';
 import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
 import { type HandlerInstance, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext } from './lambda-context.ts';
+import { localRenderer } from './local-renderer.ts';
 import type { FromWorker, ToWorker, WorkerData } from './worker-container.ts';
 import { createRelays, takeAll } from './worker-relays.ts';
 
@@ -24,6 +26,12 @@ const relay = () => {
 setInterval(relay, RELAY_EVERY_MS).unref();
 
 let instance: HandlerInstance | undefined;
+
+/** This worker's browser: it ends with the worker (its pipe to Chromium closes). */
+function renderWiring(): { renderer?: PageRenderer } {
+  const renderer = localRenderer();
+  return renderer === undefined ? {} : { renderer };
+}
 // Init: the module imported before any invocation (Lambda does not count it against the timeout).
 const loaded = loadHandlerModule(data.fn);
 loaded.then(
@@ -35,7 +43,7 @@ port.on('message', async (message: ToWorker) => {
   try {
     if (!instance) {
       const { factory } = await loaded;
-      instance = await factory(data.env);
+      instance = await factory(data.env, data.render ? renderWiring() : undefined);
     }
     const context = createLambdaContext(data.fn, message.deadline, message.stream, message.requestId);
     const value = await instance(message.event, context);

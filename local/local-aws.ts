@@ -1,5 +1,4 @@
 // The whole local AWS: emulators (or an endpoint), the provisioned stack, one poller per event source.
-import { existsSync } from 'node:fs';
 import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
@@ -32,6 +31,7 @@ import {
 } from './event-source-poller.ts';
 import type { LocalEventBus } from './eventbridge-server.ts';
 import { depths, holdsNothing, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
+import { localRenderer } from './local-renderer.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalScheduler } from './scheduler-server.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
@@ -106,18 +106,6 @@ export interface RuntimeStats {
 export const EVENTS_LOG = 'events.jsonl';
 /** The local Scheduler's schedules (`crawler schedule add`), kept across restarts, in the state directory. */
 export const SCHEDULES_FILE = 'schedules.json';
-/**
- * The Chromium `--render` uses on this machine: CRAWLER_CHROMIUM, else Debian's. Given to the fetch
- * function only when it is there; without it pages to render are kept as fetched, with a note.
- */
-const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
-
-function browserEnv(fn: LocalFunction): Record<string, string> {
-  return fn.handlerModule === HANDLERS.fetch && existsSync(CHROMIUM)
-    ? { [FUNCTION_ENV.chromiumPath]: CHROMIUM }
-    : {};
-}
-
 /** The local SSM Parameter Store's parameters (a crawl's credentials), in the state directory, mode 0600. */
 export const PARAMETERS_FILE = 'parameters.json';
 
@@ -301,10 +289,11 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         // No EventBridge among the endpoints: no events (a publish would go nowhere).
         ...(bus === undefined || endpoints.events === undefined ? {} : { [FUNCTION_ENV.eventBusName]: bus }),
         ...endpointEnv(endpoints, settings),
-        ...browserEnv(fn),
         ...options.handlerEnvOverrides,
       };
     }
+    // One browser for the handlers in this thread (it starts with the first render, if any).
+    const renderer = localRenderer();
     const pollers = Object.values(stack.eventSources).flatMap((source) => {
       const fn = stack.functions[source.functionLogicalId];
       const env = functionEnv[source.functionLogicalId];
@@ -324,9 +313,16 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
             : {}),
           ...(options.eagerBatches ? { eagerBatches: true } : {}),
           ...(options.inProcessHandlers ? { inProcess: true } : {}),
-          ...(options.inProcessHandlers && settings.transport
-            ? { wiring: { awsTransport: settings.transport } }
+          ...(options.inProcessHandlers
+            ? {
+                wiring: {
+                  ...(settings.transport ? { awsTransport: settings.transport } : {}),
+                  ...(fn.handlerModule === HANDLERS.fetch && renderer ? { renderer } : {}),
+                },
+              }
             : {}),
+          // A worker's handler starts its own browser (objects do not cross threads).
+          ...(fn.handlerModule === HANDLERS.fetch && renderer ? { render: true } : {}),
           ...(options.log ? { log: options.log } : {}),
           ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
         }),
@@ -415,6 +411,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
         if (stopped) return;
         stopped = true;
         await Promise.all(pollers.map((p) => p.stop()));
+        await renderer?.close();
         destroyClients(clients);
         for (const sqs of pollerClients) sqs.destroy();
         try {

@@ -14,6 +14,8 @@ export interface WorkerData {
   env: Record<string, string>;
   /** The IAM ledger records in the worker too when it does on the main thread (a test enabled it). */
   ledger: boolean;
+  /** The handler gets a browser of its own (local/local-renderer.ts). */
+  render: boolean;
 }
 
 export interface ToWorker {
@@ -38,7 +40,7 @@ const WORKER_URL = new URL('./handler-worker.ts', import.meta.url);
 /** One set per thread: every worker's counts are absorbed into this thread's tallies. */
 const relays = createRelays();
 
-export function workerContainer(fn: LocalFunction, env: Record<string, string>): Container {
+export function workerContainer(fn: LocalFunction, env: Record<string, string>, render = false): Container {
   let worker: Worker | undefined;
   /** Whether the worker holds a handler instance (its createHandler succeeded). */
   let warm = false;
@@ -58,7 +60,7 @@ export function workerContainer(fn: LocalFunction, env: Record<string, string>):
 
   const start = (): Worker => {
     const started = new Worker(WORKER_URL, {
-      workerData: { fn, env, ledger: awsCallLedger.enabled } satisfies WorkerData,
+      workerData: { fn, env, ledger: awsCallLedger.enabled, render } satisfies WorkerData,
     });
     let initDone: (error?: Error) => void = () => {};
     ready = new Promise<void>((resolve, reject) => {

@@ -3,20 +3,13 @@
  * and the network, plus the container's caches (what a warm container remembers between batches).
  */
 
-import { BrowserRenderer } from '../adapters/browser-renderer.ts';
 import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
 import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
-import {
-  guardLookup,
-  HOST_LOCAL_REFUSED,
-  HttpFetcher,
-  type HttpFetcherOptions,
-  systemLookup,
-} from '../adapters/http-fetcher.ts';
+import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
 import { SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import type { FetchBatchDeps } from '../core/fetch-batch.ts';
@@ -46,25 +39,6 @@ export interface HandlerOverrides extends HandlerWiring {
  */
 export function fetcherOptions(env: Pick<FetchEnv, 'AWS_LAMBDA_RUNTIME_API'>): HttpFetcherOptions {
   return { connectionsPerOrigin: 6, refuseHostLocal: env.AWS_LAMBDA_RUNTIME_API !== undefined };
-}
-
-/** A browser when the function has one (CHROMIUM_PATH), and the hosts found to need it. */
-function rendering(env: FetchEnv): Pick<ContainerDeps, 'renderer' | 'renderedHosts'> {
-  const executablePath = env[FUNCTION_ENV.chromiumPath];
-  if (executablePath === undefined) return {};
-  const lookup = systemLookup;
-  return {
-    renderer: new BrowserRenderer({
-      executablePath,
-      lookups: {
-        other: guardLookup(lookup),
-        // The page's own host as the crawl allows it: --allow-private pages on a private address, but
-        // inside Lambda never this machine's own.
-        ownHost: env.AWS_LAMBDA_RUNTIME_API === undefined ? lookup : guardLookup(lookup, HOST_LOCAL_REFUSED),
-      },
-    }),
-    renderedHosts: new LruSet(RENDERED_HOSTS_CACHE_ENTRIES),
-  };
 }
 
 /** The batch's deps but for what each invocation sets (its id and time). */
@@ -98,7 +72,10 @@ export function fetchDeps(
     }),
     robotsCache: createRobotsCache(),
     credentials: new SsmCredentialStore(clients.ssm),
-    ...rendering(env),
+    // A browser only where the runtime gives one (the local runtime, when Chromium is installed).
+    ...(overrides.renderer === undefined
+      ? {}
+      : { renderer: overrides.renderer, renderedHosts: new LruSet(RENDERED_HOSTS_CACHE_ENTRIES) }),
     seen: new LruSet(SEEN_CACHE_ENTRIES),
     blobs,
     // A part once written is never removed: a HEAD that found it need not be repeated.

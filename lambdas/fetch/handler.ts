@@ -27,7 +27,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   const deps = fetchDeps(env, clients, log, overrides);
   const stack = functionStack(env, clients);
 
-  const handle = async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
+  return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {
     // Schedules' firings and re-crawl tasks start their crawls first (lambdas/submission/).
     const starts = await startCrawlsFromQueue(receivedMessages(event, metrics), {
       stack,
@@ -76,8 +76,6 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
       log,
     );
   };
-  // A runtime that ends the container (the local one) closes its browser: Lambda freezes it instead.
-  return Object.assign(handle, { dispose: async () => deps.renderer?.close() });
 }
 
 /** Time kept for the batch's last sends after the visits stop starting requests: 10 s, or a quarter of a short timeout. */

@@ -8,6 +8,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
+import type { PageRenderer } from '../core/ports.ts';
 import { countAwsCalls } from './aws-call-counter.ts';
 import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';
@@ -48,6 +49,8 @@ export interface AwsTransport {
 export interface HandlerWiring {
   /** The local runtime's transport to its emulators, for handlers in its thread; Lambda gives none. */
   awsTransport?: AwsTransport;
+  /** The local runtime's browser for `--render` (local/local-renderer.ts); Lambda gives none yet. */
+  renderer?: PageRenderer;
 }
 
 /** The principal of clients built outside Lambda without a function name (tests, benchmarks). */

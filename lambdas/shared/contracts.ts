@@ -84,11 +84,6 @@ export const FUNCTION_ENV = {
   defaultCrawlConfig: 'DEFAULT_CRAWL_CONFIG',
   /** The EventBridge bus crawl events are published on (lambdas/core/crawl-events.ts). */
   eventBusName: 'EVENT_BUS_NAME',
-  /**
-   * The Chromium the fetch function renders pages with (`--render`); absent: no browser, and a page
-   * that should be rendered is kept as fetched. The local runtime sets it when Chromium is installed.
-   */
-  chromiumPath: 'CHROMIUM_PATH',
 } as const;
 
 /** A crawl id: it is part of S3 keys, DynamoDB keys and MessageGroupIds. */

@@ -57,8 +57,6 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
   /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
-  /** The browser for `--render` (lambdas/adapters/browser-renderer.ts); absent: none. */
-  [FUNCTION_ENV.chromiumPath]: z.string().min(1).optional(),
   /**
    * Set by Lambda itself (the Runtime API's host:port, on loopback), never by the stack or the local
    * runtime: its presence means this process runs inside Lambda.

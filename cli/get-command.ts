@@ -216,6 +216,13 @@ async function writeContent(
     return 1;
   }
   let content = mode === 'markdown' ? record.markdown : record.text;
+  if (content === undefined && record.kind === 'pdf') {
+    // A PDF's other form is not rendered from the stored document here: the crawl kept one.
+    const kept =
+      mode === 'markdown' ? 'text (--content text); --text prints it' : 'Markdown; --markdown prints it';
+    io.stderr.write(`${what} is a PDF whose crawl kept its ${kept}\n`);
+    return 1;
+  }
   if (content === undefined) {
     // The record holds the other form (--content markdown or text): render this one from the page.
     try {

@@ -4,6 +4,7 @@
 import { type ContentRecord, MAX_TEXT_RECORD_CHARS } from './content-record.ts';
 import type { ContentMode } from './crawl-config.ts';
 import { extractMainContent, type MainContentOptions, type PageMetadata } from './main-content.ts';
+import type { PdfExtraction } from './pdf-content.ts';
 
 export interface ContentSource {
   crawlId: string;
@@ -49,7 +50,27 @@ export function textContentRecord(source: ContentSource, text: string): ContentR
   };
 }
 
-function head(source: ContentSource, kind: 'html' | 'text'): Omit<ContentRecord, 'wordCount'> {
+/** The record of a PDF, from its extraction (pdf-content.ts). */
+export function pdfContentRecord(
+  source: ContentSource,
+  pdf: PdfExtraction,
+  mode: Exclude<ContentMode, 'none'>,
+): ContentRecord {
+  return {
+    ...head(source, 'pdf'),
+    ...(pdf.title === undefined ? {} : { title: pdf.title }),
+    ...(pdf.subject === undefined ? {} : { description: pdf.subject }),
+    ...(pdf.author === undefined ? {} : { author: pdf.author }),
+    ...(pdf.language === undefined ? {} : { language: pdf.language }),
+    wordCount: pdf.wordCount,
+    pages: pdf.pages,
+    pagesRead: pdf.pagesRead,
+    ...(pdf.truncated === undefined ? {} : { truncated: pdf.truncated }),
+    ...(mode === 'markdown' ? { markdown: pdf.markdown } : { text: pdf.text }),
+  };
+}
+
+function head(source: ContentSource, kind: ContentRecord['kind']): Omit<ContentRecord, 'wordCount'> {
   return {
     v: 1,
     crawlId: source.crawlId,

@@ -9,7 +9,10 @@
  *   `crawler get` renders the other form from the stored page.
  * - Text, JSON and XML (text/*, application/json, application/xml, `+json`, `+xml`): the decoded text,
  *   at most MAX_TEXT_RECORD_CHARS characters. Never through the HTML path.
- * - Anything else (images, PDF...): no record.
+ * - PDF (application/pdf): its text as Markdown (headings and paragraphs from its layout) or as plain
+ *   text, with its title, author, language and pages (pdf-content.ts), bounded in pages, decoded
+ *   bytes and time.
+ * - Anything else (images, archives...): no record.
  *
  * `truncated` says why a record holds less than the page (a bound of main-content.ts, `time` when its
  * CPU budget ran out, or the text cap).
@@ -31,8 +34,8 @@ export const ContentRecordSchema = z.object({
   fetchedAt: z.string(),
   /** Media type of the response, without parameters. */
   mime: z.string(),
-  /** `html`: main content and metadata; `text`: the whole body as text. */
-  kind: z.enum(['html', 'text']),
+  /** `html`: main content and metadata; `text`: the whole body as text; `pdf`: a document's text. */
+  kind: z.enum(['html', 'text', 'pdf']),
   title: z.string().optional(),
   description: z.string().optional(),
   language: z.string().optional(),
@@ -44,6 +47,9 @@ export const ContentRecordSchema = z.object({
   og: z.record(z.string(), z.string()).optional(),
   jsonLdTypes: z.array(z.string()).optional(),
   wordCount: z.number().int().min(0),
+  /** A PDF's pages, and how many of them were read (PDF_LIMITS.maxPages). */
+  pages: z.number().int().min(0).optional(),
+  pagesRead: z.number().int().min(0).optional(),
   truncated: z.string().optional(),
   /** HTML with `content: markdown` (the default). */
   markdown: z.string().optional(),
@@ -63,9 +69,10 @@ export function contentMetadata(record: ContentRecord): ContentMetadata {
 
 const TEXT_TYPES = /^(text\/[^;]+|application\/(json|xml|[^;]+\+json|[^;]+\+xml))$/;
 
-/** Which path a media type takes: `html`, `text`, or none. */
-export function contentKind(mime: string | undefined): 'html' | 'text' | undefined {
+/** Which path a media type takes: `html`, `text`, `pdf`, or none. */
+export function contentKind(mime: string | undefined): ContentRecord['kind'] | undefined {
   if (mime === undefined) return undefined;
   if (mime === 'text/html' || mime === 'application/xhtml+xml') return 'html';
+  if (mime === 'application/pdf') return 'pdf';
   return TEXT_TYPES.test(mime) ? 'text' : undefined;
 }

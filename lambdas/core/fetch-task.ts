@@ -45,6 +45,8 @@ export interface UrlStepDeps {
   renderer?: PageRenderer;
   /** Hosts whose pages needed rendering (`--render auto`). */
   renderedHosts?: RenderedHosts;
+  /** When the visit stops starting requests (epoch ms): a PDF's text extraction ends by then. */
+  deadline?: number;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }

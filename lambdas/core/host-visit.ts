@@ -155,7 +155,8 @@ export async function visitHost(
    * page read before that may still show them not done: that copy must not fetch them again.
    */
   const finalized = new Set<string>();
-  // A page that may be rendered takes its render's time too (RENDER_LIMITS).
+  // A page that may be rendered takes its render's time too (RENDER_LIMITS). A PDF's text extraction
+  // ends by the visit's deadline instead (page-reading.ts): every crawl stores PDFs.
   const renders = config.render !== 'never' || config.renderPatterns.length > 0;
   const requestBudget =
     config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS + (renders ? RENDER_LIMITS.timeMs : 0);

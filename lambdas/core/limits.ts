@@ -189,6 +189,19 @@ export const CONTENT_LIMITS = {
   itemDescriptionChars: 500,
 } as const;
 
+/** A PDF's text (core/pdf-content.ts, pdf-streams.ts). */
+export const PDF_LIMITS = {
+  /** Pages read; the document's page count is still reported. */
+  maxPages: 200,
+  /**
+   * Decoded bytes of all the document's streams, counted from the raw bytes before pdf.js opens it
+   * (pdf.js decodes streams without a bound: a 5 MiB Flate bomb would be gigabytes).
+   */
+  maxDecodedBytes: 64 * MiB,
+  /** Wall-clock time from the document's opening to the last page read. */
+  timeBudgetMs: 5_000,
+} as const;
+
 /** A page rendered in the browser (`--render`, core/page-render.ts, adapters/browser-renderer.ts). */
 export const RENDER_LIMITS = {
   /**

@@ -4,14 +4,16 @@
  * page that should be rendered (page-render.ts) is read from its rendered DOM instead, which is kept
  * for the WARC file. Other content is stored but not parsed.
  */
-import { htmlContentRecord, textContentRecord } from './content-extract.ts';
+import { htmlContentRecord, pdfContentRecord, textContentRecord } from './content-extract.ts';
 import { type ContentRecord, contentKind } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { headerValue } from './http-headers.ts';
+import { PDF_LIMITS } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, mediaType } from './page-content.ts';
 import { type RenderStepDeps, renderStep } from './page-render.ts';
+import { extractPdf } from './pdf-content.ts';
 import type { PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
 
@@ -27,6 +29,8 @@ export interface PageReading {
 export interface PageReadingDeps extends RenderStepDeps {
   /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs). */
   extractionCpuMs?: number | undefined;
+  /** When the visit stops starting requests (epoch ms): a PDF's extraction ends by then at the latest. */
+  deadline?: number | undefined;
 }
 
 export async function readPage(
@@ -50,7 +54,6 @@ export async function readPage(
     const what = kind === 'html' ? 'links' : 'text';
     return { links: [], note: { code: decoded.code, reason: `${what} not extracted: ${decoded.reason}` } };
   }
-  const text = decodeText(decoded.bytes, result.contentType);
   const source = {
     crawlId: result.crawlId,
     key: result.key,
@@ -59,6 +62,24 @@ export async function readPage(
     fetchedAt: result.fetchedAt,
     mime: mime ?? '',
   };
+  // `wantsContent` holds for every kind but html (returned above otherwise).
+  if (kind === 'pdf' && config.content !== 'none') {
+    const cut = response.truncated === 'length' ? ' (the body was cut at the size cap)' : '';
+    const left = deps.deadline === undefined ? PDF_LIMITS.timeBudgetMs : deps.deadline - deps.now();
+    const pdf = await extractPdf(decoded.bytes, {
+      timeBudgetMs: Math.max(0, Math.min(PDF_LIMITS.timeBudgetMs, left)),
+    });
+    const truncated = pdf.truncated === undefined ? undefined : `${pdf.truncated}${cut}`;
+    return {
+      links: [],
+      content: pdfContentRecord(
+        source,
+        { ...pdf, ...(truncated === undefined ? {} : { truncated }) },
+        config.content,
+      ),
+    };
+  }
+  const text = decodeText(decoded.bytes, result.contentType);
   if (kind !== 'html') return { links: [], content: textContentRecord(source, text) };
   const step = await renderStep(crawlId, new URL(response.url), text, config, deps);
   const html = step.kind === 'rendered' ? step.html : text;

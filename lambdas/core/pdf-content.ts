@@ -14,25 +14,20 @@ import { setImmediate as nextMacrotask, setTimeout as sleep } from 'node:timers/
 import { getResolvedPDFJS } from 'unpdf';
 import type { PDFDocumentProxy, PDFPageProxy } from 'unpdf/pdfjs';
 import { MAX_TEXT_RECORD_CHARS } from './content-record.ts';
-import { CONTENT_LIMITS } from './limits.ts';
+import { CONTENT_LIMITS, PDF_LIMITS } from './limits.ts';
 import { escapeMarkdownText } from './markdown-escape.ts';
-import { PDF_STREAM_LIMITS, scanPdfStreams } from './pdf-streams.ts';
+import { scanPdfStreams } from './pdf-streams.ts';
 
-/** Bounds of a PDF's extraction (the options' defaults). */
-export const PDF_LIMITS = {
-  /** Pages read; the document's page count is still reported. */
-  maxPages: 200,
-  /** Decoded bytes of all the document's streams (pdf-streams.ts): past it nothing is read. */
-  maxDecodedBytes: PDF_STREAM_LIMITS.maxDecodedBytes,
-  /** Wall-clock milliseconds from the document's opening to the last page read. */
-  timeBudgetMs: 5_000,
+/** Bounds of a PDF's extraction (the options' defaults): limits.ts's, and the text bounds of the other records. */
+export const PDF_BOUNDS = {
+  ...PDF_LIMITS,
   /** Characters of text kept, as for a text body's record. */
   maxChars: MAX_TEXT_RECORD_CHARS,
   /** Characters of a metadata string (title, author, subject, keywords), as an HTML page's title. */
   metadataChars: CONTENT_LIMITS.titleChars,
 } as const;
 
-/** Bounds of one extraction; each defaults to PDF_LIMITS'. */
+/** Bounds of one extraction; each defaults to PDF_BOUNDS'. */
 export type PdfOptions = Partial<Record<PdfBound, number>>;
 type PdfBound = 'maxPages' | 'maxDecodedBytes' | 'timeBudgetMs' | 'maxChars';
 
@@ -85,7 +80,7 @@ type TextItem = { str: string; transform: number[]; width: number; height: numbe
 
 /** The text and metadata of the PDF `bytes`; never throws for a bad document. */
 export async function extractPdf(bytes: Uint8Array, options: PdfOptions = {}): Promise<PdfExtraction> {
-  const limits = { ...PDF_LIMITS, ...defined(options) };
+  const limits = { ...PDF_BOUNDS, ...defined(options) };
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024));
   if (!head.toString('latin1').includes('%PDF-')) return empty('not a PDF: no %PDF- header');
   try {
@@ -365,9 +360,9 @@ function metadataFields(meta: { info: object; metadata: { get(name: string): unk
 function clean(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   // a hostile megabyte title costs at most a few times the cap
-  const text = cut(value, PDF_LIMITS.metadataChars * 4).replace(CONTROLS, ' ');
+  const text = cut(value, PDF_BOUNDS.metadataChars * 4).replace(CONTROLS, ' ');
   const collapsed = text.replace(/\s+/g, ' ').trim();
-  return collapsed === '' ? undefined : cut(collapsed, PDF_LIMITS.metadataChars);
+  return collapsed === '' ? undefined : cut(collapsed, PDF_BOUNDS.metadataChars);
 }
 
 /** Why pdf.js could not open the document, in one line. */

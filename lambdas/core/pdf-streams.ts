@@ -11,12 +11,14 @@
  * Not covered: a JPEG as page content, a fake keyword in a string after a /Filter, a filter or length
  * in a compressed object stream.
  */
+import { PDF_LIMITS } from './limits.ts';
+
 const MiB = 1024 * 1024;
 
 /** Bounds of the pre-scan. */
 export const PDF_STREAM_LIMITS = {
   /** Decoded bytes of all streams together. */
-  maxDecodedBytes: 64 * MiB,
+  maxDecodedBytes: PDF_LIMITS.maxDecodedBytes,
   /** Distinct filter lists a segment's dictionary may name; more is refused. */
   maxFilterLists: 8,
   /** Stream data read, over the file's size: segments overlapping past it are refused. */

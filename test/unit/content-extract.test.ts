@@ -22,8 +22,9 @@ const PAGE = `<html lang="de"><head><title>Der Titel</title><meta name="descript
 <body><nav>MENU</nav><article><h1>Überschrift</h1><p>Ein Absatz mit genug Text, damit er als Inhalt zählt, und einem <a href="x">Link</a>.</p></article></body></html>`;
 
 describe('contentKind', () => {
-  it('sends HTML to the HTML path, text, JSON and XML to the text path, nothing else anywhere', () => {
+  it('sends HTML to the HTML path, PDF to the PDF path, text, JSON and XML to the text path, nothing else anywhere', () => {
     assert.equal(contentKind('text/html'), 'html');
+    assert.equal(contentKind('application/pdf'), 'pdf');
     assert.equal(contentKind('application/xhtml+xml'), 'html');
     for (const mime of [
       'text/plain',
@@ -36,7 +37,7 @@ describe('contentKind', () => {
       'application/rss+xml',
     ])
       assert.equal(contentKind(mime), 'text', mime);
-    for (const mime of ['image/png', 'application/pdf', 'application/octet-stream', 'video/mp4', undefined])
+    for (const mime of ['image/png', 'application/octet-stream', 'video/mp4', undefined])
       assert.equal(contentKind(mime), undefined, String(mime));
   });
 });

@@ -7,13 +7,13 @@
  * whose cron matches that minute in its time zone sends its target's Input to its queue. Nothing
  * fires without `start` (`crawler crawl` ends with its crawl). Tests fire a minute by `fireAt`.
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/cron.ts';
 import { SCHEDULED_TIME } from '../lambdas/core/schedule.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { readJsonBody } from './json-body.ts';
+import { KeptFile, readKeptItems } from './kept-file.ts';
 import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 
@@ -59,28 +59,14 @@ type Answer = { status: number; answer: unknown; errorType?: string };
 export class LocalScheduler {
   #settings: SchedulerSettings | undefined;
   readonly #schedules = new Map<string, StoredSchedule>();
-  #saving: Promise<void> = Promise.resolve();
+  readonly #file = new KeptFile();
 
   /** Loads the kept schedules (a missing file is none; a damaged one is refused, naming it). */
   async configure(settings: SchedulerSettings): Promise<void> {
     this.#settings = settings;
     this.#schedules.clear();
     if (settings.file === undefined) return;
-    let text: string;
-    try {
-      text = await readFile(settings.file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    let kept: StoredSchedule[];
-    try {
-      kept = z.array(StoredScheduleSchema).parse(JSON.parse(text));
-    } catch {
-      throw new Error(
-        `${settings.file}: not the local scheduler's JSON; remove it to start with no schedules`,
-      );
-    }
+    const kept = await readKeptItems(settings.file, z.array(StoredScheduleSchema), 'local scheduler');
     for (const schedule of kept) this.#schedules.set(keyOf(schedule.GroupName, schedule.Name), schedule);
   }
 
@@ -237,13 +223,7 @@ export class LocalScheduler {
   /** Written whole to a temporary file, then renamed: a crash leaves the old file or the new one. */
   async #save(): Promise<void> {
     const file = this.#settings?.file;
-    if (file === undefined) return;
-    const text = JSON.stringify([...this.#schedules.values()], null, 2);
-    this.#saving = this.#saving.then(async () => {
-      await writeFile(`${file}.tmp`, text);
-      await rename(`${file}.tmp`, file);
-    });
-    await this.#saving;
+    if (file !== undefined) await this.#file.write(file, [...this.#schedules.values()]);
   }
 }
 

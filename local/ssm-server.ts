@@ -4,11 +4,11 @@
 // standard tier), a SecureString returned in clear only WithDecryption. Kept in a file of the state
 // directory (mode 0600, written whole), so a resumed crawl reads its credentials again; nothing here
 // is encrypted, as in LocalStack.
-import { readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { RunningServer } from './fauxqs-server.ts';
 import { readJsonBody } from './json-body.ts';
+import { KeptFile, readKeptItems } from './kept-file.ts';
 import { listenOnLoopback } from './loopback-listen.ts';
 import { guardServer } from './request-guard.ts';
 
@@ -43,27 +43,15 @@ export interface ParameterStoreSettings {
 export class LocalParameterStore {
   #settings: ParameterStoreSettings = { region: 'us-east-1', accountId: '000000000000' };
   readonly #parameters = new Map<string, Stored>();
-  #saving: Promise<void> = Promise.resolve();
+  readonly #file = new KeptFile();
 
   /** Loads the kept parameters (a missing file is none; a damaged one is refused, naming it). */
   async configure(settings: ParameterStoreSettings): Promise<void> {
     this.#settings = settings;
     this.#parameters.clear();
     if (settings.file === undefined) return;
-    let text: string;
-    try {
-      text = await readFile(settings.file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    const kept = z.array(StoredSchema).safeParse(safeJson(text));
-    if (!kept.success) {
-      throw new Error(
-        `${settings.file}: not the local parameter store's JSON; remove it to start with no parameters`,
-      );
-    }
-    for (const parameter of kept.data) this.#parameters.set(parameter.Name, parameter);
+    const kept = await readKeptItems(settings.file, z.array(StoredSchema), 'local parameter store');
+    for (const parameter of kept) this.#parameters.set(parameter.Name, parameter);
   }
 
   async handle(target: string, body: Record<string, unknown>): Promise<Answer> {
@@ -138,13 +126,8 @@ export class LocalParameterStore {
 
   async #save(): Promise<void> {
     const file = this.#settings.file;
-    if (file === undefined) return;
-    const text = JSON.stringify([...this.#parameters.values()]);
-    this.#saving = this.#saving.then(async () => {
-      await writeFile(`${file}.tmp`, text, { mode: 0o600 });
-      await rename(`${file}.tmp`, file);
-    });
-    await this.#saving;
+    // The values are secrets: readable by their owner only.
+    if (file !== undefined) await this.#file.write(file, [...this.#parameters.values()], 0o600);
   }
 }
 
@@ -154,14 +137,6 @@ function ok(body: unknown): Answer {
 
 function failure(type: string, message: string): Answer {
   return { status: 400, body: { __type: type, message } };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 export async function startSsmServer(store: LocalParameterStore): Promise<RunningServer> {

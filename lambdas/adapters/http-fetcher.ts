@@ -241,9 +241,11 @@ function onSendHeaders(message: unknown): void {
   if (owner === undefined || typeof message !== 'object' || message === null) return;
   const { headers, socket, request } = message as { headers?: unknown; socket?: unknown; request?: unknown };
   if (typeof headers !== 'string') return;
-  const path =
-    typeof request === 'object' && request !== null ? (request as { path?: unknown }).path : undefined;
-  if (path !== owner.path) return;
+  const { path, origin } =
+    typeof request === 'object' && request !== null ? (request as { path?: unknown; origin?: unknown }) : {};
+  // A proxied request's block comes later than its exchange's start: another exchange may be
+  // claiming then, and must not take it for its own.
+  if (path !== owner.path || (typeof origin === 'string' && origin !== owner.origin)) return;
   claimant = undefined;
   const remote =
     typeof socket === 'object' && socket !== null
@@ -285,6 +287,8 @@ class Stop extends Error {}
 
 class Exchange implements Dispatcher.DispatchHandler {
   readonly path: string;
+  /** The target's origin: with path, what a header block on the channel must name to be this one's. */
+  origin = '';
   wire: WireRecord | undefined;
   readonly done: Promise<ExchangeResult>;
 
@@ -690,6 +694,7 @@ export class HttpFetcher implements PageFetcher {
     const budget = this.bodyBudget;
     // The hold is the caller's (its async context), taken here, before any undici callback.
     const exchange = new Exchange(host, path, limits, budget?.lease(budget.currentHold()));
+    exchange.origin = url.origin;
     const agent =
       request.proxy === undefined
         ? this.#agent(policy, limits.connectTimeoutMs)

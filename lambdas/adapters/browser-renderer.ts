@@ -59,7 +59,8 @@ export class BrowserRenderer implements PageRenderer {
       let blocked = 0;
       await context.route('**/*', (route: Route) => {
         const req = route.request();
-        if (!documentServed && req.isNavigationRequest() && req.url() === request.url.href) {
+        // The first navigation is the page's own: served from the response already fetched.
+        if (!documentServed && req.isNavigationRequest()) {
           documentServed = true;
           return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: request.html });
         }

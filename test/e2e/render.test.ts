@@ -67,6 +67,8 @@ describe('crawler crawl --render', { skip }, () => {
   let canary: Server;
   let canaryConnections = 0;
   let rendered: CrawlRun;
+  /** Requests for the three pages during the rendered crawl: the crawler's fetches only. */
+  let documentRequests = 0;
   let plain: CrawlRun;
   let endless: CrawlRun;
 
@@ -114,6 +116,9 @@ describe('crawler crawl --render', { skip }, () => {
       [`${site.origin}/`],
       ['--allow-private', '--delay', '0', '--quiet', '--render', 'auto'],
     );
+    documentRequests = site.requests.filter((request) =>
+      ['/', '/item/1', '/item/2'].includes(request.path),
+    ).length;
     plain = await runCrawl([`${site.origin}/`], ['--allow-private', '--delay', '0', '--quiet']);
     endless = await runCrawl(
       [`${site.origin}/endless`],
@@ -140,6 +145,10 @@ describe('crawler crawl --render', { skip }, () => {
     assert.match(home?.markdown ?? '', /The home paragraph 0 says what the single-page app built/);
     const item = pages.find((page) => new URL(page.url).pathname === '/item/2');
     assert.match(item?.markdown ?? '', /The item 2 paragraph 1/);
+  });
+
+  it('does not fetch a page twice: the browser is given the response the crawler has', () => {
+    assert.equal(documentRequests, 3);
   });
 
   it('without --render the same app is an empty shell with no links', () => {

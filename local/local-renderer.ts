@@ -3,19 +3,34 @@
 // is installed. Lambda code never imports it: playwright-core cannot be bundled into a function, and
 // on AWS the browser is to be a render function of its own (docs/crawling.md, "Rendering").
 import { existsSync } from 'node:fs';
-import { BrowserRenderer } from '../lambdas/adapters/browser-renderer.ts';
-import { guardLookup, systemLookup } from '../lambdas/adapters/http-fetcher.ts';
-import type { PageRenderer } from '../lambdas/core/ports.ts';
+import type { PageRenderer, RenderedPage, RenderRequest } from '../lambdas/core/ports.ts';
 
 export const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
 
-/** A renderer on the installed Chromium, or undefined when there is none (pages are then kept as fetched). */
+/**
+ * A renderer on the installed Chromium, or undefined when there is none (pages are then kept as
+ * fetched). playwright-core is loaded with the first render: a crawl that renders nothing pays nothing.
+ */
 export function localRenderer(): PageRenderer | undefined {
   if (!existsSync(CHROMIUM)) return undefined;
-  return new BrowserRenderer({
-    executablePath: CHROMIUM,
-    // Other hosts: public addresses only. The page's own host: as the crawl fetched it (this machine
-    // is not Lambda: loopback pages of a local --allow-private crawl render with their own scripts).
-    lookups: { other: guardLookup(systemLookup), ownHost: systemLookup },
-  });
+  let started: Promise<PageRenderer> | undefined;
+  const browser = () => {
+    started ??= (async () => {
+      const { BrowserRenderer } = await import('../lambdas/adapters/browser-renderer.ts');
+      const { guardLookup, systemLookup } = await import('../lambdas/adapters/http-fetcher.ts');
+      // Other hosts: public addresses only. The page's own host: as the crawl fetched it (this
+      // machine is not Lambda: loopback pages of an --allow-private crawl render with their scripts).
+      return new BrowserRenderer({
+        executablePath: CHROMIUM,
+        lookups: { other: guardLookup(systemLookup), ownHost: systemLookup },
+      });
+    })();
+    return started;
+  };
+  return {
+    render: async (request: RenderRequest): Promise<RenderedPage> => (await browser()).render(request),
+    close: async () => {
+      if (started !== undefined) await (await started).close();
+    },
+  };
 }

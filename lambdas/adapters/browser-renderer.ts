@@ -55,6 +55,18 @@ export class BrowserRenderer implements PageRenderer {
         acceptDownloads: false,
         javaScriptEnabled: true,
       });
+      if (request.cookies !== undefined && request.cookies.length > 0) {
+        await context.addCookies(
+          request.cookies.map((cookie) => ({
+            name: cookie.name,
+            value: cookie.value,
+            domain: cookie.subdomains ? `.${cookie.domain}` : cookie.domain,
+            path: cookie.path,
+            secure: cookie.secure,
+            ...(cookie.expires === 0 ? {} : { expires: cookie.expires }),
+          })),
+        );
+      }
       let documentServed = false;
       let blocked = 0;
       await context.route('**/*', (route: Route) => {
@@ -73,7 +85,11 @@ export class BrowserRenderer implements PageRenderer {
           blocked++;
           return route.abort('blockedbyclient');
         }
-        return route.continue();
+        // The crawl's credentials go with a subrequest within their scope (credentials.ts), as with
+        // the crawler's own requests; the browser's copy of the request record is not kept.
+        const added = request.headersFor?.(new URL(req.url()));
+        if (added === undefined || Object.keys(added).length === 0) return route.continue();
+        return route.continue({ headers: { ...req.headers(), ...added } });
       });
       const page = await context.newPage();
       let inflight = 0;

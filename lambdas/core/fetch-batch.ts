@@ -34,7 +34,6 @@ import type {
   CrawlBudget,
   CrawlConfigReader,
   CrawlStateCheck,
-  CredentialReader,
   DeadLetter,
   DeadLetterSender,
   FrontierAdmission,
@@ -62,8 +61,6 @@ export interface RetryRequest {
 
 export interface FetchBatchDeps extends Omit<UrlStepDeps, 'pace'> {
   configs: CrawlConfigReader;
-  /** A crawl's credentials (the visits add them to their requests: crawl-requests.ts). */
-  credentials?: CredentialReader;
   /**
    * A cancelled crawl's tasks and URLs end as `cancelled` results before any other work; a complete
    * crawl's are dropped (its summary is written: nothing may add to it).

@@ -23,7 +23,14 @@ import { isStorableType, mediaType } from './page-content.ts';
 import { readPage } from './page-reading.ts';
 import type { RenderedHosts } from './page-render.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
-import type { HostSlots, HostUrl, PageFetcher, PageRenderer, RobotsStore } from './ports.ts';
+import type {
+  CredentialReader,
+  HostSlots,
+  HostUrl,
+  PageFetcher,
+  PageRenderer,
+  RobotsStore,
+} from './ports.ts';
 import { conditionalHeaders, keptValidator } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -45,6 +52,12 @@ export interface UrlStepDeps {
   renderer?: PageRenderer;
   /** Hosts whose pages needed rendering (`--render auto`). */
   renderedHosts?: RenderedHosts;
+  /**
+   * Reads a crawl's credentials (config.credentials): the visit adds them to its requests
+   * (crawl-requests.ts), the browser to a rendered page's own (page-render.ts). Absent: a crawl with
+   * credentials fails its requests.
+   */
+  credentials?: CredentialReader;
   /** When the visit stops starting requests (epoch ms): a PDF's text extraction ends by then. */
   deadline?: number;
   now: () => number;

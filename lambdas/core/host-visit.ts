@@ -18,20 +18,11 @@ import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { addToTally, emptyTally } from './host-tally.ts';
 import { FRONTIER_LIMITS, RENDER_LIMITS } from './limits.ts';
-import type {
-  CrawlStateCheck,
-  CredentialReader,
-  HostTally,
-  HostUrl,
-  HostUrlStore,
-  PageFetcher,
-} from './ports.ts';
+import type { CrawlStateCheck, HostTally, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
 export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   hostUrls: HostUrlStore;
-  /** Reads a crawl's credentials (config.credentials); absent: a crawl with credentials fails its requests. */
-  credentials?: CredentialReader;
   /**
    * A cancelled crawl's URLs end as `cancelled` results before any other work; a complete crawl's
    * visit stops (its summary is written: nothing may add to it).

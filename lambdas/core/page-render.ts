@@ -10,9 +10,10 @@
  * - A render that fails or times out leaves the page as fetched, with the reason in its result.
  */
 import type { CrawlConfig } from './crawl-config.ts';
+import { credentialHeaders } from './credentials.ts';
 import { RENDER_LIMITS } from './limits.ts';
 import { hostKey } from './politeness.ts';
-import type { HostSlots, PageRenderer, RenderedPage } from './ports.ts';
+import type { CredentialReader, HostSlots, PageRenderer, RenderedPage } from './ports.ts';
 import { renderVerdict } from './render-detector.ts';
 
 /** Hosts whose pages needed rendering, per crawl (a container's memory: `crawlId host`). */
@@ -23,6 +24,8 @@ export interface RenderedHosts {
 
 export interface RenderStepDeps {
   renderer?: PageRenderer | undefined;
+  /** The crawl's credentials, for the page's own subrequests (an API behind the same login). */
+  credentials?: CredentialReader | undefined;
   renderedHosts?: RenderedHosts | undefined;
   pace: HostSlots;
   now: () => number;
@@ -66,10 +69,20 @@ export async function renderStep(
         reason: `not rendered (${decision.reason}): this fetch function has no browser`,
       },
     };
+  const bundle =
+    config.credentials === undefined ? undefined : await deps.credentials?.read(config.credentials.parameter);
   const rendered: RenderedPage = await deps.renderer.render({
     url,
     html,
     userAgent: config.userAgent,
+    ...(bundle === undefined
+      ? {}
+      : {
+          // Chromium sets a request's Cookie header itself: the cookies go to its jar instead.
+          headersFor: (target: URL) =>
+            credentialHeaders({ ...bundle, cookies: [] }, target, Math.floor(deps.now() / 1000)),
+          cookies: bundle.cookies,
+        }),
     timeMs: RENDER_LIMITS.timeMs,
     maxRequests: RENDER_LIMITS.maxRequests,
     maxBytes: RENDER_LIMITS.maxBytes,

@@ -3,7 +3,7 @@
  * these over undici and the AWS SDK; core code never imports either.
  */
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
-import type { CredentialBundle } from './credentials.ts';
+import type { CredentialBundle, CredentialCookie } from './credentials.ts';
 import type { Outcome } from './outcome.ts';
 import type { PriorCapture } from './recrawl.ts';
 import type { CrawlResult } from './result.ts';
@@ -66,6 +66,10 @@ export interface RenderRequest {
   /** The page as fetched, decoded: the browser's document (it is not fetched again). */
   html: string;
   userAgent: string;
+  /** Headers the crawl adds to a subrequest to `url` (its credential headers, each within its scope). */
+  headersFor?: (url: URL) => Record<string, string>;
+  /** The crawl's cookies: the browser's own jar sends each by its domain, path and secure flag. */
+  cookies?: readonly CredentialCookie[];
   timeMs: number;
   maxRequests: number;
   maxBytes: number;

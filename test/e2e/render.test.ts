@@ -97,6 +97,9 @@ describe('crawler crawl --render', { skip }, () => {
             links: ['/item/1', '/item/2'],
           }),
         ];
+      // Item 2's API is behind the crawl's login: only a browser sending the crawl's cookie gets it.
+      if (path === '/api/item/2.json' && req.headers.cookie !== 'session=s-render-1')
+        return [401, { 'content-type': 'application/json' }, '{}'];
       const item = /^\/api\/item\/(\d)\.json$/.exec(path);
       if (item)
         return [
@@ -114,7 +117,7 @@ describe('crawler crawl --render', { skip }, () => {
     });
     rendered = await runCrawl(
       [`${site.origin}/`],
-      ['--allow-private', '--delay', '0', '--quiet', '--render', 'auto'],
+      ['--allow-private', '--delay', '0', '--quiet', '--render', 'auto', '--cookie', 'session=s-render-1'],
     );
     documentRequests = site.requests.filter((request) =>
       ['/', '/item/1', '/item/2'].includes(request.path),
@@ -130,7 +133,7 @@ describe('crawler crawl --render', { skip }, () => {
     await new Promise((resolve) => canary?.close(resolve));
   });
 
-  it('reads links and content from the rendered DOM: the links added after load are crawled', async () => {
+  it('reads links and content from the rendered DOM: the links added after load are crawled, an API behind the login read', async () => {
     const byPath = new Map(rendered.results.map((line) => [new URL(line.url).pathname, line]));
     assert.deepEqual([...byPath.keys()].sort(), ['/', '/item/1', '/item/2']);
     for (const line of byPath.values()) {
@@ -144,7 +147,11 @@ describe('crawler crawl --render', { skip }, () => {
     const home = pages.find((page) => new URL(page.url).pathname === '/');
     assert.match(home?.markdown ?? '', /The home paragraph 0 says what the single-page app built/);
     const item = pages.find((page) => new URL(page.url).pathname === '/item/2');
-    assert.match(item?.markdown ?? '', /The item 2 paragraph 1/);
+    assert.match(
+      item?.markdown ?? '',
+      /The item 2 paragraph 1/,
+      "the page's own API call carried the crawl's cookie",
+    );
   });
 
   it('does not fetch a page twice: the browser is given the response the crawler has', () => {

@@ -11,6 +11,7 @@
  */
 import type { CrawlConfig } from './crawl-config.ts';
 import { credentialHeaders } from './credentials.ts';
+import { describeError } from './errors.ts';
 import { RENDER_LIMITS } from './limits.ts';
 import { hostKey } from './politeness.ts';
 import type { CredentialReader, HostSlots, PageRenderer, RenderedPage } from './ports.ts';
@@ -69,9 +70,39 @@ export async function renderStep(
         reason: `not rendered (${decision.reason}): this fetch function has no browser`,
       },
     };
+  let rendered: RenderedPage;
+  try {
+    rendered = await render(url, html, config, deps.renderer, deps);
+  } catch (error) {
+    // A browser that cannot start, or credentials that cannot be read: the page is kept as fetched.
+    return {
+      kind: 'failed',
+      note: { code: 'render-failed', reason: `not rendered: ${describeError(error)}` },
+    };
+  }
+  if (rendered.sameHostRequests > 0 && config.delayMs > 0)
+    await deps.pace.pushBack(crawlId, hostKey(url), deps.now() + rendered.sameHostRequests * config.delayMs);
+  if (!rendered.ok) return { kind: 'failed', note: { code: rendered.code, reason: rendered.reason } };
+  if (config.render === 'auto') deps.renderedHosts?.add(remembered);
+  return {
+    kind: 'rendered',
+    html: rendered.html,
+    ...(rendered.truncated === undefined
+      ? {}
+      : { note: { code: 'render-truncated', reason: rendered.truncated } }),
+  };
+}
+
+async function render(
+  url: URL,
+  html: string,
+  config: CrawlConfig,
+  renderer: PageRenderer,
+  deps: RenderStepDeps,
+): Promise<RenderedPage> {
   const bundle =
     config.credentials === undefined ? undefined : await deps.credentials?.read(config.credentials.parameter);
-  const rendered: RenderedPage = await deps.renderer.render({
+  return renderer.render({
     url,
     html,
     userAgent: config.userAgent,
@@ -88,15 +119,4 @@ export async function renderStep(
     maxBytes: RENDER_LIMITS.maxBytes,
     maxDomChars: RENDER_LIMITS.maxDomChars,
   });
-  if (rendered.sameHostRequests > 0 && config.delayMs > 0)
-    await deps.pace.pushBack(crawlId, hostKey(url), deps.now() + rendered.sameHostRequests * config.delayMs);
-  if (!rendered.ok) return { kind: 'failed', note: { code: rendered.code, reason: rendered.reason } };
-  if (config.render === 'auto') deps.renderedHosts?.add(remembered);
-  return {
-    kind: 'rendered',
-    html: rendered.html,
-    ...(rendered.truncated === undefined
-      ? {}
-      : { note: { code: 'render-truncated', reason: rendered.truncated } }),
-  };
 }

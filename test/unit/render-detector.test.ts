@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { renderDecision } from '../../lambdas/core/page-render.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { renderDecision, renderStep } from '../../lambdas/core/page-render.ts';
+import type { PageRenderer } from '../../lambdas/core/ports.ts';
 import { renderVerdict } from '../../lambdas/core/render-detector.ts';
 
 const page = (body: string, head = '') =>
@@ -85,5 +87,58 @@ describe('renderDecision', () => {
     const remembered = renderDecision(config('auto'), url, article, true);
     assert.equal(remembered.render, true);
     assert.match(remembered.reason, /an earlier page of its host needed rendering/);
+  });
+});
+
+describe('renderStep', () => {
+  const url = new URL('http://app.example:8080/');
+  const shell = page('<div id="root"></div><script src="/x.js"></script>');
+  const config = parseCrawlConfig({ crawlId: 'c', seeds: [url.href], render: 'auto', delayMs: 500 });
+  const pushed: number[] = [];
+  const deps = (renderer: PageRenderer | undefined, remembered = new Set<string>()) => ({
+    renderer,
+    renderedHosts: {
+      has: (key: string) => remembered.has(key),
+      add: (key: string) => void remembered.add(key),
+    },
+    pace: {
+      reserve: async () => 0,
+      pushBack: async (_c: string, _h: string, at: number) => void pushed.push(at),
+    },
+    now: () => 1_000,
+  });
+  const counts = { elapsedMs: 5, subrequests: 4, sameHostRequests: 3, refused: 0, blocked: 1, bytes: 10 };
+
+  it('keeps the page as fetched, saying why, without a browser or when the browser fails', async () => {
+    assert.deepEqual(await renderStep('c', url, shell, config, deps(undefined)), {
+      kind: 'failed',
+      note: {
+        code: 'render-unavailable',
+        reason:
+          'not rendered (an empty app mount point and 0 characters of text): this fetch function has no browser',
+      },
+    });
+    const broken: PageRenderer = {
+      render: async () => Promise.reject(new Error('chromium: no such file')),
+      close: async () => {},
+    };
+    const step = await renderStep('c', url, shell, config, deps(broken));
+    assert.equal(step.kind, 'failed');
+    assert.equal(step.kind === 'failed' && step.note.code, 'render-failed');
+  });
+
+  it("remembers the host, and holds the host's next request one delay per own subrequest", async () => {
+    const remembered = new Set<string>();
+    const renderer: PageRenderer = {
+      render: async () => ({ ok: true, html: '<p>built</p>', ...counts }),
+      close: async () => {},
+    };
+    pushed.length = 0;
+    assert.deepEqual(await renderStep('c', url, shell, config, deps(renderer, remembered)), {
+      kind: 'rendered',
+      html: '<p>built</p>',
+    });
+    assert.deepEqual([...remembered], ['c app.example:8080']);
+    assert.deepEqual(pushed, [1_000 + 3 * 500]);
   });
 });

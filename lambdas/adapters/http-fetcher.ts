@@ -656,6 +656,7 @@ export class HttpFetcher implements PageFetcher {
       connections: this.#connections,
       maxHeaderSize: MAX_HEADER_BYTES,
       lookup: this.#refuseHostLocal ? guardLookup(this.#lookup, NOT_HOST_LOCAL) : this.#lookup,
+      ...(this.#refuseHostLocal ? { blockList: socketBlockList(NOT_HOST_LOCAL.subnets) } : {}),
     });
     const max = options.maxBufferedBodyBytes ?? DEFAULT_MAX_BUFFERED_BODY_BYTES;
     this.bodyBudget =
@@ -796,5 +797,5 @@ export function socketBlockList(subnets: readonly BlockedSubnet[] = BLOCKED_SUBN
   return list;
 }
 
-/** For other dialers that keep to the guard (the render guard proxy): the resolver and the Lambda policy. */
-export { defaultLookup as systemLookup, NOT_HOST_LOCAL as HOST_LOCAL_REFUSED };
+/** For other dialers that keep to the guard (the render guard proxy): the system's resolver. */
+export { defaultLookup as systemLookup };

@@ -8,7 +8,7 @@
  * resolver cannot resolve is left to the proxy (its DNS may know names ours does not): the proxy's
  * operator is trusted with where it connects.
  */
-import type { LookupFunction } from 'node:net';
+import type { BlockList, LookupFunction } from 'node:net';
 import { type Dispatcher, ProxyAgent } from 'undici';
 import { type CrawlError, isCrawlError, PermanentError, RetryableError } from '../core/errors.ts';
 
@@ -24,6 +24,8 @@ export interface ProxyDispatcherOptions {
   maxHeaderSize: number;
   /** How the proxy's own name is resolved (inside Lambda: never to this machine's addresses). */
   lookup: LookupFunction;
+  /** Addresses the socket to the proxy refuses, an IP literal included (which skips `lookup`). */
+  blockList?: BlockList;
 }
 
 export class ProxyDispatchers {
@@ -48,7 +50,11 @@ export class ProxyDispatchers {
         maxHeaderSize: this.#options.maxHeaderSize,
         allowH2: false,
         connectTimeout: timeout,
-        proxyTls: { lookup: this.#options.lookup, timeout },
+        proxyTls: {
+          lookup: this.#options.lookup,
+          timeout,
+          ...(this.#options.blockList === undefined ? {} : { blockList: this.#options.blockList }),
+        },
         requestTls: { timeout },
       });
       this.#agents.set(key, agent);

@@ -17,6 +17,7 @@ import {
 } from '../../lambdas/adapters/http-fetcher.ts';
 import { BLOCKED_SUBNETS, blockedAddressReason } from '../../lambdas/core/address-guard.ts';
 import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
+import { startConnectProxy } from '../fixtures/connect-proxy.ts';
 import {
   type CountingServer,
   closedPort,
@@ -865,6 +866,29 @@ describe('HttpFetcher: network and protocol errors', () => {
       }
     } finally {
       await withStub.close();
+    }
+  });
+});
+
+describe('HttpFetcher through a proxy, inside Lambda', () => {
+  it('never dials a proxy on this machine, even one named by the crawl: the socket refuses it', async () => {
+    const proxy = await startConnectProxy();
+    const fetcher = new HttpFetcher({ refuseHostLocal: true });
+    try {
+      await assert.rejects(
+        fetcher.fetch(
+          request('http://93.184.215.14/page', { allowPrivate: true, proxy: { url: proxy.url } }),
+        ),
+        (error) => {
+          assert.ok(error instanceof PermanentError, String(error));
+          assert.equal(error.code, 'address-blocked');
+          return true;
+        },
+      );
+      assert.equal(proxy.connects.length, 0, 'the proxy on 127.0.0.1 was never reached');
+    } finally {
+      await fetcher.close();
+      await proxy.close();
     }
   });
 });

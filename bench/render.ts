@@ -109,7 +109,7 @@ async function browser(): Promise<RenderReport['browser']> {
   const app = await startApp();
   const renderer = new BrowserRenderer({
     executablePath: CHROMIUM,
-    lookups: { other: guardLookup(systemLookup), ownHost: systemLookup },
+    lookups: { public: guardLookup(systemLookup), private: systemLookup },
   });
   let peak = 0;
   const sampler = setInterval(() => {
@@ -121,6 +121,7 @@ async function browser(): Promise<RenderReport['browser']> {
         url: new URL(`${app.origin}/item/${i}`),
         html: shell(`/item/${i}`),
         userAgent: 'bench',
+        allowPrivate: true,
         timeMs: RENDER_LIMITS.timeMs,
         maxRequests: RENDER_LIMITS.maxRequests,
         maxBytes: RENDER_LIMITS.maxBytes,

@@ -18,11 +18,11 @@ export function localRenderer(): PageRenderer | undefined {
     started ??= (async () => {
       const { BrowserRenderer } = await import('../lambdas/adapters/browser-renderer.ts');
       const { guardLookup, systemLookup } = await import('../lambdas/adapters/http-fetcher.ts');
-      // Other hosts: public addresses only. The page's own host: as the crawl fetched it (this
-      // machine is not Lambda: loopback pages of an --allow-private crawl render with their scripts).
+      // Public addresses only, but the page's own host in an --allow-private crawl (this machine is
+      // not Lambda: loopback pages of a local crawl render with their own scripts).
       return new BrowserRenderer({
         executablePath: CHROMIUM,
-        lookups: { other: guardLookup(systemLookup), ownHost: systemLookup },
+        lookups: { public: guardLookup(systemLookup), private: systemLookup },
       });
     })();
     return started;

@@ -12,10 +12,9 @@
  * - One browser per container, one context per page (no cookies or storage shared between pages).
  */
 
-import type { LookupFunction } from 'node:net';
 import { type Browser, type BrowserContext, chromium, type Route } from 'playwright-core';
 import type { PageRenderer, RenderedPage, RenderRequest } from '../core/ports.ts';
-import { RenderGuardProxy } from './render-guard-proxy.ts';
+import { type GuardLookups, RenderGuardProxy } from './render-guard-proxy.ts';
 
 /** Resource types never loaded: the DOM does not need them and they are most of a page's bytes. */
 const BLOCKED_TYPES = new Set(['image', 'media', 'font']);
@@ -25,7 +24,7 @@ const QUIET_MS = 300;
 export interface BrowserRendererOptions {
   /** The Chromium to run (Debian's /usr/bin/chromium; @sparticuz/chromium's on Lambda). */
   executablePath: string;
-  lookups: { other: LookupFunction; ownHost: LookupFunction };
+  lookups: GuardLookups;
 }
 
 export class BrowserRenderer implements PageRenderer {
@@ -40,10 +39,11 @@ export class BrowserRenderer implements PageRenderer {
 
   async render(request: RenderRequest): Promise<RenderedPage> {
     const browser = await this.#launch();
-    const pass = this.#guard.open(request.url.host, {
-      maxRequests: request.maxRequests,
-      maxBytes: request.maxBytes,
-    });
+    const pass = this.#guard.open(
+      request.url.host,
+      { maxRequests: request.maxRequests, maxBytes: request.maxBytes },
+      request.allowPrivate,
+    );
     const started = performance.now();
     const deadline = Date.now() + request.timeMs;
     let context: BrowserContext | undefined;

@@ -21,8 +21,10 @@ import {
 import { connect, type LookupFunction, type Socket } from 'node:net';
 
 export interface RenderAccount {
-  /** `host[:port]` of the page: its requests are dialled under `ownHostLookup`. */
+  /** `host[:port]` of the page: its requests are dialled under `ownHost`. */
   pageHost: string;
+  /** How the page's own host is resolved: the crawl's address policy. */
+  ownHost: LookupFunction;
   requests: number;
   sameHostRequests: number;
   refused: number;
@@ -34,10 +36,10 @@ export interface RenderAccount {
 }
 
 export interface GuardLookups {
-  /** For any host but the page's: public addresses only. */
-  other: LookupFunction;
-  /** For the page's own host: the crawl's policy. */
-  ownHost: LookupFunction;
+  /** Public addresses only: any host but the page's, and the page's own in a crawl without --allow-private. */
+  public: LookupFunction;
+  /** The page's own host in a crawl with --allow-private (inside Lambda, never this machine's addresses). */
+  private: LookupFunction;
 }
 
 export class RenderGuardProxy {
@@ -59,10 +61,14 @@ export class RenderGuardProxy {
   open(
     pageHost: string,
     budget: { maxRequests: number; maxBytes: number },
+    allowPrivate: boolean,
   ): { username: string; password: string; account: RenderAccount } {
     const username = randomBytes(12).toString('hex');
     const account: RenderAccount = {
       pageHost: pageHost.toLowerCase(),
+      // Resolved again, under the crawl's policy: a name rebound to loopback since the page's fetch
+      // is refused as the crawler's own request would be.
+      ownHost: allowPrivate ? this.#lookups.private : this.#lookups.public,
       requests: 0,
       sameHostRequests: 0,
       refused: 0,
@@ -123,7 +129,7 @@ export class RenderGuardProxy {
     account.requests++;
     const own = host.toLowerCase() === account.pageHost;
     if (own) account.sameHostRequests++;
-    return own ? this.#lookups.ownHost : this.#lookups.other;
+    return own ? account.ownHost : this.#lookups.public;
   }
 
   #forward(req: IncomingMessage, res: ServerResponse): void {

@@ -106,6 +106,7 @@ async function render(
     url,
     html,
     userAgent: config.userAgent,
+    allowPrivate: config.allowPrivate,
     ...(bundle === undefined
       ? {}
       : {

@@ -66,6 +66,8 @@ export interface RenderRequest {
   /** The page as fetched, decoded: the browser's document (it is not fetched again). */
   html: string;
   userAgent: string;
+  /** The crawl's `--allow-private`: the page's own host may be on a private address. */
+  allowPrivate: boolean;
   /** Headers the crawl adds to a subrequest to `url` (its credential headers, each within its scope). */
   headersFor?: (url: URL) => Record<string, string>;
   /** The crawl's cookies: the browser's own jar sends each by its domain, path and secure flag. */

@@ -101,14 +101,18 @@ export class BrowserRenderer implements PageRenderer {
       page.on('request', busy(1));
       page.on('requestfinished', busy(-1));
       page.on('requestfailed', busy(-1));
-      const html = await withDeadline(deadline, async () => {
+      const dom = await withDeadline(deadline, async () => {
         await page.goto(request.url.href, {
           waitUntil: 'domcontentloaded',
           timeout: Math.max(1, deadline - Date.now()),
         });
         while (Date.now() < deadline && (inflight > 0 || Date.now() - lastActivity < QUIET_MS))
           await sleep(50);
-        return page.content();
+        // Cut in the browser: a script that grew its DOM without end sends no more than the cap.
+        // (A string: this package is typed without the DOM. maxDomChars is a number of ours.)
+        return page.evaluate<{ length: number; html: string }>(
+          `(() => { const html = '<!DOCTYPE html>' + (document.documentElement ? document.documentElement.outerHTML : ''); return { length: html.length, html: html.slice(0, ${Math.floor(request.maxDomChars)}) }; })()`,
+        );
       });
       const account = pass.account;
       const base = {
@@ -119,19 +123,18 @@ export class BrowserRenderer implements PageRenderer {
         blocked,
         bytes: account.bytes,
       };
-      if (html === undefined)
+      if (dom === undefined)
         return {
           ok: false,
           code: 'render-timeout',
           reason: `not rendered within ${request.timeMs} ms`,
           ...base,
         };
-      const cut = html.length > request.maxDomChars;
       return {
         ok: true,
-        html: cut ? html.slice(0, request.maxDomChars) : html,
-        ...(cut
-          ? { truncated: `rendered DOM cut at ${request.maxDomChars} characters (it had ${html.length})` }
+        html: dom.html,
+        ...(dom.length > request.maxDomChars
+          ? { truncated: `rendered DOM cut at ${request.maxDomChars} characters (it had ${dom.length})` }
           : {}),
         ...base,
       };

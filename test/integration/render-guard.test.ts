@@ -3,7 +3,7 @@
  * controls: a page whose host name now resolves to a loopback address (rebound since the crawler
  * fetched it) gets none of its own subrequests through unless the crawl allows private addresses;
  * another host on loopback is never reached, whatever the crawl allows. Counted at the server.
- * Skipped by hand without Chromium; under CI=true it runs (.ci/run installs it).
+ * A script's DOM comes back no larger than the cap. Skipped by hand without Chromium; under CI=true it runs (.ci/run installs it).
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -76,5 +76,24 @@ describe('the browser guard: a page rebound to loopback', { skip }, () => {
     const page = await render(true);
     assert.match(page.ok ? page.html : '', /own:answer/);
     assert.deepEqual(seen, [`app.rebound.test:${port} /api/own`]);
+  });
+
+  it('sends back no more DOM than the cap, however much a script builds', async () => {
+    const page = await renderer.render({
+      url: new URL(`http://app.rebound.test:${port}/grow`),
+      html: "<!doctype html><body><script>document.body.append('x'.repeat(5000000))</script></body>",
+      userAgent: 'render-guard-test',
+      allowPrivate: false,
+      timeMs: RENDER_LIMITS.timeMs,
+      maxRequests: 20,
+      maxBytes: 1024 * 1024,
+      maxDomChars: 10_000,
+    });
+    assert.ok(page.ok);
+    assert.equal(page.ok && page.html.length, 10_000);
+    assert.match(
+      page.ok ? (page.truncated ?? '') : '',
+      /^rendered DOM cut at 10000 characters \(it had 5000\d{3}\)$/,
+    );
   });
 });

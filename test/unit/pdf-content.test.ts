@@ -316,9 +316,10 @@ describe('PDF text: hostile files', () => {
 
   test('a page of very many text operators ends at the time budget, keeping what was read', async () => {
     const pdf = operatorFloodPdf(400_000);
-    const [out, ms] = await timed(() => extractPdf(pdf, { timeBudgetMs: 100 }));
+    // 1 s, not less: on a loaded machine pdf.js's opening alone took 100 ms and nothing was read (CI).
+    const [out, ms] = await timed(() => extractPdf(pdf, { timeBudgetMs: 1_000 }));
     assert.match(out.truncated ?? '', /^time: stopped after \d+ ms at page 1$/);
-    assert.ok(ms < 2_000, `${ms} ms`);
+    assert.ok(ms < 6_000, `${ms} ms`);
     assert.ok(out.text.startsWith('w0 w1 w2'), out.text.slice(0, 20));
     assert.equal(out.pagesRead, 0);
   });
@@ -326,7 +327,8 @@ describe('PDF text: hostile files', () => {
   test('a page of forms drawing forms (10^8 words from 2.5 KB) ends at the time budget', async () => {
     const [out, ms] = await timed(() => extractPdf(formFanOutPdf(8, 10), { timeBudgetMs: 200 }));
     assert.match(out.truncated ?? '', /^time: stopped after \d+ ms at page 1$/);
-    assert.ok(ms < 2_000, `${ms} ms`);
+    // The whole page would take hours; the bound leaves room for one chunk on a loaded machine.
+    assert.ok(ms < 6_000, `${ms} ms`);
   });
 
   test('the text stops at the character bound', async () => {

@@ -69,7 +69,8 @@ export function endpointsFromUrl(url: string): Endpoints {
   };
 }
 
-function base(endpoint: string, settings: ClientSettings) {
+/** An SDK client's config for one emulator endpoint (any service's client takes it). */
+export function clientConfig(endpoint: string, settings = clientSettings()) {
   return {
     region: settings.region,
     endpoint,
@@ -80,16 +81,16 @@ function base(endpoint: string, settings: ClientSettings) {
 }
 
 export function sqsConfig(endpoints: Endpoints, settings = clientSettings()): SQSClientConfig {
-  return base(endpoints.sqs, settings);
+  return clientConfig(endpoints.sqs, settings);
 }
 
 // Path-style: fauxqs (and LocalStack on a plain host) cannot serve bucket.host virtual-hosted URLs here.
 export function s3Config(endpoints: Endpoints, settings = clientSettings()): S3ClientConfig {
-  return { ...base(endpoints.s3, settings), forcePathStyle: true };
+  return { ...clientConfig(endpoints.s3, settings), forcePathStyle: true };
 }
 
 export function dynamodbConfig(endpoints: Endpoints, settings = clientSettings()): DynamoDBClientConfig {
-  return base(endpoints.dynamodb, settings);
+  return clientConfig(endpoints.dynamodb, settings);
 }
 
 export interface AwsClients {
@@ -127,11 +128,13 @@ export function createClients(
     dynamodb: watch(new DynamoDBClient(dynamodbConfig(endpoints, settings)), tag),
     ...(endpoints.events === undefined
       ? {}
-      : { eventbridge: watch(new EventBridgeClient(base(endpoints.events, settings)), tag) }),
+      : { eventbridge: watch(new EventBridgeClient(clientConfig(endpoints.events, settings)), tag) }),
     ...(endpoints.scheduler === undefined
       ? {}
-      : { scheduler: watch(new SchedulerClient(base(endpoints.scheduler, settings)), tag) }),
-    ...(endpoints.ssm === undefined ? {} : { ssm: watch(new SSMClient(base(endpoints.ssm, settings)), tag) }),
+      : { scheduler: watch(new SchedulerClient(clientConfig(endpoints.scheduler, settings)), tag) }),
+    ...(endpoints.ssm === undefined
+      ? {}
+      : { ssm: watch(new SSMClient(clientConfig(endpoints.ssm, settings)), tag) }),
   };
 }
 

@@ -44,7 +44,6 @@ export class BrowserRenderer implements PageRenderer {
       { maxRequests: request.maxRequests, maxBytes: request.maxBytes },
       request.allowPrivate,
     );
-    const started = performance.now();
     const deadline = Date.now() + request.timeMs;
     let context: BrowserContext | undefined;
     try {
@@ -68,7 +67,6 @@ export class BrowserRenderer implements PageRenderer {
         );
       }
       let documentServed = false;
-      let blocked = 0;
       await context.route('**/*', (route: Route) => {
         const req = route.request();
         // The first navigation is the page's own: served from the response already fetched.
@@ -78,11 +76,9 @@ export class BrowserRenderer implements PageRenderer {
         }
         if (req.isNavigationRequest() && req.frame() === req.frame().page().mainFrame()) {
           // A script navigating the page away: not followed (its target is a URL of its own).
-          blocked++;
           return route.abort('blockedbyclient');
         }
         if (BLOCKED_TYPES.has(req.resourceType())) {
-          blocked++;
           return route.abort('blockedbyclient');
         }
         // The crawl's credentials go with a subrequest within their scope (credentials.ts), as with
@@ -115,14 +111,7 @@ export class BrowserRenderer implements PageRenderer {
         );
       });
       const account = pass.account;
-      const base = {
-        elapsedMs: performance.now() - started,
-        subrequests: account.requests,
-        sameHostRequests: account.sameHostRequests,
-        refused: account.refused,
-        blocked,
-        bytes: account.bytes,
-      };
+      const base = { sameHostRequests: account.sameHostRequests, refused: account.refused };
       if (dom === undefined)
         return {
           ok: false,

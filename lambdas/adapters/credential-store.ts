@@ -6,12 +6,7 @@
  * The fetch function keeps what it read for CREDENTIAL_LIMITS.cacheSeconds per parameter: one read a
  * container, not one a page.
  */
-import {
-  DeleteParameterCommand,
-  GetParameterCommand,
-  PutParameterCommand,
-  type SSMClient,
-} from '@aws-sdk/client-ssm';
+import { GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { type CredentialBundle, CredentialBundleSchema } from '../core/credentials.ts';
 import { PermanentError, RetryableError } from '../core/errors.ts';
 import { CREDENTIAL_LIMITS } from '../core/limits.ts';
@@ -46,14 +41,6 @@ export class SsmCredentialStore implements CredentialReader {
         Description: 'serverless-crawler: a crawl credentials (headers, cookies)',
       }),
     );
-  }
-
-  async remove(parameter: string): Promise<void> {
-    try {
-      await this.#client.send(new DeleteParameterCommand({ Name: parameter }));
-    } catch (error) {
-      if ((error as Error).name !== 'ParameterNotFound') throw error;
-    }
   }
 
   async read(parameter: string): Promise<CredentialBundle> {

@@ -37,6 +37,18 @@ export type RenderStep =
   | { kind: 'rendered'; html: string; note?: { code: string; reason: string } }
   | { kind: 'failed'; note: { code: string; reason: string } };
 
+/** A crawl's `--render-pattern`s, compiled once per config (a container keeps its crawls' configs). */
+const compiled = new WeakMap<object, RegExp[]>();
+
+function patternsOf(config: Pick<CrawlConfig, 'renderPatterns'>): RegExp[] {
+  let patterns = compiled.get(config);
+  if (patterns === undefined) {
+    patterns = config.renderPatterns.map((pattern) => new RegExp(pattern));
+    compiled.set(config, patterns);
+  }
+  return patterns;
+}
+
 /** Whether `url`'s page is rendered, and why. */
 export function renderDecision(
   config: Pick<CrawlConfig, 'render' | 'renderPatterns'>,
@@ -45,7 +57,7 @@ export function renderDecision(
   hostNeededIt: boolean,
 ): { render: boolean; reason: string } {
   if (config.render === 'always') return { render: true, reason: '--render always' };
-  if (config.renderPatterns.some((pattern) => new RegExp(pattern).test(url.href)))
+  if (patternsOf(config).some((pattern) => pattern.test(url.href)))
     return { render: true, reason: 'the URL matches a --render-pattern' };
   if (config.render === 'never') return { render: false, reason: '--render never' };
   if (hostNeededIt) return { render: true, reason: 'an earlier page of its host needed rendering' };
@@ -59,7 +71,7 @@ export async function renderStep(
   config: CrawlConfig,
   deps: RenderStepDeps,
 ): Promise<RenderStep> {
-  const remembered = `${crawlId} ${url.host}`;
+  const remembered = `${crawlId} ${hostKey(url)}`;
   const decision = renderDecision(config, url, html, deps.renderedHosts?.has(remembered) ?? false);
   if (!decision.render) return { kind: 'skipped' };
   if (deps.renderer === undefined)

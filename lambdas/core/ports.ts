@@ -82,14 +82,10 @@ export type RenderedPage = (
   | { ok: true; html: string; truncated?: string }
   | { ok: false; code: string; reason: string }
 ) & {
-  elapsedMs: number;
-  /** Subrequests the page made that went out (scripts, styles, XHR), and those to its own host. */
-  subrequests: number;
+  /** Subrequests to the page's own host: each holds the host's pace one crawl delay. */
   sameHostRequests: number;
-  /** Refused by the address guard or the budget, and blocked by type (images, media, fonts). */
+  /** Subrequests refused by the address guard or the budget. */
   refused: number;
-  blocked: number;
-  bytes: number;
 };
 
 export interface PageRenderer {

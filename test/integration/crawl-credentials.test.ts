@@ -29,7 +29,7 @@ import { PermanentError } from '../../lambdas/core/errors.ts';
 import { CREDENTIAL_LIMITS } from '../../lambdas/core/limits.ts';
 import { credentialsPrefix, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
-import { clientSettings } from '../../local/aws-clients.ts';
+import { clientConfig, clientSettings } from '../../local/aws-clients.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
@@ -125,13 +125,7 @@ describe('the local SSM Parameter Store', () => {
     file = join(dir, 'parameters.json');
     await store.configure({ region: 'us-east-1', accountId: '000000000000', file });
     server = await startSsmServer(store);
-    const settings = clientSettings();
-    client = new SSMClient({
-      region: settings.region,
-      endpoint: server.url,
-      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-      maxAttempts: 1,
-    });
+    client = new SSMClient(clientConfig(server.url, clientSettings({ maxAttempts: 1 })));
   });
   after(async () => {
     client?.destroy();

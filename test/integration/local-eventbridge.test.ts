@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { EventBridgeClient, PutEventsCommand, PutRuleCommand } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from '../../lambdas/adapters/eventbridge-publisher.ts';
 import { cancelledEvent, startedEvent } from '../../lambdas/core/crawl-events.ts';
-import { clientSettings } from '../../local/aws-clients.ts';
+import { clientConfig, clientSettings } from '../../local/aws-clients.ts';
 import { type EventEnvelope, LocalEventBus, startEventBridgeServer } from '../../local/eventbridge-server.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';
 import { assertValidEvent, kindOf } from '../fixtures/event-schemas.ts';
@@ -58,13 +58,7 @@ describe('the local EventBridge', () => {
     });
     bus.addLogFile(join(dir, 'events.jsonl'));
     server = await startEventBridgeServer(bus);
-    const settings = clientSettings();
-    client = new EventBridgeClient({
-      region: settings.region,
-      endpoint: server.url,
-      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-      maxAttempts: 1,
-    });
+    client = new EventBridgeClient(clientConfig(server.url, clientSettings({ maxAttempts: 1 })));
   });
   after(async () => {
     client?.destroy();

@@ -21,7 +21,7 @@ import {
   ValidationException,
 } from '@aws-sdk/client-scheduler';
 import { SCHEDULED_TIME } from '../../lambdas/core/schedule.ts';
-import { clientSettings } from '../../local/aws-clients.ts';
+import { clientConfig, clientSettings } from '../../local/aws-clients.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';
 import { LocalScheduler, startSchedulerServer } from '../../local/scheduler-server.ts';
 
@@ -63,13 +63,7 @@ describe('the local Scheduler', () => {
     file = join(dir, 'schedules.json');
     await configure();
     server = await startSchedulerServer(scheduler);
-    const settings = clientSettings();
-    client = new SchedulerClient({
-      region: settings.region,
-      endpoint: server.url,
-      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-      maxAttempts: 1,
-    });
+    client = new SchedulerClient(clientConfig(server.url, clientSettings({ maxAttempts: 1 })));
   });
   after(async () => {
     client?.destroy();

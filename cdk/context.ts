@@ -23,13 +23,17 @@ export interface CrawlerContext {
   readonly alarmEmail?: string;
   /** `eventBusName`: the EventBridge bus crawl events go to; `default` when absent. */
   readonly eventBusName?: string;
+  /** `render`: the render function and its queue; off when absent. */
+  readonly render?: boolean;
 }
 
 export function readCrawlerContext(node: Node): CrawlerContext {
   const fetchConcurrency = parseFetchConcurrency(node.tryGetContext(CONTEXT_KEYS.fetchConcurrency));
   const alarmEmail = parseAlarmEmail(node.tryGetContext(CONTEXT_KEYS.alarmEmail));
   const eventBusName = parseEventBusName(node.tryGetContext(CONTEXT_KEYS.eventBusName));
+  const render = parseRender(node.tryGetContext(CONTEXT_KEYS.render));
   return {
+    ...(render === undefined ? {} : { render }),
     ...(fetchConcurrency === undefined ? {} : { fetchConcurrency }),
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     ...(eventBusName === undefined ? {} : { eventBusName }),
@@ -89,4 +93,15 @@ export function parseEventBusName(value: unknown): string | undefined {
     );
   }
   return value;
+}
+
+/** `true` or `false` (as the CLI passes them, or booleans); undefined when absent. */
+export function parseRender(value: unknown): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new ContextError(
+    `context ${CONTEXT_KEYS.render}: expected true or false, got ${JSON.stringify(value)}. ` +
+      `Example: npx cdk deploy -c ${CONTEXT_KEYS.render}=true`,
+  );
 }

@@ -1,4 +1,4 @@
-import { Duration, Names } from 'aws-cdk-lib';
+import { Duration, Names, Size } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -25,6 +25,13 @@ export interface CrawlerFunctionProps {
   /** Required, never defaulted: whether Lambda may stop an SQS -> Lambda -> SQS loop is a design decision. */
   readonly recursiveLoop: lambda.RecursiveLoop;
   readonly environment?: Record<string, string>;
+  /** Default arm64; the render function's Chromium (@sparticuz/chromium) exists for x86_64 only. */
+  readonly architecture?: lambda.Architecture;
+  readonly layers?: lambda.ILayerVersion[];
+  /** Left out of the bundle, loaded from a layer (a module esbuild cannot bundle). */
+  readonly externalModules?: string[];
+  /** /tmp, default Lambda's 512 MiB. */
+  readonly ephemeralStorageMiB?: number;
 }
 
 /**
@@ -42,7 +49,7 @@ export interface QueueConsumerSettings {
 }
 
 /**
- * A crawler Lambda function: Node.js 24 on arm64, bundled by esbuild into one ESM file with every
+ * A crawler Lambda function: Node.js 24 on arm64 (unless told otherwise), bundled by esbuild into one ESM file with every
  * dependency (AWS SDK included, so the deployed code is the tested code), source maps on, its own
  * log group with a retention, and a role that may write only to that log group until grants add more.
  */
@@ -67,7 +74,11 @@ export class CrawlerFunction extends NodejsFunction {
       handler: 'handler',
       description: props.description,
       runtime: lambda.Runtime.NODEJS_24_X,
-      architecture: lambda.Architecture.ARM_64,
+      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+      ...(props.layers ? { layers: props.layers } : {}),
+      ...(props.ephemeralStorageMiB
+        ? { ephemeralStorageSize: Size.mebibytes(props.ephemeralStorageMiB) }
+        : {}),
       timeout,
       memorySize: props.memoryMb,
       recursiveLoop: props.recursiveLoop,
@@ -85,7 +96,7 @@ export class CrawlerFunction extends NodejsFunction {
         sourcesContent: false,
         mainFields: ['module', 'main'],
         banner: ESM_REQUIRE_BANNER,
-        externalModules: [],
+        externalModules: props.externalModules ?? [],
         bundleAwsSDK: true,
       },
     });

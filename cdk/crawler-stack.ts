@@ -17,6 +17,7 @@ import {
   STACK_NAME,
 } from '../lambdas/shared/contracts.ts';
 import { ACCOUNT_CHECK_ID, AccountConcurrencyCheck } from './account-concurrency.ts';
+import { CHROMIUM_LAYER_MODULES, ChromiumLayer } from './chromium-layer.ts';
 import { parseAlarmEmail, parseFetchConcurrency, readCrawlerContext } from './context.ts';
 import { CrawlerFunction } from './crawler-function.ts';
 import { FrontierTable } from './frontier-table.ts';
@@ -26,6 +27,8 @@ import {
   FETCH_EVENT_SOURCE,
   FETCH_FUNCTION,
   QUEUE,
+  RENDER_EVENT_SOURCE,
+  RENDER_FUNCTION,
 } from './limits.ts';
 import { CrawlerMonitoring } from './monitoring.ts';
 import { OperatorPolicy } from './operator-policy.ts';
@@ -57,6 +60,8 @@ export class CrawlerStack extends Stack {
   readonly monitoring: CrawlerMonitoring;
   readonly operatorPolicy: OperatorPolicy;
   readonly accountCheck: AccountConcurrencyCheck;
+  /** With `-c render=true`: the render function. */
+  readonly renderFunction: CrawlerFunction | undefined;
   /** The fetch event source's maximum concurrency in this stack. */
   readonly fetchConcurrency: number;
 
@@ -214,6 +219,54 @@ export class CrawlerStack extends Stack {
     });
     allow(fetchFunction, ['ssm:GetParameter'], [credentialParameters]);
 
+    // `--render` (-c render=true): pages to render go from the fetch function to the render function
+    // through RenderQueue; it sends their results and links itself (core/render-batch.ts).
+    let render: { queue: QueueWithDlq; fn: CrawlerFunction; layer: ChromiumLayer } | undefined;
+    if (context.render) {
+      const layer = new ChromiumLayer(this, IDS.chromiumLayer);
+      const fn = new CrawlerFunction(this, IDS.renderFunction, {
+        handlerModule: HANDLERS.render,
+        description:
+          'Renders pages from RenderQueue in headless Chromium, stores the DOM, sends results and links',
+        timeoutSeconds: RENDER_FUNCTION.timeoutSeconds,
+        memoryMb: RENDER_FUNCTION.memoryMb,
+        ephemeralStorageMiB: RENDER_FUNCTION.ephemeralStorageMiB,
+        architecture: lambda.Architecture.X86_64,
+        layers: [layer],
+        externalModules: CHROMIUM_LAYER_MODULES,
+        // It sends the visits its pages' links wake to TaskQueue, which the fetch function consumes,
+        // and that one sends pages back here: the crawl's own loop, bounded as the fetch function's is.
+        recursiveLoop: lambda.RecursiveLoop.ALLOW,
+      });
+      const queue = new QueueWithDlq(this, IDS.renderQueue, {
+        dlqId: IDS.renderDlq,
+        consumerTimeout: fn.functionTimeout,
+        consumerMaxBatchingWindow: Duration.seconds(RENDER_EVENT_SOURCE.maxBatchingWindowSeconds),
+      });
+      fn.consumeFrom(queue, RENDER_EVENT_SOURCE);
+      fetchFunction.addEnvironment(FUNCTION_ENV.renderQueueUrl, queue.queueUrl);
+      allow(fetchFunction, ['sqs:SendMessage'], [queue.queueArn]);
+      fn.addEnvironment(FUNCTION_ENV.renderQueueUrl, queue.queueUrl);
+      fn.addEnvironment(FUNCTION_ENV.renderDlqUrl, queue.dlq.queueUrl);
+      fn.addEnvironment(FUNCTION_ENV.taskQueueUrl, taskQueue.queueUrl);
+      fn.addEnvironment(FUNCTION_ENV.resultsQueueUrl, resultsQueue.queueUrl);
+      fn.addEnvironment(FUNCTION_ENV.pageBucket, pageStore.bucketName);
+      fn.addEnvironment(FUNCTION_ENV.frontierTable, frontierTable.tableName);
+      fn.addEnvironment(FUNCTION_ENV.eventBusName, eventBusName);
+      // Visits of woken and hurried hosts, results, and a malformed message to RenderDLQ at once.
+      allow(fn, ['sqs:SendMessage'], [taskQueue.queueArn, resultsQueue.queueArn, queue.dlq.queueArn]);
+      allow(fn, ['sqs:ChangeMessageVisibility'], [queue.queueArn]); // a retried page's backoff
+      allow(fn, ['s3:GetObject', 's3:PutObject'], [objects]); // the response read back; WARC and content files
+      allow(
+        fn,
+        ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
+        [frontierTable.tableArn],
+      );
+      allow(fn, ['events:PutEvents'], [eventBus.eventBusArn]);
+      allow(fn, ['ssm:GetParameter'], [credentialParameters]);
+      render = { queue, fn, layer };
+    }
+
     // Schedules (`crawler schedule add`, docs/crawling.md "Schedules"): the CLI creates them in this
     // group; each sends its run message to the task queue as this role, which can do nothing else.
     const scheduleGroup = new scheduler.CfnScheduleGroup(this, IDS.scheduleGroup, {});
@@ -253,6 +306,7 @@ export class CrawlerStack extends Stack {
       crawlEventsDlq,
       crawlEventsRule,
       schedulerRole,
+      ...(render ? [render.queue, render.queue.dlq, render.fn, render.layer] : []),
     ]) {
       pinLogicalId(construct);
     }
@@ -326,11 +380,19 @@ export class CrawlerStack extends Stack {
       credentialsPrefix(this.stackName),
       "Where a crawl's credentials are kept: the SSM SecureString parameter <prefix><crawlId>",
     );
+    if (render) {
+      output(OUTPUTS.renderQueueUrl, render.queue.queueUrl, 'Pages the fetch function sends to render');
+      output(OUTPUTS.renderDlqUrl, render.queue.dlq.queueUrl, 'Pages the render function could not process');
+    }
 
     // Created first: a deploy the account cannot run fails before anything else exists, so a first
     // deploy that fails leaves no retained bucket, table or log group behind.
     const accountCheck = new AccountConcurrencyCheck(this, ACCOUNT_CHECK_ID, {
-      needs: { fetch: fetchConcurrency, aggregate: AGGREGATE_EVENT_SOURCE.maxConcurrency },
+      needs: {
+        fetch: fetchConcurrency,
+        aggregate: AGGREGATE_EVENT_SOURCE.maxConcurrency,
+        ...(render ? { render: RENDER_EVENT_SOURCE.maxConcurrency } : {}),
+      },
     });
     for (const child of this.node.children)
       if (child !== accountCheck) child.node.addDependency(accountCheck);
@@ -344,6 +406,7 @@ export class CrawlerStack extends Stack {
     this.monitoring = monitoring;
     this.operatorPolicy = operatorPolicy;
     this.accountCheck = accountCheck;
+    this.renderFunction = render?.fn;
     this.fetchConcurrency = fetchConcurrency;
   }
 }

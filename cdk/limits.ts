@@ -50,6 +50,33 @@ export const AGGREGATE_FUNCTION = {
   memoryMb: 512,
 } as const;
 
+/**
+ * The render function (`-c render=true`): consumes RenderQueue, renders a page in headless Chromium
+ * (@sparticuz/chromium, x86_64 only), writes its conversion and content records, sends its result.
+ */
+export const RENDER_FUNCTION = {
+  /** A render is at most RENDER_LIMITS.timeMs (15 s); a cold start unpacks the browser (~1.5 s) first. */
+  timeoutSeconds: 60,
+  /**
+   * Chromium with a page: 974 MB RSS peak measured locally (`npm run bench -- --only render`), and
+   * CPU scales with memory (1,769 MB = 1 vCPU): a page's scripts run on it.
+   */
+  memoryMb: 2048,
+  /** /tmp: the browser unpacked (~210 MB), its fonts and libraries, and its profile. */
+  ephemeralStorageMiB: 1024,
+  /** Lambda's limit on a function's code and layers, unzipped (a cdk test holds the package under it). */
+  maxUnzippedBytes: 250 * 1024 * 1024,
+} as const;
+
+/** The RenderQueue -> render function event source mapping. */
+export const RENDER_EVENT_SOURCE = {
+  /** One page an invocation: a render's time is its own, and a failure retries one page. */
+  batchSize: 1,
+  maxBatchingWindowSeconds: 0,
+  /** Browsers at once (2 GB each): bounds cost and load; Lambda requires >= 2. */
+  maxConcurrency: 10,
+} as const;
+
 /** The ResultsQueue -> aggregate function event source mapping. */
 export const AGGREGATE_EVENT_SOURCE = {
   /** Bigger index parts mean fewer S3 PUTs per result; > 10 needs a batching window. */
@@ -180,4 +207,6 @@ export const CONTEXT_KEYS = {
   alarmEmail: 'alarmEmail',
   /** The EventBridge bus crawl events are published on (default: the account's `default` bus). */
   eventBusName: 'eventBusName',
+  /** `true`: the render function and its queue, for `--render` (docs/crawling.md, "Rendering"). */
+  render: 'render',
 } as const;

@@ -10,7 +10,12 @@ import type { CrawlerStack } from './crawler-stack.ts';
 export function applyNag(app: App, stack: CrawlerStack): void {
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   const objects = `Resource::<${logicalIdOfGetAtt(stack.resolve(stack.pageStore.bucketArn))}.Arn>/*`;
-  for (const fn of [stack.fetchFunction, stack.aggregateFunction]) {
+  const crawlers = [
+    stack.fetchFunction,
+    stack.aggregateFunction,
+    ...(stack.renderFunction ? [stack.renderFunction] : []),
+  ];
+  for (const fn of crawlers) {
     acknowledge(
       defaultPolicyOf(fn),
       objects,
@@ -33,11 +38,12 @@ export function applyNag(app: App, stack: CrawlerStack): void {
     "Create and delete schedules in the stack's own schedule group only: `crawler schedule add NAME` names them, unknown at deploy time.",
   );
   const credentials = `Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter${credentialsPrefix(stack.stackName)}*`;
-  acknowledge(
-    defaultPolicyOf(stack.fetchFunction),
-    credentials,
-    "GetParameter on the crawls' credential parameters only (`/<stack>/credentials/<crawl id>`): crawl ids are unknown at deploy time.",
-  );
+  for (const fn of [stack.fetchFunction, ...(stack.renderFunction ? [stack.renderFunction] : [])])
+    acknowledge(
+      defaultPolicyOf(fn),
+      credentials,
+      "GetParameter on the crawls' credential parameters only (`/<stack>/credentials/<crawl id>`): crawl ids are unknown at deploy time.",
+    );
   acknowledge(
     stack.operatorPolicy,
     credentials,

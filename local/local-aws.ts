@@ -317,12 +317,12 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
             ? {
                 wiring: {
                   ...(settings.transport ? { awsTransport: settings.transport } : {}),
-                  ...(fn.handlerModule === HANDLERS.fetch && renderer ? { renderer } : {}),
+                  ...(fn.handlerModule === HANDLERS.render && renderer ? { renderer } : {}),
                 },
               }
             : {}),
           // A worker's handler starts its own browser (objects do not cross threads).
-          ...(fn.handlerModule === HANDLERS.fetch && renderer ? { render: true } : {}),
+          ...(fn.handlerModule === HANDLERS.render && renderer ? { render: true } : {}),
           ...(options.log ? { log: options.log } : {}),
           ...(options.onInvocation ? { onInvocation: options.onInvocation } : {}),
         }),

@@ -1,7 +1,8 @@
 // The browser `--render` uses on this machine: Debian's Chromium (or CRAWLER_CHROMIUM), given to the
-// fetch function's handler through its wiring (lambdas/shared/aws-clients.ts HandlerWiring) when it
-// is installed. Lambda code never imports it: playwright-core cannot be bundled into a function, and
-// on AWS the browser is to be a render function of its own (docs/crawling.md, "Rendering").
+// render function's handler through its wiring (lambdas/shared/aws-clients.ts HandlerWiring) when it
+// is installed. On Lambda the render function runs @sparticuz/chromium's instead
+// (lambdas/adapters/lambda-browser.ts), which unpacks itself to /tmp/chromium: not safe for several
+// processes of this machine at once.
 import { existsSync } from 'node:fs';
 import type { PageRenderer, RenderedPage, RenderRequest } from '../lambdas/core/ports.ts';
 
@@ -17,13 +18,10 @@ export function localRenderer(): PageRenderer | undefined {
   const browser = () => {
     started ??= (async () => {
       const { BrowserRenderer } = await import('../lambdas/adapters/browser-renderer.ts');
-      const { guardLookup, systemLookup } = await import('../lambdas/adapters/http-fetcher.ts');
+      const { renderLookups } = await import('../lambdas/adapters/http-fetcher.ts');
       // Public addresses only, but the page's own host in an --allow-private crawl (this machine is
       // not Lambda: loopback pages of a local crawl render with their own scripts).
-      return new BrowserRenderer({
-        executablePath: CHROMIUM,
-        lookups: { public: guardLookup(systemLookup), private: systemLookup },
-      });
+      return new BrowserRenderer({ executablePath: CHROMIUM, lookups: renderLookups(false) });
     })();
     return started;
   };

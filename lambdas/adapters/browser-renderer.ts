@@ -12,9 +12,16 @@
  * - One browser per container, one context per page (no cookies or storage shared between pages).
  */
 
-import { type Browser, type BrowserContext, chromium, type Route } from 'playwright-core';
+import { createRequire } from 'node:module';
+import type { Browser, BrowserContext, Route } from 'playwright-core';
 import type { PageRenderer, RenderedPage, RenderRequest } from '../core/ports.ts';
 import { type GuardLookups, RenderGuardProxy } from './render-guard-proxy.ts';
+
+/**
+ * Loads a module the render function finds in its Chromium layer: resolved as CommonJS, because on
+ * Lambda only NODE_PATH names the layer's /opt/nodejs/node_modules, which ESM resolution ignores.
+ */
+export const layerRequire = createRequire(import.meta.url);
 
 /** Resource types never loaded: the DOM does not need them and they are most of a page's bytes. */
 const BLOCKED_TYPES = new Set(['image', 'media', 'font']);
@@ -22,9 +29,13 @@ const BLOCKED_TYPES = new Set(['image', 'media', 'font']);
 const QUIET_MS = 300;
 
 export interface BrowserRendererOptions {
-  /** The Chromium to run (Debian's /usr/bin/chromium; @sparticuz/chromium's on Lambda). */
-  executablePath: string;
+  /** The Chromium to run (Debian's /usr/bin/chromium; @sparticuz/chromium's on Lambda, unpacked first). */
+  executablePath: string | (() => Promise<string>);
   lookups: GuardLookups;
+  /** Flags the platform needs on top of ours (Lambda's: lambda-browser.ts). */
+  extraArgs?: readonly string[];
+  /** Chromium's own sandbox (default: unless running as root). Lambda allows none. */
+  sandbox?: boolean;
 }
 
 export class BrowserRenderer implements PageRenderer {
@@ -141,23 +152,32 @@ export class BrowserRenderer implements PageRenderer {
   }
 
   #launch(): Promise<Browser> {
-    this.#browser ??= (async () => {
+    if (this.#browser !== undefined) return this.#browser;
+    const launching = (async () => {
       await this.#guard.start();
+      const { executablePath, extraArgs = [], sandbox = process.getuid?.() !== 0 } = this.#options;
+      const { chromium } = layerRequire('playwright-core') as typeof import('playwright-core');
       return chromium.launch({
-        executablePath: this.#options.executablePath,
+        executablePath: typeof executablePath === 'string' ? executablePath : await executablePath(),
         headless: true,
         // The proxy is given per context (each render's credentials); loopback is not exempt from it.
         proxy: { server: 'per-context' },
-        chromiumSandbox: process.getuid?.() !== 0,
+        chromiumSandbox: sandbox,
         args: [
           '--disable-gpu',
           '--disable-dev-shm-usage',
           '--proxy-bypass-list=<-loopback>',
           '--no-first-run',
           '--mute-audio',
+          ...extraArgs,
         ],
       });
     })();
+    // A launch that failed is not kept: the next render tries again.
+    launching.catch(() => {
+      if (this.#browser === launching) this.#browser = undefined;
+    });
+    this.#browser = launching;
     return this.#browser;
   }
 

@@ -799,3 +799,15 @@ export function socketBlockList(subnets: readonly BlockedSubnet[] = BLOCKED_SUBN
 
 /** For other dialers that keep to the guard (the render guard proxy): the system's resolver. */
 export { defaultLookup as systemLookup };
+
+/**
+ * The render guard's resolvers (render-guard-proxy.ts): public addresses only, and for the page's own
+ * host in an --allow-private crawl any address but, with `refuseHostLocal` (inside Lambda), this
+ * machine's own.
+ */
+export function renderLookups(refuseHostLocal: boolean): { public: LookupFunction; private: LookupFunction } {
+  return {
+    public: guardLookup(defaultLookup),
+    private: refuseHostLocal ? guardLookup(defaultLookup, NOT_HOST_LOCAL) : defaultLookup,
+  };
+}

@@ -1,8 +1,16 @@
-/** The task and results queues as the core's ports. */
+/** The task, results and render queues as the core's ports. */
 import { createHash } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DrainedRecord } from '../core/aggregate-batch.ts';
-import type { DeadLetter, DeadLetterSender, OutgoingVisit, ResultSender, TaskSender } from '../core/ports.ts';
+import type {
+  DeadLetter,
+  DeadLetterSender,
+  OutgoingVisit,
+  RenderSender,
+  ResultSender,
+  TaskSender,
+} from '../core/ports.ts';
+import type { RenderMessage } from '../core/render-message.ts';
 import type { CrawlResult } from '../core/result.ts';
 import { resultMessageBodies } from '../core/result-message.ts';
 import type { Task } from '../core/task.ts';
@@ -86,6 +94,24 @@ export class SqsResultSender implements ResultSender {
   sendDrained(crawlId: string): Promise<void> {
     const record: DrainedRecord = { v: 1, kind: 'drained', crawlId };
     return sendMessagesInBatches(this.sqs, this.queueUrl, [{ body: JSON.stringify(record) }]);
+  }
+}
+
+export class SqsRenderSender implements RenderSender {
+  private readonly sqs: SQSClient;
+  private readonly queueUrl: string;
+
+  constructor(sqs: SQSClient, queueUrl: string) {
+    this.sqs = sqs;
+    this.queueUrl = queueUrl;
+  }
+
+  sendRenders(messages: readonly RenderMessage[]): Promise<void> {
+    return sendMessagesInBatches(
+      this.sqs,
+      this.queueUrl,
+      messages.map((message) => ({ body: JSON.stringify(message) })),
+    );
   }
 }
 

@@ -22,9 +22,11 @@ import type {
   FrontierUrl,
   HostVisits,
   OutgoingVisit,
+  RenderSender,
   ResultSender,
   TaskSender,
 } from './ports.ts';
+import type { RenderMessage } from './render-message.ts';
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
 import type { TaskMessage } from './task.ts';
@@ -46,6 +48,8 @@ export interface BatchOutputDeps {
   budget?: CrawlBudget | undefined;
   blobs: WarcBlobs;
   results: ResultSender;
+  /** The render function's queue (the stack has one): a page to render goes there instead of its result. */
+  renderQueue?: RenderSender | undefined;
   tasks: TaskSender;
   seen: LruSet;
   invocationId: string;
@@ -64,7 +68,14 @@ export interface BatchOutputDeps {
 /** What a batch adds: a result with no page, or a captured page with the links found in it. */
 export type OutputDecision =
   | { kind: 'result'; result: CrawlResult }
-  | { kind: 'captured'; page: CapturedPage; config: CrawlConfig; links: DiscoveredLinks };
+  | {
+      kind: 'captured';
+      page: CapturedPage;
+      config: CrawlConfig;
+      links: DiscoveredLinks;
+      /** Sent to the render function once written, which sends its result (render-message.ts). */
+      render?: { reason: string } | undefined;
+    };
 
 type DiscoveredLinks = DiscoveringPage['links'];
 
@@ -96,6 +107,8 @@ export class BatchOutput {
   private seenKeys: string[] = [];
   /** Skipped links admitted carried, by `<crawlId>\n<page key>`: sent in their page's result. */
   private carried = new Map<string, CarriedLinks['links']>();
+  /** Pages to render once written (by `<crawlId>\n<key>`): the reason. */
+  private toRender = new Map<string, string>();
   /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
   private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
   /** Serializes flushes (the periodic one and the last). */
@@ -209,6 +222,8 @@ export class BatchOutput {
     }
     this.writer.add(decision.page);
     this.written.push(decision.page.result);
+    const { crawlId, key } = decision.page.result;
+    if (decision.render !== undefined) this.toRender.set(`${crawlId}\n${key}`, decision.render.reason);
     if (decision.links.length > 0) {
       this.discovering.push({
         config: decision.config,
@@ -342,6 +357,7 @@ export class BatchOutput {
     const invalid = this.invalid;
     const seenKeys = this.seenKeys;
     const carried = this.carried;
+    const toRender = this.toRender;
     this.flushes++;
     this.writer = this.newWriter();
     this.written = [];
@@ -351,6 +367,7 @@ export class BatchOutput {
     this.invalid = [];
     this.seenKeys = [];
     this.carried = new Map();
+    this.toRender = new Map();
     if (deps.budget && written.length > 0) {
       const pages = new Map<string, number>();
       for (const { crawlId } of written) pages.set(crawlId, (pages.get(crawlId) ?? 0) + 1);
@@ -361,11 +378,14 @@ export class BatchOutput {
     addCarried(carried, admitted.carried);
     // One send for the flush's records, leaves before pages (a crawl's records go packed, as few
     // messages as fit: SQS is paid per flush, not per URL). A page carries its skipped links.
-    const pages = stored.results.map((result) => {
+    const { pages, renders } = splitRenders(stored.results, toRender);
+    const withSkipped = pages.map((result) => {
       const skipped = carried.get(`${result.crawlId}\n${result.key}`);
       return skipped === undefined ? result : { ...result, skipped };
     });
-    const results = [...leaves, ...admitted.results, ...pages];
+    const results = [...leaves, ...admitted.results, ...withSkipped];
+    // Their responses are in S3 now (the WARC files above): the render function reads them back.
+    if (renders.length > 0) await retryStep(() => sendRenders(deps.renderQueue, renders));
     await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
@@ -374,6 +394,37 @@ export class BatchOutput {
     this.sentResults.push(...results);
     this.sentWarcKeys.push(...stored.keys);
   }
+}
+
+/**
+ * The written pages whose result goes out now, and those the render function takes. A page stored
+ * as a revisit is not rendered: its content is the earlier capture's (its body is not stored again).
+ */
+function splitRenders(
+  written: readonly CrawlResult[],
+  toRender: ReadonlyMap<string, string>,
+): { pages: CrawlResult[]; renders: RenderMessage[] } {
+  const pages: CrawlResult[] = [];
+  const renders: RenderMessage[] = [];
+  for (const result of written) {
+    const reason = toRender.get(`${result.crawlId}\n${result.key}`);
+    if (reason === undefined || result.warc === undefined || result.revisit !== undefined) pages.push(result);
+    else
+      renders.push({
+        v: 1,
+        kind: 'render',
+        crawlId: result.crawlId,
+        reason,
+        result: { ...result, warc: result.warc },
+      });
+  }
+  return { pages, renders };
+}
+
+function sendRenders(queue: RenderSender | undefined, renders: RenderMessage[]): Promise<void> {
+  // Only a stack with a render function sends pages to render (fetch-task.ts `renders`).
+  if (queue === undefined) throw new Error('a page to render, but no render queue');
+  return queue.sendRenders(renders);
 }
 
 /** Adds an admission's carried links to those waiting for their pages' results. */

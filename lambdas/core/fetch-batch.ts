@@ -283,6 +283,7 @@ async function startVisit(
     config,
     {
       ...deps,
+      renders: deps.renderQueue !== undefined,
       hostUrls: deps.frontier,
       settle: () => output.admitFound(),
       wokenHere: () => output.wokenCount(crawlId, host),
@@ -341,7 +342,8 @@ async function endVisit(
     await deps.hosts.release(crawlId, host, holder, { ...pace, inflight, visitAt: deps.now(), ticket: '-' });
     return;
   }
-  const awaiting = end.why === 'results';
+  // Either may be hurried: by the aggregate function at the crawl's end, by the render function.
+  const awaiting = end.why === 'results' || end.why === 'render';
   await handBack(run, end.visitAt, { ...pace, inflight, cursor, awaiting }, deps, report);
 }
 

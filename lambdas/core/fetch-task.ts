@@ -23,14 +23,7 @@ import { isStorableType, mediaType } from './page-content.ts';
 import { readPage } from './page-reading.ts';
 import type { RenderedHosts } from './page-render.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
-import type {
-  CredentialReader,
-  HostSlots,
-  HostUrl,
-  PageFetcher,
-  PageRenderer,
-  RobotsStore,
-} from './ports.ts';
+import type { CredentialReader, HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
 import { conditionalHeaders, keptValidator } from './recrawl.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
@@ -48,14 +41,16 @@ export interface UrlStepDeps {
   robotsCache: RobotsCache;
   /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs; tests make it small). */
   extractionCpuMs?: number;
-  /** The browser for `--render` (absent: pages that should be rendered are kept as fetched, noted). */
-  renderer?: PageRenderer;
+  /**
+   * The stack has a render function (the batch has its queue): pages to render are sent to it
+   * (page-render.ts). False: they are kept as fetched, noted `render-unavailable`.
+   */
+  renders?: boolean;
   /** Hosts whose pages needed rendering (`--render auto`). */
   renderedHosts?: RenderedHosts;
   /**
    * Reads a crawl's credentials (config.credentials): the visit adds them to its requests
-   * (crawl-requests.ts), the browser to a rendered page's own (page-render.ts). Absent: a crawl with
-   * credentials fails its requests.
+   * (crawl-requests.ts). Absent: a crawl with credentials fails its requests.
    */
   credentials?: CredentialReader;
   /** When the visit stops starting requests (epoch ms): a PDF's text extraction ends by then. */
@@ -66,7 +61,14 @@ export interface UrlStepDeps {
 
 export type UrlDecision =
   | { kind: 'result'; result: CrawlResult }
-  | { kind: 'captured'; page: CapturedPage; config: CrawlConfig; links: DiscoveredLink[] }
+  /** `render`: the page goes to the render function, which sends its result (render-batch.ts). */
+  | {
+      kind: 'captured';
+      page: CapturedPage;
+      config: CrawlConfig;
+      links: DiscoveredLink[];
+      render?: { reason: string };
+    }
   /**
    * A fetch that failed with attempts left: to be tried again at `retryAt` (epoch ms), `attempts`
    * made so far (the visit records both on the URL's item and goes on with its other URLs).
@@ -203,13 +205,12 @@ export async function fetchUrl(
     result: CrawlResult,
     links: DiscoveredLink[] = [],
     content?: ContentRecord,
-    rendered?: string,
+    render?: { reason: string },
   ): UrlDecision => ({
     kind: 'captured',
     page: {
       response,
       result: { ...result, outlinks: links.length },
-      ...(rendered === undefined ? {} : { rendered }),
       ...(content === undefined
         ? {}
         : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
@@ -218,6 +219,7 @@ export async function fetchUrl(
     },
     config,
     links,
+    ...(render === undefined ? {} : { render }),
   });
 
   // The server confirms the earlier capture: a revisit record, and no links (that capture's links
@@ -276,12 +278,11 @@ export async function fetchUrl(
     {
       ...base,
       ...(page.canonical ? { canonical: page.canonical } : {}),
-      ...(page.rendered === undefined ? {} : { rendered: true as const }),
       ...(page.note ?? {}),
     },
     page.links,
     page.content,
-    page.rendered,
+    page.render,
   );
 }
 

@@ -76,8 +76,9 @@ export type VisitEnd =
   /**
    * URLs remain (or results are awaited): visit again at `visitAt`. `results`: only results of URLs
    * in flight are awaited, so the host may be visited as soon as one is finalized (HostVisits.hurry).
+   * `render`: a page of the host is being rendered; the render function hurries the host when done.
    */
-  | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' | 'results' }
+  | { kind: 'hand-back'; visitAt: number; why: 'deadline' | 'waiting' | 'robots' | 'results' | 'render' }
   /** The crawl is not one to serve (unknown, or complete): the visit message is dropped. */
   | { kind: 'stop'; why: string };
 
@@ -146,11 +147,8 @@ export async function visitHost(
    * page read before that may still show them not done: that copy must not fetch them again.
    */
   const finalized = new Set<string>();
-  // A page that may be rendered takes its render's time too (RENDER_LIMITS). A PDF's text extraction
-  // ends by the visit's deadline instead (page-reading.ts): every crawl stores PDFs.
-  const renders = config.render !== 'never' || config.renderPatterns.length > 0;
-  const requestBudget =
-    config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS + (renders ? RENDER_LIMITS.timeMs : 0);
+  // A PDF's text extraction ends by the visit's deadline (page-reading.ts): every crawl stores PDFs.
+  const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
   let decided = 0;
   /** Decisions whose links may not be in the frontier yet. */
   let unsettled = 0;
@@ -245,6 +243,12 @@ export async function visitHost(
     pass.awaited = true;
     unsettled++;
     onDecision(decision);
+    if (decision.kind === 'captured' && decision.render !== undefined) {
+      // The browser makes requests of its own to the host: none of the visit's may overlap them. The
+      // host's next visit is due when the hold ends, unless the render function, done sooner, sends
+      // a copy of it due a crawl delay after each of its requests (render-batch.ts).
+      return { kind: 'hand-back', visitAt: deps.now() + RENDER_LIMITS.holdMs, why: 'render' };
+    }
     return undefined;
   };
 

@@ -215,6 +215,12 @@ export const RENDER_LIMITS = {
   maxBytes: 20 * MiB,
   /** Characters of the rendered DOM kept (its WARC record, links and content). */
   maxDomChars: 5_000_000,
+  /**
+   * A page sent to the render function holds its host this long at most (no other request to the
+   * host meanwhile); the render function ends the hold when it is done (core/render-batch.ts). Two
+   * renders' time: a cold start of the browser, the queue's wait and the render itself fit in it.
+   */
+  holdMs: 30_000,
 } as const;
 
 /** A crawl's credentials (core/credentials.ts). */

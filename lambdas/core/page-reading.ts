@@ -1,10 +1,15 @@
 /**
  * What the crawl reads out of a stored response: the links (and canonical URL) of an HTML page and
  * the content record of a page with text (content-record.ts), from one decode of the body. An HTML
- * page that should be rendered (page-render.ts) is read from its rendered DOM instead, which is kept
- * for the WARC file. Other content is stored but not parsed.
+ * page that should be rendered (page-render.ts) is not read here: the render function reads it
+ * from its rendered DOM (render-batch.ts, with readHtml). Other content is stored but not parsed.
  */
-import { htmlContentRecord, pdfContentRecord, textContentRecord } from './content-extract.ts';
+import {
+  type ContentSource,
+  htmlContentRecord,
+  pdfContentRecord,
+  textContentRecord,
+} from './content-extract.ts';
 import { type ContentRecord, contentKind } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
 import { headerValue } from './http-headers.ts';
@@ -12,7 +17,7 @@ import { PDF_LIMITS } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
 import { decodeContent, decodeText, mediaType } from './page-content.ts';
-import { type RenderStepDeps, renderStep } from './page-render.ts';
+import { type RenderChoiceDeps, renderChoice } from './page-render.ts';
 import { extractPdf } from './pdf-content.ts';
 import type { PageResponse } from './ports.ts';
 import type { CrawlResult } from './result.ts';
@@ -22,15 +27,16 @@ export interface PageReading {
   canonical?: string;
   content?: ContentRecord;
   note?: { code: string; reason: string };
-  /** The rendered DOM the links and content came from (a WARC conversion record of its own). */
-  rendered?: string;
+  /** The page goes to the render function, which reads it (nothing was read here), and why. */
+  render?: { reason: string };
 }
 
-export interface PageReadingDeps extends RenderStepDeps {
+export interface PageReadingDeps extends RenderChoiceDeps {
   /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs). */
   extractionCpuMs?: number | undefined;
   /** When the visit stops starting requests (epoch ms): a PDF's extraction ends by then at the latest. */
   deadline?: number | undefined;
+  now: () => number;
 }
 
 export async function readPage(
@@ -81,21 +87,30 @@ export async function readPage(
   }
   const text = decodeText(decoded.bytes, result.contentType);
   if (kind !== 'html') return { links: [], content: textContentRecord(source, text) };
-  const step = await renderStep(crawlId, new URL(response.url), text, config, deps);
-  const html = step.kind === 'rendered' ? step.html : text;
-  const note = step.kind === 'skipped' ? undefined : step.note;
-  const extracted = extractLinks(html, response.url, { followNofollow: config.followNofollow });
+  const choice = renderChoice(crawlId, new URL(response.url), text, config, deps);
+  if (choice.kind === 'send') return { links: [], render: { reason: choice.reason } };
+  const reading = readHtml(source, text, response.url, config, deps);
+  return choice.kind === 'unavailable' ? { ...reading, note: choice.note } : reading;
+}
+
+/** The links, canonical URL and content record of an HTML page (as fetched, or as rendered). */
+export function readHtml(
+  source: ContentSource,
+  html: string,
+  finalUrl: string,
+  config: CrawlConfig,
+  deps: Pick<PageReadingDeps, 'extractionCpuMs'>,
+): PageReading {
+  const extracted = extractLinks(html, finalUrl, { followNofollow: config.followNofollow });
   return {
     links: extracted.links.map((link) => ({ url: link.url, nofollow: link.nofollow })),
     ...(extracted.canonical ? { canonical: extracted.canonical } : {}),
     ...(config.content === 'none'
       ? {}
       : {
-          content: htmlContentRecord(source, html, response.url, config.content, {
+          content: htmlContentRecord(source, html, finalUrl, config.content, {
             ...(deps.extractionCpuMs === undefined ? {} : { cpuBudgetMs: deps.extractionCpuMs }),
           }),
         }),
-    ...(note === undefined ? {} : { note }),
-    ...(step.kind === 'rendered' ? { rendered: step.html } : {}),
   };
 }

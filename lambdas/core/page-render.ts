@@ -5,8 +5,8 @@
  * - `always` renders every HTML page; a URL matching a `--render-pattern` is rendered in any mode;
  *   `auto` renders what the detector (render-detector.ts) finds to be an application shell, and every
  *   later page of a host one of whose pages needed it (remembered by the fetch container).
- * - The page's own subrequests count toward its host's pace: the host's next request waits one
- *   crawl delay for each.
+ * - The fetch function chooses (renderChoice) and sends the page to the render function, which
+ *   renders it (renderPage) and counts the requests it made to the page's host (render-batch.ts).
  * - A render that fails or times out leaves the page as fetched, with the reason in its result.
  */
 import type { CrawlConfig } from './crawl-config.ts';
@@ -14,7 +14,7 @@ import { credentialHeaders } from './credentials.ts';
 import { describeError } from './errors.ts';
 import { RENDER_LIMITS } from './limits.ts';
 import { hostKey } from './politeness.ts';
-import type { CredentialReader, HostSlots, PageRenderer, RenderedPage } from './ports.ts';
+import type { CredentialReader, PageRenderer, RenderedPage } from './ports.ts';
 import { renderVerdict } from './render-detector.ts';
 
 /** Hosts whose pages needed rendering, per crawl (a container's memory: `crawlId host`). */
@@ -23,19 +23,32 @@ export interface RenderedHosts {
   add(key: string): void;
 }
 
-export interface RenderStepDeps {
-  renderer?: PageRenderer | undefined;
+/** What decides where a page to render goes (the fetch function's side). */
+export interface RenderChoiceDeps {
+  /** The stack has a render function (RENDER_QUEUE_URL): pages to render are sent to it. */
+  renders?: boolean | undefined;
+  renderedHosts?: RenderedHosts | undefined;
+}
+
+/** What the render function needs for one page. */
+export interface RenderPageDeps {
+  renderer: PageRenderer;
   /** The crawl's credentials, for the page's own subrequests (an API behind the same login). */
   credentials?: CredentialReader | undefined;
-  renderedHosts?: RenderedHosts | undefined;
-  pace: HostSlots;
   now: () => number;
 }
 
-export type RenderStep =
-  | { kind: 'skipped' }
+/** Whether a fetched page is rendered: not at all, by the render function, or not for want of one. */
+export type RenderChoice =
+  | { kind: 'skip' }
+  | { kind: 'send'; reason: string }
+  | { kind: 'unavailable'; note: { code: string; reason: string } };
+
+/** What a render gives: the DOM, or why the page is kept as fetched; and the host's requests it made. */
+export type RenderOutcome = (
   | { kind: 'rendered'; html: string; note?: { code: string; reason: string } }
-  | { kind: 'failed'; note: { code: string; reason: string } };
+  | { kind: 'failed'; note: { code: string; reason: string } }
+) & { sameHostRequests: number };
 
 /** A crawl's `--render-pattern`s, compiled once per config (a container keeps its crawls' configs). */
 const compiled = new WeakMap<object, RegExp[]>();
@@ -64,41 +77,56 @@ export function renderDecision(
   return renderVerdict(html);
 }
 
-export async function renderStep(
+/**
+ * Where the fetched page `html` of `url` goes. In `auto` mode a host whose page needs rendering is
+ * remembered, and its later pages are sent too.
+ */
+export function renderChoice(
   crawlId: string,
   url: URL,
   html: string,
   config: CrawlConfig,
-  deps: RenderStepDeps,
-): Promise<RenderStep> {
+  deps: RenderChoiceDeps,
+): RenderChoice {
   const remembered = `${crawlId} ${hostKey(url)}`;
   const decision = renderDecision(config, url, html, deps.renderedHosts?.has(remembered) ?? false);
-  if (!decision.render) return { kind: 'skipped' };
-  if (deps.renderer === undefined)
+  if (!decision.render) return { kind: 'skip' };
+  if (!deps.renders)
     return {
-      kind: 'failed',
+      kind: 'unavailable',
       note: {
         code: 'render-unavailable',
-        reason: `not rendered (${decision.reason}): this fetch function has no browser`,
+        reason: `not rendered (${decision.reason}): this stack has no render function (deploy it with -c render=true)`,
       },
     };
+  if (config.render === 'auto') deps.renderedHosts?.add(remembered);
+  return { kind: 'send', reason: decision.reason };
+}
+
+/** Renders a page in the browser; a browser that fails, or credentials that cannot be read, keep it as fetched. */
+export async function renderPage(
+  url: URL,
+  html: string,
+  config: CrawlConfig,
+  deps: RenderPageDeps,
+): Promise<RenderOutcome> {
   let rendered: RenderedPage;
   try {
-    rendered = await render(url, html, config, deps.renderer, deps);
+    rendered = await render(url, html, config, deps);
   } catch (error) {
-    // A browser that cannot start, or credentials that cannot be read: the page is kept as fetched.
     return {
       kind: 'failed',
       note: { code: 'render-failed', reason: `not rendered: ${describeError(error)}` },
+      sameHostRequests: 0,
     };
   }
-  if (rendered.sameHostRequests > 0 && config.delayMs > 0)
-    await deps.pace.pushBack(crawlId, hostKey(url), deps.now() + rendered.sameHostRequests * config.delayMs);
-  if (!rendered.ok) return { kind: 'failed', note: { code: rendered.code, reason: rendered.reason } };
-  if (config.render === 'auto') deps.renderedHosts?.add(remembered);
+  const { sameHostRequests } = rendered;
+  if (!rendered.ok)
+    return { kind: 'failed', note: { code: rendered.code, reason: rendered.reason }, sameHostRequests };
   return {
     kind: 'rendered',
     html: rendered.html,
+    sameHostRequests,
     ...(rendered.truncated === undefined
       ? {}
       : { note: { code: 'render-truncated', reason: rendered.truncated } }),
@@ -109,12 +137,11 @@ async function render(
   url: URL,
   html: string,
   config: CrawlConfig,
-  renderer: PageRenderer,
-  deps: RenderStepDeps,
+  deps: RenderPageDeps,
 ): Promise<RenderedPage> {
   const bundle =
     config.credentials === undefined ? undefined : await deps.credentials?.read(config.credentials.parameter);
-  return renderer.render({
+  return deps.renderer.render({
     url,
     html,
     userAgent: config.userAgent,

@@ -6,6 +6,7 @@ import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
 import type { CredentialBundle, CredentialCookie } from './credentials.ts';
 import type { Outcome } from './outcome.ts';
 import type { PriorCapture } from './recrawl.ts';
+import type { RenderMessage } from './render-message.ts';
 import type { CrawlResult } from './result.ts';
 import type { VisitMessage } from './task.ts';
 
@@ -110,6 +111,11 @@ export interface TaskSender {
 
 export interface ResultSender {
   sendResults(results: readonly CrawlResult[]): Promise<void>;
+}
+
+/** Pages whose response is written, to the render function (core/render-message.ts). */
+export interface RenderSender {
+  sendRenders(messages: readonly RenderMessage[]): Promise<void>;
 }
 
 /** Per-crawl budgets (core/budget.ts): charges counted AWS cost, stops the crawl that crosses its budget. */

@@ -50,6 +50,11 @@ export interface CapturedPage {
   recrawl?: { prior?: PriorCapture | undefined };
   /** Adaptive revisits: the result gets the URL's next interval and due time (recrawl.ts). */
   adaptive?: IntervalBounds;
+  /**
+   * The response is in a WARC file already, as this record (a page rendered after its fetch:
+   * render-batch.ts): only its conversion records are written, and the result keeps its pointers.
+   */
+  stored?: { recordId: string };
 }
 
 /** What a re-crawl adds to a captured page's result. */
@@ -158,6 +163,10 @@ export class WarcBatchWriter {
    */
   add(page: CapturedPage): void {
     if (this.#finishing) throw new Error('WarcBatchWriter: add() after finish()');
+    if (page.stored !== undefined) {
+      this.#addConversions(page, page.stored.recordId);
+      return;
+    }
     const { response, result } = page;
     // Hashed and compressed once, whichever file it ends up in.
     const prepared = prepareResponse(
@@ -209,6 +218,23 @@ export class WarcBatchWriter {
       ...changeFields,
       ...(page.adaptive ? adaptiveFields(page.adaptive, prior, changeFields.change, response.startedAt) : {}),
     });
+    if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
+  }
+
+  /** A stored response's conversion records (its rendered DOM) and content record; the result as it was. */
+  #addConversions(page: CapturedPage, refersTo: string): void {
+    const { result } = page;
+    const file = this.#fileOf(result.crawlId);
+    const before = file.builder.recordCount;
+    try {
+      this.#writeConversions(file.builder, page, refersTo);
+    } catch (error) {
+      file.builder.rollback(before);
+      throw error;
+    }
+    file.pages++;
+    const content = page.content === undefined ? undefined : this.#addContent(result.crawlId, page.content);
+    this.#results.push({ ...result, ...(content === undefined ? {} : { content }) });
     if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
 
@@ -337,27 +363,33 @@ export class WarcBatchWriter {
         ...(result.location === undefined ? [] : [['redirectTo', result.location] as [string, string]]),
       ],
     });
+    if (revisit === undefined) this.#writeConversions(builder, page, prepared.recordId);
+    return written;
+  }
+
+  /** The rendered DOM, and with `warcConversion` the content's Markdown or text, each referring to the response. */
+  #writeConversions(builder: WarcFileBuilder, page: CapturedPage, refersTo: string): void {
+    const { response } = page;
     if (page.rendered !== undefined) {
       builder.addConversion({
         targetUri: response.url,
         date: response.startedAt,
-        refersTo: prepared.recordId,
+        refersTo,
         contentType: 'text/html; charset=utf-8',
         block: Buffer.from(page.rendered, 'utf8'),
       });
     }
     const converted = page.content?.markdown ?? page.content?.text;
-    if (page.warcConversion && converted !== undefined && revisit === undefined) {
+    if (page.warcConversion && converted !== undefined) {
       builder.addConversion({
         targetUri: response.url,
         date: response.startedAt,
-        refersTo: prepared.recordId,
+        refersTo,
         contentType:
           page.content?.markdown === undefined ? 'text/plain; charset=utf-8' : 'text/markdown; charset=utf-8',
         block: Buffer.from(converted, 'utf8'),
       });
     }
-    return written;
   }
 
   /** The revisit record standing for the response (with the response's record id: the request points at it). */

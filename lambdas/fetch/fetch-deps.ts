@@ -10,7 +10,7 @@ import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
-import { SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
+import { SqsDeadLetterSender, SqsRenderSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import type { FetchBatchDeps } from '../core/fetch-batch.ts';
 import { LruSet } from '../core/lru.ts';
@@ -72,10 +72,13 @@ export function fetchDeps(
     }),
     robotsCache: createRobotsCache(),
     credentials: new SsmCredentialStore(clients.ssm),
-    // A browser only where the runtime gives one (the local runtime, when Chromium is installed).
-    ...(overrides.renderer === undefined
+    // Pages to render go to the render function, in a stack that has one (-c render=true).
+    ...(env.RENDER_QUEUE_URL === undefined
       ? {}
-      : { renderer: overrides.renderer, renderedHosts: new LruSet(RENDERED_HOSTS_CACHE_ENTRIES) }),
+      : {
+          renderQueue: new SqsRenderSender(clients.sqs, env.RENDER_QUEUE_URL),
+          renderedHosts: new LruSet(RENDERED_HOSTS_CACHE_ENTRIES),
+        }),
     seen: new LruSet(SEEN_CACHE_ENTRIES),
     blobs,
     // A part once written is never removed: a HEAD that found it need not be repeated.

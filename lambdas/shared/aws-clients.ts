@@ -49,7 +49,7 @@ export interface AwsTransport {
 export interface HandlerWiring {
   /** The local runtime's transport to its emulators, for handlers in its thread; Lambda gives none. */
   awsTransport?: AwsTransport;
-  /** The local runtime's browser for `--render` (local/local-renderer.ts); Lambda gives none yet. */
+  /** The local runtime's browser for the render function (local/local-renderer.ts); on Lambda, @sparticuz/chromium's. */
   renderer?: PageRenderer;
 }
 

@@ -29,6 +29,11 @@ export const IDS = {
   /** Schedules (`crawler schedule add`) live in this EventBridge Scheduler group, sending as this role. */
   scheduleGroup: 'ScheduleGroup',
   schedulerRole: 'SchedulerRole',
+  /** `--render` on AWS (CDK context `render=true`): pages to render, the function that renders them. */
+  renderQueue: 'RenderQueue',
+  renderDlq: 'RenderDLQ',
+  renderFunction: 'RenderFunction',
+  chromiumLayer: 'ChromiumLayer',
 } as const;
 
 /** The bus crawl events go to unless the stack names one (CDK context `eventBusName`). */
@@ -55,6 +60,9 @@ export const OUTPUTS = {
   taskQueueArn: 'TaskQueueArn',
   /** A crawl's credentials are the SSM SecureString parameter `<prefix><crawlId>` (core/credentials.ts). */
   credentialsPrefix: 'CredentialsParameterPrefix',
+  /** Only in a stack deployed with `-c render=true`. */
+  renderQueueUrl: 'RenderQueueUrl',
+  renderDlqUrl: 'RenderDlqUrl',
 } as const;
 
 export type OutputName = (typeof OUTPUTS)[keyof typeof OUTPUTS];
@@ -63,6 +71,7 @@ export type OutputName = (typeof OUTPUTS)[keyof typeof OUTPUTS];
 export const HANDLERS = {
   fetch: 'lambdas/fetch/handler.ts',
   aggregate: 'lambdas/aggregate/handler.ts',
+  render: 'lambdas/render/handler.ts',
 } as const;
 
 /**
@@ -84,6 +93,10 @@ export const FUNCTION_ENV = {
   defaultCrawlConfig: 'DEFAULT_CRAWL_CONFIG',
   /** The EventBridge bus crawl events are published on (lambdas/core/crawl-events.ts). */
   eventBusName: 'EVENT_BUS_NAME',
+  /** Where the fetch function sends pages to render; without it, pages to render are kept as fetched. */
+  renderQueueUrl: 'RENDER_QUEUE_URL',
+  /** A malformed render message is moved here at once, with its reason. */
+  renderDlqUrl: 'RENDER_DLQ_URL',
 } as const;
 
 /** A crawl id: it is part of S3 keys, DynamoDB keys and MessageGroupIds. */

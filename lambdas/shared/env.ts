@@ -1,5 +1,5 @@
 /**
- * Process configuration of the two functions, read once from their environment (set by the stack,
+ * Process configuration of the functions, read once from their environment (set by the stack,
  * or by the local runtime from the synthesized template) and validated at start.
  */
 import { z } from 'zod';
@@ -57,6 +57,8 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
   /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
+  /** The render function's queue, in a stack deployed with `-c render=true`. */
+  [FUNCTION_ENV.renderQueueUrl]: z.url().optional(),
   /**
    * Set by Lambda itself (the Runtime API's host:port, on loopback), never by the stack or the local
    * runtime: its presence means this process runs inside Lambda.
@@ -75,9 +77,25 @@ export const AggregateEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
 });
 
+export const RenderEnvSchema = AwsEnvSchema.extend({
+  /** The queue it consumes: a failed page is given its back-off there. */
+  [FUNCTION_ENV.renderQueueUrl]: z.url(),
+  [FUNCTION_ENV.renderDlqUrl]: z.url(),
+  /** Visits of the hosts its pages' links wake, and of the hosts it hurries. */
+  [FUNCTION_ENV.taskQueueUrl]: z.url(),
+  [FUNCTION_ENV.resultsQueueUrl]: z.url(),
+  [FUNCTION_ENV.pageBucket]: z.string().min(3),
+  [FUNCTION_ENV.frontierTable]: z.string().min(3),
+  /** Crawl Cancelled when a render spends a crawl's --max-cost-usd (core/budget.ts). */
+  [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
+  /** Set by Lambda itself: inside Lambda the browser is @sparticuz/chromium's (lambda-browser.ts). */
+  AWS_LAMBDA_RUNTIME_API: z.string().optional(),
+});
+
 export type AwsEnv = z.infer<typeof AwsEnvSchema>;
 export type FetchEnv = z.infer<typeof FetchEnvSchema>;
 export type AggregateEnv = z.infer<typeof AggregateEnvSchema>;
+export type RenderEnv = z.infer<typeof RenderEnvSchema>;
 
 export function loadEnv<T>(schema: z.ZodType<T>, env: Env, what: string): T {
   const parsed = schema.safeParse(env);

@@ -1,5 +1,5 @@
 /**
- * What both SQS-triggered handlers do around their core, written once: their logs and metrics, the
+ * What the SQS-triggered handlers do around their core, written once: their logs and metrics, the
  * batch as the core's messages, the invocation's time, and the batch response (failed messages are
  * first hidden for their back-off, so SQS redelivers them after it, not after the visibility timeout).
  */
@@ -24,7 +24,10 @@ export interface Telemetry {
 }
 
 /** The function's logger and metrics, both at `LOG_LEVEL`. */
-export function handlerTelemetry(fn: 'fetch' | 'aggregate', logLevel: string | undefined): Telemetry {
+export function handlerTelemetry(
+  fn: 'fetch' | 'aggregate' | 'render',
+  logLevel: string | undefined,
+): Telemetry {
   return {
     log: createLogger(fn, logLevel),
     // EMF lines are log lines: a quiet local run (LOG_LEVEL=warn) keeps them out of the CLI's output.

@@ -11,7 +11,12 @@ import { after, before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
 import { ACCOUNT_CHECK_ID, ACCOUNT_CHECK_SOURCE, ACCOUNT_CHECK_TYPE } from '../../cdk/account-concurrency.ts';
 import { createCrawlerApp } from '../../cdk/crawler-app.ts';
-import { AGGREGATE_EVENT_SOURCE, CONTEXT_KEYS, FETCH_EVENT_SOURCE } from '../../cdk/limits.ts';
+import {
+  AGGREGATE_EVENT_SOURCE,
+  CONTEXT_KEYS,
+  FETCH_EVENT_SOURCE,
+  RENDER_EVENT_SOURCE,
+} from '../../cdk/limits.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
 import { getAttTarget, isRecord, ofType, resourcesOf, roleStatements, statementsOf } from './template.ts';
 
@@ -32,6 +37,7 @@ describe('the account concurrency check in the template', () => {
     assert.deepEqual(check.Properties.Needs, {
       fetch: FETCH_EVENT_SOURCE.maxConcurrency,
       aggregate: AGGREGATE_EVENT_SOURCE.maxConcurrency,
+      render: RENDER_EVENT_SOURCE.maxConcurrency,
     });
     const { stack } = createCrawlerApp({
       skipBundling: true,

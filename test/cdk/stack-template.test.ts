@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Template } from 'aws-cdk-lib/assertions';
 import { ACCOUNT_CHECK_ID } from '../../cdk/account-concurrency.ts';
+import { createCrawlerApp } from '../../cdk/crawler-app.ts';
 import {
   AGGREGATE_EVENT_SOURCE,
   AGGREGATE_FUNCTION,
@@ -13,6 +14,8 @@ import {
   FETCH_FUNCTION,
   LOGS,
   QUEUE,
+  RENDER_EVENT_SOURCE,
+  RENDER_FUNCTION,
 } from '../../cdk/limits.ts';
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
@@ -52,6 +55,7 @@ before(() => {
 const QUEUES = [
   { queue: IDS.taskQueue, dlq: IDS.taskDlq, consumer: IDS.fetchFunction },
   { queue: IDS.resultsQueue, dlq: IDS.resultsDlq, consumer: IDS.aggregateFunction },
+  { queue: IDS.renderQueue, dlq: IDS.renderDlq, consumer: IDS.renderFunction },
 ] as const;
 
 const FUNCTIONS = [
@@ -69,7 +73,17 @@ const FUNCTIONS = [
     source: AGGREGATE_EVENT_SOURCE,
     queue: IDS.resultsQueue,
   },
+  {
+    id: IDS.renderFunction,
+    handler: HANDLERS.render,
+    fn: RENDER_FUNCTION,
+    source: RENDER_EVENT_SOURCE,
+    queue: IDS.renderQueue,
+  },
 ] as const;
+
+/** @sparticuz/chromium is built for x86_64 only; the other functions run on arm64. */
+const ARCHITECTURE: Record<string, string> = { [IDS.renderFunction]: 'x86_64' };
 
 /** The one event source mapping of a function. */
 function mappingOf(functionId: string): CfnResource {
@@ -225,7 +239,7 @@ describe('frontier table', () => {
 });
 
 describe('functions', () => {
-  it('are the two crawler functions and the account check (no other custom-resource Lambda the local runtime would skip)', () => {
+  it('are the three crawler functions and the account check (no other custom-resource Lambda the local runtime would skip)', () => {
     const ids = ofType(json, 'AWS::Lambda::Function').map(([id]) => id);
     // The account concurrency check only reads the account's Lambda quota, which a local run has not.
     const check = ids.filter((id) => id.startsWith(`${ACCOUNT_CHECK_ID}Function`));
@@ -233,14 +247,45 @@ describe('functions', () => {
     assert.deepEqual(ids.filter((id) => !check.includes(id)).sort(), [
       IDS.aggregateFunction,
       IDS.fetchFunction,
+      IDS.renderFunction,
     ]);
   });
 
+  it('RenderFunction: the Chromium layer, /tmp room for the unpacked browser, and its own environment', () => {
+    const props = resource(json, IDS.renderFunction, 'AWS::Lambda::Function').Properties;
+    assert.deepEqual(props.Layers, [{ Ref: IDS.chromiumLayer }]);
+    resource(json, IDS.chromiumLayer, 'AWS::Lambda::LayerVersion');
+    assert.deepEqual(props.EphemeralStorage, { Size: RENDER_FUNCTION.ephemeralStorageMiB });
+    assert.deepEqual(props.Environment, {
+      Variables: {
+        NODE_OPTIONS: '--enable-source-maps',
+        RENDER_QUEUE_URL: { Ref: IDS.renderQueue },
+        RENDER_DLQ_URL: { Ref: IDS.renderDlq },
+        TASK_QUEUE_URL: { Ref: IDS.taskQueue },
+        RESULTS_QUEUE_URL: { Ref: IDS.resultsQueue },
+        PAGE_BUCKET: { Ref: IDS.pageStore },
+        FRONTIER_TABLE: { Ref: IDS.frontierTable },
+        EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
+      },
+    });
+  });
+
+  it('a stack deployed without -c render=true has no render function, queue or layer, and its fetch function no render queue', () => {
+    const { stack } = createCrawlerApp({ skipBundling: true, cfnValidation: false });
+    const plain = Template.fromStack(stack).toJSON();
+    const ids = Object.keys(resourcesOf(plain));
+    for (const id of [IDS.renderFunction, IDS.renderQueue, IDS.renderDlq, IDS.chromiumLayer])
+      assert.ok(!ids.includes(id), `${id} is not deployed`);
+    const env = resource(plain, IDS.fetchFunction, 'AWS::Lambda::Function').Properties.Environment;
+    assert.ok(isRecord(env) && isRecord(env.Variables) && !('RENDER_QUEUE_URL' in env.Variables));
+    assert.ok(isRecord(plain.Outputs) && !(OUTPUTS.renderQueueUrl in plain.Outputs));
+  });
+
   for (const { id, handler, fn } of FUNCTIONS) {
-    it(`${id}: nodejs24.x on arm64, ESM bundle handler, timeout and memory from limits`, () => {
+    it(`${id}: nodejs24.x on ${ARCHITECTURE[id] ?? 'arm64'}, ESM bundle handler, timeout and memory from limits`, () => {
       const props = resource(json, id, 'AWS::Lambda::Function').Properties;
       assert.equal(props.Runtime, 'nodejs24.x');
-      assert.deepEqual(props.Architectures, ['arm64']);
+      assert.deepEqual(props.Architectures, [ARCHITECTURE[id] ?? 'arm64']);
       assert.equal(props.Handler, 'index.handler');
       assert.equal(props.Timeout, fn.timeoutSeconds);
       assert.equal(props.MemorySize, fn.memoryMb);
@@ -284,6 +329,7 @@ describe('functions', () => {
         PAGE_BUCKET: { Ref: IDS.pageStore },
         FRONTIER_TABLE: { Ref: IDS.frontierTable },
         EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
+        RENDER_QUEUE_URL: { Ref: IDS.renderQueue },
       },
     });
   });
@@ -370,6 +416,8 @@ describe('outputs', () => {
         OUTPUTS.schedulerRoleArn,
         OUTPUTS.taskQueueArn,
         OUTPUTS.credentialsPrefix,
+        OUTPUTS.renderQueueUrl,
+        OUTPUTS.renderDlqUrl,
       ].sort(),
     );
   });

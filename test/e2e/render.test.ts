@@ -17,6 +17,10 @@ import { type LoopbackHost, startLoopbackHost } from '../fixtures/loopback-host.
 import { type CrawlRun, runCrawl } from '../fixtures/run-cli.ts';
 
 const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
+/** The rendered crawl's delay: each page's render makes two requests to the host (its script, its API). */
+const DELAY_MS = 300;
+const PAGES = ['/', '/item/1', '/item/2'];
+const apiOf = (page: string) => (page === '/' ? '/api/home.json' : `/api${page}.json`);
 
 const shell = (title: string) =>
   `<!doctype html><html><head><title>${title}</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`;
@@ -69,6 +73,8 @@ describe('crawler crawl --render', { skip }, () => {
   let rendered: CrawlRun;
   /** Requests for the three pages during the rendered crawl: the crawler's fetches only. */
   let documentRequests = 0;
+  /** Every request the site had during the rendered crawl. */
+  let renderedRequests: LoopbackHost['requests'] = [];
   let plain: CrawlRun;
   let endless: CrawlRun;
 
@@ -117,11 +123,19 @@ describe('crawler crawl --render', { skip }, () => {
     });
     rendered = await runCrawl(
       [`${site.origin}/`],
-      ['--allow-private', '--delay', '0', '--quiet', '--render', 'auto', '--cookie', 'session=s-render-1'],
+      [
+        '--allow-private',
+        '--delay',
+        String(DELAY_MS),
+        '--quiet',
+        '--render',
+        'auto',
+        '--cookie',
+        'session=s-render-1',
+      ],
     );
-    documentRequests = site.requests.filter((request) =>
-      ['/', '/item/1', '/item/2'].includes(request.path),
-    ).length;
+    renderedRequests = [...site.requests];
+    documentRequests = site.requests.filter((request) => PAGES.includes(request.path)).length;
     plain = await runCrawl([`${site.origin}/`], ['--allow-private', '--delay', '0', '--quiet']);
     endless = await runCrawl(
       [`${site.origin}/endless`],
@@ -158,6 +172,26 @@ describe('crawler crawl --render', { skip }, () => {
     assert.equal(documentRequests, 3);
   });
 
+  it("holds the host while a page renders: no request of the crawler meets the browser's, and the next waits a delay for each of them", () => {
+    const timeline = renderedRequests.filter((request) => request.path !== '/robots.txt');
+    const documents = timeline.filter((request) => PAGES.includes(request.path));
+    assert.equal(documents.length, 3);
+    for (const [index, document] of documents.entries()) {
+      const next = documents[index + 1];
+      // This page's render asked for its API after its document came, and before the next document.
+      const api = timeline.find((request) => request.path === apiOf(document.path));
+      assert.ok(api && api.at >= document.at, `${document.path}: its API was asked for after the page`);
+      if (next === undefined) continue;
+      assert.ok(api.at <= next.at, `${document.path}: rendered before ${next.path} was fetched`);
+      const before = timeline.filter((request) => request.at <= next.at && !PAGES.includes(request.path));
+      const lastSubrequest = Math.max(...before.map((request) => request.at));
+      assert.ok(
+        next.at - lastSubrequest >= 2 * DELAY_MS,
+        `${next.path} came ${next.at - lastSubrequest} ms after the previous render's last request, not ${2 * DELAY_MS}`,
+      );
+    }
+  });
+
   it('without --render the same app is an empty shell with no links', () => {
     assert.deepEqual(
       plain.results.map((line) => [new URL(line.url).pathname, line.outlinks ?? 0, line.rendered]),
@@ -165,24 +199,31 @@ describe('crawler crawl --render', { skip }, () => {
     );
   });
 
-  it('keeps the rendered DOM as a conversion record referring to the response', async () => {
+  it('keeps the rendered DOM as a conversion record referring to the response, in a WARC file of the render function', async () => {
+    // The response is in the fetch function's WARC file, its rendering in the render function's.
+    const records = [];
+    for (const name of rendered.warcFiles)
+      for (const { record } of iterateWarcFile(await readFile(join(rendered.outDir, 'warc', name))))
+        records.push({ name, record });
+    const responses = new Map<string, { uri: string; file: string }>();
+    for (const { name, record } of records)
+      if (record.header('WARC-Type') === 'response')
+        responses.set(record.header('WARC-Record-ID') ?? '', {
+          uri: record.header('WARC-Target-URI') ?? '',
+          file: name,
+        });
     let conversions = 0;
-    for (const name of rendered.warcFiles) {
-      const responses = new Map<string, string>();
-      const entries = [...iterateWarcFile(await readFile(join(rendered.outDir, 'warc', name)))];
-      for (const { record } of entries)
-        if (record.header('WARC-Type') === 'response')
-          responses.set(record.header('WARC-Record-ID') ?? '', record.header('WARC-Target-URI') ?? '');
-      for (const { record } of entries) {
-        if (
-          record.header('WARC-Type') !== 'conversion' ||
-          !record.header('Content-Type')?.startsWith('text/html')
-        )
-          continue;
-        conversions++;
-        assert.equal(responses.get(record.header('WARC-Refers-To') ?? ''), record.header('WARC-Target-URI'));
-        assert.match(Buffer.from(record.block).toString('utf8'), /<h1>(Home of the app|Item \d)<\/h1>/);
-      }
+    for (const { name, record } of records) {
+      if (
+        record.header('WARC-Type') !== 'conversion' ||
+        !record.header('Content-Type')?.startsWith('text/html')
+      )
+        continue;
+      conversions++;
+      const response = responses.get(record.header('WARC-Refers-To') ?? '');
+      assert.equal(response?.uri, record.header('WARC-Target-URI'));
+      assert.notEqual(response?.file, name);
+      assert.match(Buffer.from(record.block).toString('utf8'), /<h1>(Home of the app|Item \d)<\/h1>/);
     }
     assert.equal(conversions, 3);
   });

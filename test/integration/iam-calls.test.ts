@@ -37,7 +37,7 @@ import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
 import { awsCallLedger, type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
-import { AggregateEnvSchema, FetchEnvSchema } from '../../lambdas/shared/env.ts';
+import { AggregateEnvSchema, FetchEnvSchema, RenderEnvSchema } from '../../lambdas/shared/env.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
 import { roleName } from '../../local/provision.ts';
@@ -70,6 +70,16 @@ const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
     's3:ListBucket':
       'a HEAD of an index part not yet written (lambdas/core/host-visit.ts allPartsWritten) answers 404 only with it, 403 without',
   },
+  RenderFunction: {
+    'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'logs:PutLogEvents': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
+    'sqs:GetQueueAttributes':
+      'the SQS event source mapping reads the queue with the function role (AWSLambdaSQSQueueExecutionRole); the local poller does not',
+    'sqs:ChangeMessageVisibility':
+      "a retried page's backoff (lambdas/adapters/sqs-redelivery.ts delay) after a failed AWS write",
+    'events:PutEvents':
+      "Crawl Cancelled when a render's charge spends the crawl's --max-cost-usd (core/budget.ts); the fetch function's charge, which comes first, mostly spends it",
+  },
   AggregateFunction: {
     'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
     'logs:PutLogEvents': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
@@ -92,7 +102,11 @@ const USED_BY_TIMING: Record<string, ReadonlySet<string>> = {
 const READ_ENV: Record<string, Set<string>> = {
   FetchFunction: new Set([...Object.keys(FetchEnvSchema.shape), 'NODE_OPTIONS']),
   AggregateFunction: new Set([...Object.keys(AggregateEnvSchema.shape), 'NODE_OPTIONS']),
+  RenderFunction: new Set([...Object.keys(RenderEnvSchema.shape), 'NODE_OPTIONS']),
 };
+
+/** The functions whose calls are checked both ways. */
+const FUNCTIONS = [IDS.fetchFunction, IDS.aggregateFunction, IDS.renderFunction];
 
 const STACK_ID = 'arn:aws:cloudformation:us-east-1:000000000000:stack/ServerlessCrawler/iam-test';
 const MANY = 20;
@@ -196,6 +210,25 @@ before(async () => {
   assert.equal(JSON.parse(await cli(statusCommand, recrawl, '--json')).state, 'complete');
   await cli(diffCommand, recrawl, `${site.origin}/a`);
 
+  // A rendered crawl with credentials: the render function reads the page back, the crawl's
+  // parameter, writes its records and sends the result and the links it found (/a, /b).
+  const rendered = (
+    await cli(
+      submitCommand,
+      `${site.origin}/`,
+      '--allow-private',
+      '--delay',
+      '0',
+      '--render',
+      'always',
+      '--header',
+      'X-Crawl-Token: iam-test',
+    )
+  ).trim();
+  await aws.waitForIdle({ timeoutMs: 120_000 });
+  assert.equal(JSON.parse(await cli(statusCommand, rendered, '--json')).state, 'complete');
+  assert.equal((await cli(resultsCommand, rendered)).trim().split('\n').length, 3);
+
   // A schedule: created on the stack's Scheduler, fired (a run the fetch function starts: a re-crawl
   // of the schedule's last completed run the second time), listed, and removed.
   await cli(
@@ -264,6 +297,10 @@ before(async () => {
   await aws.clients.sqs.send(
     new SendMessageCommand({ QueueUrl: aws.outputs.ResultsQueueUrl, MessageBody: '{"not":"a result"}' }),
   );
+  // A malformed render message is parked in RenderDLQ by the render function, with its reason.
+  await aws.clients.sqs.send(
+    new SendMessageCommand({ QueueUrl: aws.outputs.RenderQueueUrl, MessageBody: '{"kind":"render"}' }),
+  );
   await aws.waitForIdle({ timeoutMs: 120_000 });
   // Redriven with the pollers stopped, so the moved messages stay where the redrive put them: first
   // another crawl's only (none: every message is looked at and released), then all.
@@ -312,7 +349,7 @@ describe('every recorded call is allowed by its principal’s policies', () => {
     for (const [file, command] of STACK_COMMANDS) assert.ok(ran.has(command), `${file} did not run`);
   });
 
-  it("the ledger saw each principal: both functions, the schedules' role and the operator", () => {
+  it("the ledger saw each principal: the three functions, the schedules' role and the operator", () => {
     const principals = new Set(entries.map((e) => e.principal));
     for (const fn of Object.values(aws.stack.functions))
       assert.ok(principals.has(fn.functionName), fn.logicalId);
@@ -326,7 +363,7 @@ describe('every recorded call is allowed by its principal’s policies', () => {
     );
   });
 
-  for (const who of ['FetchFunction', 'AggregateFunction', IDS.schedulerRole, OPERATOR]) {
+  for (const who of [...FUNCTIONS, IDS.schedulerRole, OPERATOR]) {
     it(`${who}: every call is allowed`, () => {
       const principal = principalOf(who);
       const statements = policies.get(principal ?? '');
@@ -340,7 +377,7 @@ describe('every recorded call is allowed by its principal’s policies', () => {
 });
 
 describe('least privilege: nothing granted that no call uses', () => {
-  for (const who of ['FetchFunction', 'AggregateFunction', IDS.schedulerRole, OPERATOR]) {
+  for (const who of [...FUNCTIONS, IDS.schedulerRole, OPERATOR]) {
     it(`${who}: every granted action is used on every granted resource`, () => {
       const principal = principalOf(who);
       const statements = policies.get(principal ?? '') ?? [];

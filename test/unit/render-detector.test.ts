@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { renderDecision, renderStep } from '../../lambdas/core/page-render.ts';
+import { renderChoice, renderDecision, renderPage } from '../../lambdas/core/page-render.ts';
 import type { PageRenderer } from '../../lambdas/core/ports.ts';
 import { renderVerdict } from '../../lambdas/core/render-detector.ts';
 
@@ -90,55 +90,79 @@ describe('renderDecision', () => {
   });
 });
 
-describe('renderStep', () => {
+describe('renderChoice and renderPage', () => {
   const url = new URL('http://app.example:8080/');
   const shell = page('<div id="root"></div><script src="/x.js"></script>');
   const config = parseCrawlConfig({ crawlId: 'c', seeds: [url.href], render: 'auto', delayMs: 500 });
-  const pushed: number[] = [];
-  const deps = (renderer: PageRenderer | undefined, remembered = new Set<string>()) => ({
-    renderer,
-    renderedHosts: {
-      has: (key: string) => remembered.has(key),
-      add: (key: string) => void remembered.add(key),
-    },
-    pace: {
-      reserve: async () => 0,
-      pushBack: async (_c: string, _h: string, at: number) => void pushed.push(at),
-    },
-    now: () => 1_000,
+  const hosts = (remembered = new Set<string>()) => ({
+    has: (key: string) => remembered.has(key),
+    add: (key: string) => void remembered.add(key),
   });
   const counts = { sameHostRequests: 3, refused: 0 };
 
-  it('keeps the page as fetched, saying why, without a browser or when the browser fails', async () => {
-    assert.deepEqual(await renderStep('c', url, shell, config, deps(undefined)), {
-      kind: 'failed',
+  it('sends a shell to the render function and remembers its host; a stack without one keeps it, saying why', () => {
+    const remembered = new Set<string>();
+    assert.deepEqual(
+      renderChoice('c', url, shell, config, { renders: true, renderedHosts: hosts(remembered) }),
+      {
+        kind: 'send',
+        reason: 'an empty app mount point and 0 characters of text',
+      },
+    );
+    assert.deepEqual([...remembered], ['c app.example:8080']);
+    const later = new URL('http://app.example:8080/about');
+    assert.deepEqual(
+      renderChoice('c', later, page(`<p>${text(600)}</p>`), config, {
+        renders: true,
+        renderedHosts: hosts(remembered),
+      }),
+      { kind: 'send', reason: 'an earlier page of its host needed rendering' },
+    );
+    assert.deepEqual(renderChoice('c', url, page(`<p>${text(600)}</p>`), config, { renders: true }), {
+      kind: 'skip',
+    });
+    assert.deepEqual(renderChoice('c', url, shell, config, { renders: false }), {
+      kind: 'unavailable',
       note: {
         code: 'render-unavailable',
         reason:
-          'not rendered (an empty app mount point and 0 characters of text): this fetch function has no browser',
+          'not rendered (an empty app mount point and 0 characters of text): this stack has no render function (deploy it with -c render=true)',
       },
+    });
+  });
+
+  it("renders, counting the browser's requests to the page's host; a browser that fails keeps the page as fetched", async () => {
+    const renderer: PageRenderer = {
+      render: async () => ({ ok: true, html: '<p>built</p>', ...counts }),
+      close: async () => {},
+    };
+    assert.deepEqual(await renderPage(url, shell, config, { renderer, now: () => 1_000 }), {
+      kind: 'rendered',
+      html: '<p>built</p>',
+      sameHostRequests: 3,
     });
     const broken: PageRenderer = {
       render: async () => Promise.reject(new Error('chromium: no such file')),
       close: async () => {},
     };
-    const step = await renderStep('c', url, shell, config, deps(broken));
-    assert.equal(step.kind, 'failed');
-    assert.equal(step.kind === 'failed' && step.note.code, 'render-failed');
-  });
-
-  it("remembers the host, and holds the host's next request one delay per own subrequest", async () => {
-    const remembered = new Set<string>();
-    const renderer: PageRenderer = {
-      render: async () => ({ ok: true, html: '<p>built</p>', ...counts }),
+    assert.deepEqual(await renderPage(url, shell, config, { renderer: broken, now: () => 1_000 }), {
+      kind: 'failed',
+      note: { code: 'render-failed', reason: 'not rendered: chromium: no such file' },
+      sameHostRequests: 0,
+    });
+    const endless: PageRenderer = {
+      render: async () => ({
+        ok: false,
+        code: 'render-timeout',
+        reason: 'not rendered within 15000 ms',
+        ...counts,
+      }),
       close: async () => {},
     };
-    pushed.length = 0;
-    assert.deepEqual(await renderStep('c', url, shell, config, deps(renderer, remembered)), {
-      kind: 'rendered',
-      html: '<p>built</p>',
+    assert.deepEqual(await renderPage(url, shell, config, { renderer: endless, now: () => 1_000 }), {
+      kind: 'failed',
+      note: { code: 'render-timeout', reason: 'not rendered within 15000 ms' },
+      sameHostRequests: 3,
     });
-    assert.deepEqual([...remembered], ['c app.example:8080']);
-    assert.deepEqual(pushed, [1_000 + 3 * 500]);
   });
 });

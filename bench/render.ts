@@ -8,25 +8,38 @@
  *   crawler's BrowserRenderer, one page at a time as a fetch container does;
  * - content recall of rendered against unrendered pages on that app (shingle recall of each page's
  *   main content against the text its API served);
- * - the Lambda cost per million rendered pages, from the measured seconds a page and the render
- *   function's planned 2,048 MB: an estimate, since the render function is not built.
+ * - the cost per million rendered pages on AWS: the same app crawled by `crawler crawl` with
+ *   `--render always` and without, the AWS calls of every function counted and each function's
+ *   handler time priced at its memory and architecture (the render function: 2,048 MB, x86_64).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BrowserRenderer } from '../lambdas/adapters/browser-renderer.ts';
-import { guardLookup, systemLookup } from '../lambdas/adapters/http-fetcher.ts';
+import { renderLookups } from '../lambdas/adapters/http-fetcher.ts';
 import { RENDER_LIMITS } from '../lambdas/core/limits.ts';
 import { extractMainContent } from '../lambdas/core/main-content.ts';
 import { renderVerdict } from '../lambdas/core/render-detector.ts';
-import { AWS_PRICES } from '../lambdas/shared/aws-prices.ts';
 import { RENDER_CORPUS } from '../test/fixtures/render-corpus.ts';
+import { NODE, ROOT, run } from './processes.ts';
 import { shingleScore } from './shingle-f1.ts';
 
 const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
 const APP_PAGES = 40;
-/** The render function's planned memory (issue 27: 1,600-2,048 MB). */
-const RENDER_FUNCTION_MB = 2048;
+/** Pages of the app each counted crawl fetches (a chain: item i links to item i+1). */
+const CRAWL_PAGES = 60;
+
+/** A counted crawl of the app: its cost per million pages by service, and the render function's time. */
+interface CountedCrawl {
+  pages: number;
+  rendered: number;
+  seconds: number;
+  perMillion: Record<string, number>;
+  renderFunction?: { invocations: number; seconds: number; gbSeconds: number };
+}
 
 export interface RenderReport {
   detector: { pages: number; needing: number; precision: number; recall: number; misjudged: string[] };
@@ -37,8 +50,8 @@ export interface RenderReport {
     peakChromiumRssMb: number;
     recallRendered: number;
     recallUnrendered: number;
-    lambdaUsdPerMillion: number;
   };
+  crawls?: { rendered: CountedCrawl; plain: CountedCrawl };
   skipped?: string;
 }
 
@@ -107,10 +120,7 @@ function chromiumRssMb(): number {
 
 async function browser(): Promise<RenderReport['browser']> {
   const app = await startApp();
-  const renderer = new BrowserRenderer({
-    executablePath: CHROMIUM,
-    lookups: { public: guardLookup(systemLookup), private: systemLookup },
-  });
+  const renderer = new BrowserRenderer({ executablePath: CHROMIUM, lookups: renderLookups(false) });
   let peak = 0;
   const sampler = setInterval(() => {
     peak = Math.max(peak, chromiumRssMb());
@@ -147,7 +157,6 @@ async function browser(): Promise<RenderReport['browser']> {
       peakChromiumRssMb: peak,
       recallRendered: rendered / APP_PAGES,
       recallUnrendered: unrendered / APP_PAGES,
-      lambdaUsdPerMillion: 1e6 * (perPage * (RENDER_FUNCTION_MB / 1024) * AWS_PRICES.lambda.arm64GbSecond),
     };
   } finally {
     clearInterval(sampler);
@@ -156,11 +165,59 @@ async function browser(): Promise<RenderReport['browser']> {
   }
 }
 
+/** `crawler crawl` of the app's first CRAWL_PAGES pages, rendered or not, with its counted cost. */
+async function countedCrawl(origin: string, render: boolean): Promise<CountedCrawl> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-render-'));
+  try {
+    const done = await run(
+      [
+        NODE,
+        join(ROOT, 'bin', 'crawler.ts'),
+        'crawl',
+        `${origin}/item/1`,
+        '--allow-private',
+        '--delay',
+        '0',
+        '--max-pages',
+        String(CRAWL_PAGES),
+        '--render',
+        render ? 'always' : 'never',
+        '--quiet',
+        '--out',
+        join(dir, 'out'),
+        '--state-dir',
+        join(dir, 'state'),
+      ],
+      { cpu: 0, timeoutMs: 900_000 },
+    );
+    if (done.code !== 0) throw new Error(`crawler crawl failed (${done.code}): ${done.stderr.slice(-2000)}`);
+    const summary = JSON.parse(await readFile(join(dir, 'out', 'summary.json'), 'utf8'));
+    const results = (await readFile(join(dir, 'out', 'results.jsonl'), 'utf8')).trim().split('\n');
+    const renderFunction = summary.aws.lambda?.RenderFunction;
+    return {
+      pages: summary.aws.pages,
+      rendered: results.filter((line) => JSON.parse(line).rendered === true).length,
+      seconds: summary.seconds,
+      perMillion: summary.aws.costPerMillionPages,
+      ...(renderFunction ? { renderFunction } : {}),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export async function runRender(): Promise<RenderReport> {
   const report: RenderReport = { detector: detector() };
   if (!existsSync(CHROMIUM)) return { ...report, skipped: `no Chromium at ${CHROMIUM}` };
   const measured = await browser();
-  return measured === undefined ? report : { ...report, browser: measured };
+  const app = await startApp();
+  try {
+    const rendered = await countedCrawl(app.origin, true);
+    const plain = await countedCrawl(app.origin, false);
+    return { ...report, ...(measured === undefined ? {} : { browser: measured }), crawls: { rendered, plain } };
+  } finally {
+    await new Promise((resolve) => app.server.close(resolve));
+  }
 }
 
 export function renderTable(report: RenderReport): string {
@@ -185,7 +242,26 @@ export function renderTable(report: RenderReport): string {
     `| peak RSS of the browser's processes | ${b.peakChromiumRssMb.toFixed(0)} MB |`,
     `| content recall, rendered | ${b.recallRendered.toFixed(3)} |`,
     `| content recall, unrendered (the shell) | ${b.recallUnrendered.toFixed(3)} |`,
-    `| Lambda duration per million rendered pages at ${RENDER_FUNCTION_MB} MB (estimate: no render function yet) | $${b.lambdaUsdPerMillion.toFixed(2)} |`,
   );
+  const c = report.crawls;
+  if (c !== undefined) {
+    const usd = (crawl: CountedCrawl, service: string) => `$${(crawl.perMillion[service] ?? 0).toFixed(2)}`;
+    const row = (name: string, crawl: CountedCrawl) =>
+      `| ${name} | ${crawl.pages} (${crawl.rendered} rendered) | ${crawl.seconds.toFixed(1)} | ${usd(crawl, 'lambda')} | ${usd(crawl, 'sqs')} | ${usd(crawl, 's3')} | ${usd(crawl, 'dynamodb')} | ${usd(crawl, 'total')} |`;
+    const fn = c.rendered.renderFunction;
+    lines.push(
+      '',
+      `Cost per million pages on AWS, counted: \`crawler crawl\` of ${CRAWL_PAGES} pages of the app at delay 0, every function's AWS calls counted and its handler time priced at its memory and architecture (list prices of lambdas/shared/aws-prices.ts):`,
+      '',
+      '| crawl | pages | seconds | Lambda | SQS | S3 | DynamoDB | total |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- |',
+      row('--render always', c.rendered),
+      row('--render never', c.plain),
+      '',
+      fn === undefined
+        ? 'The render function did not run.'
+        : `The render function: ${fn.invocations} invocations, ${fn.seconds.toFixed(1)} s of handler time, ${fn.gbSeconds.toFixed(1)} GB-s at 2,048 MB (x86_64).`,
+    );
+  }
   return lines.join('\n');
 }

@@ -320,6 +320,7 @@ export class CrawlerStack extends Stack {
       fetchConcurrency,
       aggregateConcurrency: AGGREGATE_EVENT_SOURCE.maxConcurrency,
       ...(alarmEmail ? { alarmEmail } : {}),
+      ...(render ? { render: { queue: render.queue, fn: render.fn } } : {}),
     });
 
     const output = (key: string, value: string, description: string) =>

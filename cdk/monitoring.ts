@@ -27,6 +27,9 @@ export const MONITORING_IDS = {
   resultsRedeliveredAgeAlarm: 'ResultsQueueRedeliveredResultAgeAlarm',
   fetchErrorsAlarm: 'FetchFunctionErrorsAlarm',
   aggregateErrorsAlarm: 'AggregateFunctionErrorsAlarm',
+  /** With `-c render=true`. */
+  renderDlqAlarm: 'RenderDlqNotEmptyAlarm',
+  renderErrorsAlarm: 'RenderFunctionErrorsAlarm',
 } as const;
 
 export const CLOUDWATCH_SERVICE_PRINCIPAL = 'cloudwatch.amazonaws.com';
@@ -79,6 +82,8 @@ export interface CrawlerMonitoringProps {
   readonly fetchConcurrency: number;
   readonly aggregateConcurrency: number;
   readonly alarmEmail?: string;
+  /** The render function and its queue, in a stack deployed with `-c render=true`. */
+  readonly render?: { queue: QueueWithDlq; fn: CrawlerFunction };
 }
 
 /**
@@ -183,6 +188,28 @@ export class CrawlerMonitoring extends Construct {
         'The aggregate function threw or timed out: its whole batch returns to ResultsQueue and is ' +
           'retried. See the function log group for the error.',
       ),
+      ...(props.render === undefined
+        ? []
+        : [
+            alarm(
+              MONITORING_IDS.renderDlqAlarm,
+              props.render.queue.dlq.metricApproximateNumberOfMessagesVisible({
+                period: dlqPeriod,
+                statistic: 'Maximum',
+              }),
+              0,
+              'Pages to render are parked in RenderDLQ: their results were never sent, so their hosts ' +
+                'and crawls wait. Inspect them (a malformed one carries its reason), fix the cause, then ' +
+                'move them back to RenderQueue.',
+            ),
+            alarm(
+              MONITORING_IDS.renderErrorsAlarm,
+              props.render.fn.metricErrors({ period: errorsPeriod, statistic: 'Sum' }),
+              0,
+              'The render function threw or timed out: its page returns to RenderQueue and is retried. ' +
+                'See the function log group for the error.',
+            ),
+          ]),
     ];
 
     const dashboard = new cloudwatch.Dashboard(this, MONITORING_IDS.dashboard, {

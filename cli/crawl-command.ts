@@ -118,8 +118,13 @@ export const crawlCommand = defineCommand({
           const id = report.functionLogicalId;
           // Completion is confirmed by an aggregate invocation: the wait reads again when one returns.
           if (id === IDS.aggregateFunction) for (const listener of aggregateReturned) listener();
-          const memoryMb = local.stack.functions[id]?.memorySizeMb ?? 0;
-          const usage = lambdaUsage[id] ?? { invocations: 0, durationMs: 0, memoryMb };
+          const fn = local.stack.functions[id];
+          const usage = lambdaUsage[id] ?? {
+            invocations: 0,
+            durationMs: 0,
+            memoryMb: fn?.memorySizeMb ?? 0,
+            architecture: fn?.architecture ?? 'arm64',
+          };
           usage.invocations++;
           usage.durationMs += report.durationMs;
           lambdaUsage[id] = usage;

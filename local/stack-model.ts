@@ -20,6 +20,8 @@ export interface LocalFunction {
   handlerPath: string;
   timeoutSeconds: number;
   memorySizeMb: number;
+  /** Architectures[0]; Lambda's default x86_64 when the template leaves it out (a GB-second's price). */
+  architecture: 'arm64' | 'x86_64';
   /** Environment.Variables as resolved from the template (no endpoint env yet). */
   environment: Record<string, string>;
   reservedConcurrency?: number;

@@ -25,7 +25,7 @@ import { visitOf } from './link-admission.ts';
 import { decodeContent, decodeText, mediaType } from './page-content.ts';
 import { readHtml } from './page-reading.ts';
 import { type RenderOutcome, type RenderPageDeps, renderPage } from './page-render.ts';
-import { hostKey } from './politeness.ts';
+import { frontierHost } from './politeness.ts';
 import type { CrawlConfigReader, CrawlStateCheck, PageResponse } from './ports.ts';
 import { parseRenderMessage, type RenderMessage } from './render-message.ts';
 import type { CrawlResult } from './result.ts';
@@ -146,7 +146,7 @@ async function renderOne(message: RenderMessage, deps: RenderBatchDeps): Promise
     links: reading.links,
   });
   await output.flush();
-  await endHold(crawlId, hostKey(result.url), outcome.sameHostRequests * config.delayMs, deps);
+  await endHold(crawlId, frontierHost(result.url), outcome.sameHostRequests * config.delayMs, deps);
   return output.sentResults;
 }
 

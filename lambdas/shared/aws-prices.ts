@@ -15,6 +15,8 @@ export const AWS_PRICES = {
   lambda: {
     /** Per GB-second of duration, arm64 (Graviton), first 7.5 billion GB-s a month. */
     arm64GbSecond: 0.0000133334,
+    /** Per GB-second of duration, x86_64 (the render function), first 6 billion GB-s a month. */
+    x86GbSecond: 0.0000166667,
     /** Per request (invocation). */
     request: 0.2 / 1e6,
   },
@@ -56,6 +58,8 @@ export interface LambdaUsage {
   invocations: number;
   durationMs: number;
   memoryMb: number;
+  /** Default arm64, as the crawler's functions but the render function run. */
+  architecture?: 'arm64' | 'x86_64';
 }
 
 /**
@@ -108,7 +112,8 @@ export function costOf(counts: CounterSnapshot, lambda: readonly LambdaUsage[] =
   let lambdaCost = 0;
   for (const fn of lambda) {
     const gbSeconds = (fn.durationMs / 1000) * (fn.memoryMb / 1024);
-    lambdaCost += gbSeconds * p.lambda.arm64GbSecond + fn.invocations * p.lambda.request;
+    const gbSecond = fn.architecture === 'x86_64' ? p.lambda.x86GbSecond : p.lambda.arm64GbSecond;
+    lambdaCost += gbSeconds * gbSecond + fn.invocations * p.lambda.request;
   }
   return {
     lambda: lambdaCost,

@@ -139,6 +139,25 @@ const EXPECTED_ALARMS: ExpectedAlarm[] = [
     period: ALARMS.functionErrorsPeriodSeconds,
     threshold: 0,
   },
+  // The template here has the render function (cdk/synth.ts: -c render=true).
+  {
+    id: MONITORING_IDS.renderDlqAlarm,
+    namespace: 'AWS/SQS',
+    metric: 'ApproximateNumberOfMessagesVisible',
+    dimension: QUEUE_NAME(IDS.renderDlq),
+    statistic: 'Maximum',
+    period: ALARMS.dlqPeriodSeconds,
+    threshold: 0,
+  },
+  {
+    id: MONITORING_IDS.renderErrorsAlarm,
+    namespace: 'AWS/Lambda',
+    metric: 'Errors',
+    dimension: FUNCTION_NAME(IDS.renderFunction),
+    statistic: 'Sum',
+    period: ALARMS.functionErrorsPeriodSeconds,
+    threshold: 0,
+  },
 ];
 
 describe('alarms', () => {

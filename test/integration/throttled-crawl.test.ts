@@ -90,8 +90,8 @@ for (const { rate, keyPrefix, pages } of [{ rate: 0.5, keyPrefix: 'CRAWL#', page
       assert.deepEqual(diff.results, [], 'every URL has exactly its planned result');
       assert.deepEqual(diff.requests, [], 'every page fetched once, nothing else');
       const dlqs = Object.entries(idle.queues).filter(([id]) => /DLQ/i.test(id));
-      // TaskDLQ, ResultsDLQ, and CrawlEventsDLQ (the events queue's consumers' DLQ).
-      assert.equal(dlqs.length, 3, Object.keys(idle.queues).join());
+      // TaskDLQ, ResultsDLQ, RenderDLQ, and CrawlEventsDLQ (the events queue's consumers' DLQ).
+      assert.equal(dlqs.length, 4, Object.keys(idle.queues).join());
       for (const [id, depth] of dlqs) assert.deepEqual(depth, { visible: 0, inFlight: 0, delayed: 0 }, id);
     });
   });

@@ -29,8 +29,8 @@ import { shingleScore } from './shingle-f1.ts';
 
 const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
 const APP_PAGES = 40;
-/** Pages of the app each counted crawl fetches (a chain: item i links to item i+1). */
-const CRAWL_PAGES = 60;
+/** Pages of the app each counted crawl fetches. */
+const CRAWL_PAGES = 200;
 
 /** A counted crawl of the app: its cost per million pages by service, and the render function's time. */
 interface CountedCrawl {
@@ -51,6 +51,7 @@ export interface RenderReport {
     recallRendered: number;
     recallUnrendered: number;
   };
+  /** The app crawled with `--render always`, and the same pages served whole crawled without it. */
   crawls?: { rendered: CountedCrawl; plain: CountedCrawl };
   skipped?: string;
 }
@@ -87,23 +88,38 @@ async function startApp(): Promise<{ server: Server; origin: string }> {
   const script = `fetch('/api' + location.pathname + '.json').then((r) => r.json()).then((data) => {
     const root = document.getElementById('root');
     for (const text of data.paragraphs) { const p = document.createElement('p'); p.textContent = text; root.appendChild(p); }
-    const a = document.createElement('a'); a.href = data.next; a.textContent = 'next'; root.appendChild(a);
+    for (const href of data.links) { const a = document.createElement('a'); a.href = href; a.textContent = href; root.appendChild(a); }
   });`;
   const server = createServer((req, res) => {
     const url = req.url ?? '/';
     const api = /^\/api\/item\/(\d+)\.json$/.exec(url);
+    // The same pages served whole (content and links in the HTML): the crawl without a browser.
+    const served = /^\/ssr\/item\/(\d+)$/.exec(url);
     if (url === '/app.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end(script);
     if (api) {
       const i = Number(api[1]);
       return res
         .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ paragraphs: paragraphs(i), next: `/item/${i + 1}` }));
+        .end(JSON.stringify({ paragraphs: paragraphs(i), links: childrenOf(i).map((n) => `/item/${n}`) }));
+    }
+    if (served) {
+      const i = Number(served[1]);
+      const body = [
+        ...paragraphs(i).map((text) => `<p>${text}</p>`),
+        ...childrenOf(i).map((n) => `<a href="/ssr/item/${n}">/ssr/item/${n}</a>`),
+      ].join('');
+      return res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(`<!doctype html><html><head><title>${url}</title></head><body><main>${body}</main></body></html>`);
     }
     res.writeHead(200, { 'content-type': 'text/html' }).end(shell(url));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', () => resolve()));
   return { server, origin: `http://127.0.0.2:${(server.address() as { port: number }).port}` };
 }
+
+/** Item i links to items 2i and 2i+1: a tree, so the crawl reaches its pages within its depth limit. */
+const childrenOf = (i: number) => [2 * i, 2 * i + 1];
 
 const shell = (path: string) =>
   `<!doctype html><html><head><title>${path}</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`;
@@ -165,7 +181,10 @@ async function browser(): Promise<RenderReport['browser']> {
   }
 }
 
-/** `crawler crawl` of the app's first CRAWL_PAGES pages, rendered or not, with its counted cost. */
+/**
+ * `crawler crawl` of CRAWL_PAGES pages of the app with `--render always`, or of the same pages served
+ * whole without it, with its counted cost.
+ */
 async function countedCrawl(origin: string, render: boolean): Promise<CountedCrawl> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-render-'));
   try {
@@ -174,7 +193,7 @@ async function countedCrawl(origin: string, render: boolean): Promise<CountedCra
         NODE,
         join(ROOT, 'bin', 'crawler.ts'),
         'crawl',
-        `${origin}/item/1`,
+        render ? `${origin}/item/1` : `${origin}/ssr/item/1`,
         '--allow-private',
         '--delay',
         '0',
@@ -249,18 +268,20 @@ export function renderTable(report: RenderReport): string {
     const row = (name: string, crawl: CountedCrawl) =>
       `| ${name} | ${crawl.pages} (${crawl.rendered} rendered) | ${crawl.seconds.toFixed(1)} | ${usd(crawl, 'lambda')} | ${usd(crawl, 'sqs')} | ${usd(crawl, 's3')} | ${usd(crawl, 'dynamodb')} | ${usd(crawl, 'total')} |`;
     const fn = c.rendered.renderFunction;
+    const added = (c.rendered.perMillion.total ?? 0) - (c.plain.perMillion.total ?? 0);
     lines.push(
       '',
-      `Cost per million pages on AWS, counted: \`crawler crawl\` of ${CRAWL_PAGES} pages of the app at delay 0, every function's AWS calls counted and its handler time priced at its memory and architecture (list prices of lambdas/shared/aws-prices.ts):`,
+      `Cost per million pages on AWS, counted: \`crawler crawl\` of ${CRAWL_PAGES} pages at delay 0, the app with \`--render always\` and the same pages served whole without it; every function's AWS calls counted and its handler time priced at its memory and architecture (list prices of lambdas/shared/aws-prices.ts):`,
       '',
       '| crawl | pages | seconds | Lambda | SQS | S3 | DynamoDB | total |',
       '| --- | --- | --- | --- | --- | --- | --- | --- |',
-      row('--render always', c.rendered),
-      row('--render never', c.plain),
+      row('the app, --render always', c.rendered),
+      row('served whole, --render never', c.plain),
       '',
+      `Rendering adds $${added.toFixed(2)} per million pages.`,
       fn === undefined
         ? 'The render function did not run.'
-        : `The render function: ${fn.invocations} invocations, ${fn.seconds.toFixed(1)} s of handler time, ${fn.gbSeconds.toFixed(1)} GB-s at 2,048 MB (x86_64).`,
+        : `The render function: ${fn.invocations} invocations, ${fn.seconds.toFixed(1)} s of handler time (${((fn.seconds / Math.max(1, fn.invocations)) * 1000).toFixed(0)} ms a page, the browser started once per container), ${fn.gbSeconds.toFixed(1)} GB-s at 2,048 MB (x86_64).`,
     );
   }
   return lines.join('\n');

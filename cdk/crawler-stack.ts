@@ -288,6 +288,7 @@ export class CrawlerStack extends Stack {
       eventBus,
       taskQueue,
       resultsQueue,
+      renderQueue: render?.queue,
       pageStore,
       frontierTable,
     });

@@ -10,6 +10,8 @@ import type { QueueWithDlq } from './queue-with-dlq.ts';
 export interface OperatorPolicyProps {
   readonly taskQueue: QueueWithDlq;
   readonly resultsQueue: QueueWithDlq;
+  /** With `-c render=true`: `crawler redrive --queue renders` moves its dead letters back. */
+  readonly renderQueue?: QueueWithDlq | undefined;
   readonly pageStore: s3.IBucket;
   readonly frontierTable: FrontierTable;
   readonly eventBus: events.IEventBus;
@@ -30,6 +32,7 @@ export class OperatorPolicy extends iam.ManagedPolicy {
   constructor(scope: Construct, id: string, props: OperatorPolicyProps) {
     const stack = Stack.of(scope);
     const queues = (list: sqs.IQueue[]) => list.map((queue) => queue.queueArn);
+    const render = props.renderQueue;
     super(scope, id, {
       description: `Operator of ${stack.stackName}: crawler submit, status, results, get, cancel, redrive, list, export, llms-txt, diff, schedule (docs/deploy.md)`,
       statements: [
@@ -47,12 +50,12 @@ export class OperatorPolicy extends iam.ManagedPolicy {
         // submit: seed tasks and skipped results; redrive: messages moved back.
         new iam.PolicyStatement({
           actions: ['sqs:SendMessage'],
-          resources: queues([props.taskQueue, props.resultsQueue]),
+          resources: queues([props.taskQueue, props.resultsQueue, ...(render ? [render] : [])]),
         }),
         // redrive: read the dead-letter queues, release other crawls' messages, delete the moved ones.
         new iam.PolicyStatement({
           actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
-          resources: queues([props.taskQueue.dlq, props.resultsQueue.dlq]),
+          resources: queues([props.taskQueue.dlq, props.resultsQueue.dlq, ...(render ? [render.dlq] : [])]),
         }),
         // submit: the crawl config, its registry item and the seeds' frontier entries; status: counters;
         // cancel: the crawl state; list: a Query of the crawl registry and its crawls' counters (no Scan:

@@ -1,6 +1,7 @@
 /**
- * `crawler redrive [ID] [--queue tasks|results]`: after a fix, moves dead-lettered messages back to
- * the queue they came from (TaskDLQ → TaskQueue, ResultsDLQ → ResultsQueue), only a crawl's own
+ * `crawler redrive [ID] [--queue tasks|results|renders|all]`: after a fix, moves dead-lettered messages
+ * back to the queue they came from (TaskDLQ → TaskQueue, ResultsDLQ → ResultsQueue, RenderDLQ →
+ * RenderQueue in a stack deployed with `-c render=true`), only a crawl's own
  * messages when ID is given. Messages the crawler dead-lettered itself as malformed (they carry a
  * `code` attribute) stay unless --include-malformed: sent back as they are, they end `invalid` and
  * come straight back to the DLQ. A moved message is sent first and deleted after, so nothing is lost; a
@@ -27,14 +28,17 @@ import { UsageError } from './usage-error.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)
-  --queue Q            tasks, results or both (default both)
+  --queue Q            tasks, results, renders (a stack with -c render=true) or all (default all)
   --include-malformed  also move messages dead-lettered as malformed (after a fix that makes them valid)
 ${STACK_USAGE}`;
 
 const PAIRS = {
   tasks: { dlq: OUTPUTS.taskDlqUrl, source: OUTPUTS.taskQueueUrl, owner: taskCrawlOf },
   results: { dlq: OUTPUTS.resultsDlqUrl, source: OUTPUTS.resultsQueueUrl, owner: crawlOf },
+  renders: { dlq: OUTPUTS.renderDlqUrl, source: OUTPUTS.renderQueueUrl, owner: crawlOf },
 } as const;
+type PairName = keyof typeof PAIRS;
+const QUEUE_CHOICES = [...(Object.keys(PAIRS) as PairName[]), 'all'] as const;
 
 /** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
 const LOOK_SECONDS = 30;
@@ -45,12 +49,20 @@ export const redriveCommand = defineCommand({
   run: async ({ io, values, positionals }) => {
     if (positionals.length > 1) throw new UsageError(`redrive takes at most one crawl id\n${REDRIVE_USAGE}`);
     const crawlId = positionals[0];
-    const queue = values.queue ?? 'both';
-    if (queue !== 'both' && queue !== 'tasks' && queue !== 'results') {
-      throw new UsageError(`--queue expects tasks, results or both, got ${JSON.stringify(queue)}`);
+    const queue = values.queue ?? 'all';
+    if (!(QUEUE_CHOICES as readonly string[]).includes(queue)) {
+      throw new UsageError(`--queue expects ${QUEUE_CHOICES.join(', ')}, got ${JSON.stringify(queue)}`);
     }
-    const names = queue === 'both' ? (['tasks', 'results'] as const) : ([queue] as const);
     return withStack(values, io, async (stack) => {
+      // `all`: the render queue only where the stack has one.
+      const names =
+        queue === 'all'
+          ? (Object.keys(PAIRS) as PairName[]).filter((name) => stack.outputs[PAIRS[name].dlq] !== undefined)
+          : [queue as PairName];
+      if (queue === 'renders' && stack.outputs[PAIRS.renders.dlq] === undefined)
+        throw new UsageError(
+          `--queue renders: ${stack.description} has no render queue (deployed without -c render=true)`,
+        );
       for (const name of names) {
         const pair = PAIRS[name];
         const moved = await redrive(

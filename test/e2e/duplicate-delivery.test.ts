@@ -118,8 +118,8 @@ describe('duplicate delivery: one fetch and one index line per task, however oft
     );
     assert.deepEqual([...lines.keys()].sort(), [...plan.outcomes.keys()].sort(), 'URLs in the index');
     const dlqs = dlqMessages(idle);
-    assert.equal(Object.keys(dlqs).length, 3, 'TaskDLQ, ResultsDLQ and CrawlEventsDLQ');
-    assert.deepEqual(Object.values(dlqs), [0, 0, 0], `nothing parked in a DLQ: ${JSON.stringify(dlqs)}`);
+    assert.equal(Object.keys(dlqs).length, 4, 'TaskDLQ, ResultsDLQ, RenderDLQ and CrawlEventsDLQ');
+    assert.deepEqual(Object.values(dlqs), [0, 0, 0, 0], `nothing parked in a DLQ: ${JSON.stringify(dlqs)}`);
   });
 
   it('drops a late duplicate of a task whose URL is already done', {

@@ -311,7 +311,7 @@ before(async () => {
   );
   assert.match(
     await cli(redriveCommand, '--include-malformed'),
-    /tasks: moved 1 message\(s\) back[\s\S]*results: moved 1 message\(s\) back/,
+    /tasks: moved 1 message\(s\) back[\s\S]*results: moved 1 message\(s\) back[\s\S]*renders: moved 1 message\(s\) back/,
   );
 
   entries = awsCallLedger.snapshot().entries;

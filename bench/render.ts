@@ -110,7 +110,9 @@ async function startApp(): Promise<{ server: Server; origin: string }> {
       ].join('');
       return res
         .writeHead(200, { 'content-type': 'text/html' })
-        .end(`<!doctype html><html><head><title>${url}</title></head><body><main>${body}</main></body></html>`);
+        .end(
+          `<!doctype html><html><head><title>${url}</title></head><body><main>${body}</main></body></html>`,
+        );
     }
     res.writeHead(200, { 'content-type': 'text/html' }).end(shell(url));
   });
@@ -233,7 +235,11 @@ export async function runRender(): Promise<RenderReport> {
   try {
     const rendered = await countedCrawl(app.origin, true);
     const plain = await countedCrawl(app.origin, false);
-    return { ...report, ...(measured === undefined ? {} : { browser: measured }), crawls: { rendered, plain } };
+    return {
+      ...report,
+      ...(measured === undefined ? {} : { browser: measured }),
+      crawls: { rendered, plain },
+    };
   } finally {
     await new Promise((resolve) => app.server.close(resolve));
   }

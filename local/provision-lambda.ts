@@ -41,7 +41,8 @@ export function readFunction(input: FunctionInput): LocalFunction {
     // Lambda's own defaults when the template leaves them out.
     timeoutSeconds: numberOr(props.Timeout, 3),
     memorySizeMb: numberOr(props.MemorySize, 128),
-    architecture: Array.isArray(props.Architectures) && props.Architectures[0] === 'arm64' ? 'arm64' : 'x86_64',
+    architecture:
+      Array.isArray(props.Architectures) && props.Architectures[0] === 'arm64' ? 'arm64' : 'x86_64',
     environment,
   };
   if (props.ReservedConcurrentExecutions !== undefined) {

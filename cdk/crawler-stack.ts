@@ -259,7 +259,8 @@ export class CrawlerStack extends Stack {
       allow(fn, ['s3:GetObject', 's3:PutObject'], [objects]); // the response read back; WARC and content files
       allow(
         fn,
-        ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
+        // Query: the stored scope of a crawl of seeds from a file, read with its config.
+        ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         [frontierTable.tableArn],
       );
       allow(fn, ['events:PutEvents'], [eventBus.eventBusArn]);

@@ -9,7 +9,7 @@
  *   crawler submit https://example.com/ --endpoint http://127.0.0.1:4566
  *
  * The crawl options given here are the defaults of crawls started by a plain URL message (the
- * `default` crawl): they reach the fetch function as DEFAULT_CRAWL_CONFIG, as a deployed stack's
+ * `default` crawl): they reach the fetch and render functions as DEFAULT_CRAWL_CONFIG, as a deployed stack's
  * environment would carry them. SQS answers in both protocols (JSON, and the query protocol of older
  * clients such as Debian's awscli: local/sqs-query-gateway.ts). State persists in the state dir like
  * `crawler crawl`'s (queues, messages, objects, items), so a restart resumes; one process per dir.

@@ -11,7 +11,7 @@ commands:
   diff ID URL              a re-crawl's page against the crawl it followed: a unified diff of its Markdown
   get URL --crawl ID [--body|--headers|--warc|--markdown|--text|--meta] [--raw]
                            one stored response (its WARC record) or its content (Markdown, text, metadata)
-  redrive [ID] [--queue tasks|results]
+  redrive [ID] [--queue tasks|results|renders|both|all]
                            after a fix, move dead-lettered messages (of crawl ID) back to their queue
   robots FILE AGENT URL... the crawler's robots.txt decision (allowed/disallowed) for each URL
   submit URL... [options]  start a crawl on a deployed stack (--stack, default ServerlessCrawler) or at --endpoint; prints its id

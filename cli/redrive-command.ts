@@ -28,7 +28,7 @@ import { UsageError } from './usage-error.ts';
 
 export const REDRIVE_USAGE = `usage: crawler redrive [ID] [options]
   moves dead-lettered messages back to their queue (all crawls' unless ID is given)
-  --queue Q            tasks, results, renders (a stack with -c render=true) or all (default all)
+  --queue Q            tasks, results, renders (a stack with -c render=true), both (tasks and results) or all (default all)
   --include-malformed  also move messages dead-lettered as malformed (after a fix that makes them valid)
 ${STACK_USAGE}`;
 
@@ -38,7 +38,8 @@ const PAIRS = {
   renders: { dlq: OUTPUTS.renderDlqUrl, source: OUTPUTS.renderQueueUrl, owner: crawlOf },
 } as const;
 type PairName = keyof typeof PAIRS;
-const QUEUE_CHOICES = [...(Object.keys(PAIRS) as PairName[]), 'all'] as const;
+/** `both`: the task and results queues, as before the render queue came. */
+const QUEUE_CHOICES = [...(Object.keys(PAIRS) as PairName[]), 'both', 'all'] as const;
 
 /** While a redrive looks at a message it is hidden this long from other readers of the DLQ. */
 const LOOK_SECONDS = 30;
@@ -55,10 +56,12 @@ export const redriveCommand = defineCommand({
     }
     return withStack(values, io, async (stack) => {
       // `all`: the render queue only where the stack has one.
-      const names =
+      const names: PairName[] =
         queue === 'all'
           ? (Object.keys(PAIRS) as PairName[]).filter((name) => stack.outputs[PAIRS[name].dlq] !== undefined)
-          : [queue as PairName];
+          : queue === 'both'
+            ? ['tasks', 'results']
+            : [queue as PairName];
       if (queue === 'renders' && stack.outputs[PAIRS.renders.dlq] === undefined)
         throw new UsageError(
           `--queue renders: ${stack.description} has no render queue (deployed without -c render=true)`,

@@ -173,10 +173,12 @@ export class BrowserRenderer implements PageRenderer {
         ],
       });
     })();
-    // A launch that failed is not kept: the next render tries again.
-    launching.catch(() => {
+    // A launch that failed, or a browser that died since (one crashed page takes a single-process
+    // Chromium with it), is not kept: the next render starts another.
+    const forget = () => {
       if (this.#browser === launching) this.#browser = undefined;
-    });
+    };
+    launching.then((browser) => browser.on('disconnected', forget), forget);
     this.#browser = launching;
     return this.#browser;
   }

@@ -18,7 +18,15 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { FRONTIER_LIMITS } from '../core/limits.ts';
 import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import type { HostBusy, HostLease, HostPace, HostRelease, HostTally, HostVisits } from '../core/ports.ts';
+import type {
+  HostBusy,
+  HostLease,
+  HostPace,
+  HostRelease,
+  HostTally,
+  HostVisits,
+  RenderHold,
+} from '../core/ports.ts';
 import { retryStep } from '../core/retry-step.ts';
 import { mapLimit } from '../shared/map-limit.ts';
 import {
@@ -29,7 +37,7 @@ import {
   expiresAt,
   FrontierTableAdapter,
   HOST_SK_PREFIX,
-  hostKey,
+  hostItemKey,
   type Item,
   isConditionFailed,
   N,
@@ -69,6 +77,12 @@ function needsVisit(item: Item | undefined, now: number): boolean {
     (lease === undefined || lease < now) &&
     (visitAt === undefined || (!sent && visitAt < now - VISIT_GRACE_MS))
   );
+}
+
+function holdOf(item: Item | undefined): RenderHold | undefined {
+  const token = str(item, ATTR.renderHold);
+  const until = num(item, ATTR.renderHoldUntil);
+  return token === undefined || until === undefined ? undefined : { token, until };
 }
 
 function paceOf(item: Item | undefined): HostPace {
@@ -131,7 +145,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     const out = await this.dynamodb.send(
       new UpdateItemCommand({
         TableName: this.table,
-        Key: hostKey(crawlId, host),
+        Key: hostItemKey(crawlId, host),
         UpdateExpression: `SET #${ATTR.expiresAt} = :expiresAt ADD #${ATTR.wake} :one`,
         ExpressionAttributeNames: names(ATTR.wake, ATTR.expiresAt),
         ExpressionAttributeValues: { ':one': N(1), ':expiresAt': expiresAt(this.options) },
@@ -160,7 +174,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           UpdateExpression: `SET #${ATTR.visitAt} = :now, #${ATTR.visitBy} = :token, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.sent}`,
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND (#${ATTR.visitBy} = :token OR (${NO_LIVE_LEASE} AND ${due}))`,
           ExpressionAttributeNames: names(
@@ -195,7 +209,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           UpdateExpression: `REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}`,
           ConditionExpression: `#${ATTR.visitBy} = :ticket`,
           ExpressionAttributeNames: names(ATTR.visitAt, ATTR.visitBy, ATTR.sent),
@@ -217,7 +231,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           UpdateExpression: `SET #${ATTR.sent} = :sent`,
           ConditionExpression: `#${ATTR.visitBy} = :ticket`,
           ExpressionAttributeNames: names(ATTR.sent, ATTR.visitBy),
@@ -248,7 +262,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       const out = await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           UpdateExpression: `SET #${ATTR.lease} = :until, #${ATTR.holder} = :holder, #${ATTR.took} = :ticket, #${ATTR.expiresAt} = :expiresAt REMOVE #${ATTR.visitAt}, #${ATTR.visitBy}, #${ATTR.sent}, #${ATTR.awaiting}`,
           // Or held by this holder already: an SDK repeat of this call whose first answer was lost.
           // The message must be the one the host expects (its ticket), or the host expects none.
@@ -280,7 +294,8 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       if (!isConditionFailed(err)) throw err;
       // AWS returns the item that failed the condition (none: there is no item); emulators may not.
       const current =
-        err.Item ?? (await this.read(hostKey(crawlId, host), [ATTR.pk, ATTR.lease, ATTR.visitBy, ATTR.took]));
+        err.Item ??
+        (await this.read(hostItemKey(crawlId, host), [ATTR.pk, ATTR.lease, ATTR.visitBy, ATTR.took]));
       if (current === undefined) return { busy: 'idle' };
       const visitBy = str(current, ATTR.visitBy);
       if (visitBy !== undefined && visitBy !== ticket) return { busy: 'stale' };
@@ -295,6 +310,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
         ? paceOf(await this.read(doneKey(crawlId, host), [ATTR.next, ATTR.pausedUntil]))
         : paceOf(item);
     const cursor = str(item, ATTR.cursor);
+    const rendering = holdOf(item);
     return {
       holder,
       leaseUntil,
@@ -302,6 +318,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       ...pace,
       inflight: item[ATTR.inflight]?.SS ?? [],
       ...(cursor === undefined ? {} : { cursor }),
+      ...(rendering === undefined ? {} : { rendering }),
     };
   }
 
@@ -325,6 +342,11 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     else update.removeAttr(ATTR.sent);
     if (state.awaiting) update.setAttr(ATTR.awaiting, { BOOL: true });
     else update.removeAttr(ATTR.awaiting);
+    if (state.rendering === undefined) update.removeAttr(ATTR.renderHold).removeAttr(ATTR.renderHoldUntil);
+    else
+      update
+        .setAttr(ATTR.renderHold, S(state.rendering.token))
+        .setAttr(ATTR.renderHoldUntil, N(state.rendering.until));
     try {
       await this.updateHeld(crawlId, host, holder, update);
     } catch (err) {
@@ -380,7 +402,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       await this.dynamodb.send(
         new DeleteItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           ConditionExpression: `#${ATTR.holder} = :holder AND #${ATTR.wake} = :wake`,
           ExpressionAttributeNames: names(ATTR.holder, ATTR.wake),
           ExpressionAttributeValues: { ':holder': S(holder), ':wake': N(wakeSeen) },
@@ -392,7 +414,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       // No host item left: deleted by this call's own first attempt (an SDK repeat after a lost
       // answer) or by the visit that took over; either way the host is drained and the caller must
       // go on to the completion check.
-      return (await this.read(hostKey(crawlId, host), [ATTR.pk])) === undefined;
+      return (await this.read(hostItemKey(crawlId, host), [ATTR.pk])) === undefined;
     }
   }
 
@@ -505,7 +527,7 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
       const out = await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: hostKey(crawlId, host),
+          Key: hostItemKey(crawlId, host),
           UpdateExpression: `REMOVE #${ATTR.awaiting}`,
           ConditionExpression: `attribute_exists(#${ATTR.pk}) AND #${ATTR.awaiting} = :true AND attribute_exists(#${ATTR.visitBy}) AND ${NO_LIVE_LEASE}`,
           ExpressionAttributeNames: names(ATTR.pk, ATTR.awaiting, ATTR.visitBy, ATTR.lease),
@@ -520,12 +542,75 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     }
   }
 
+  async holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
+    const update = new Update()
+      .setAttr(ATTR.renderHold, S(hold.token))
+      .setAttr(ATTR.renderHoldUntil, N(hold.until));
+    try {
+      await this.updateHeld(crawlId, host, holder, update);
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  async renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
+    return holdOf(await this.read(hostItemKey(crawlId, host), [ATTR.renderHold, ATTR.renderHoldUntil]));
+  }
+
+  /**
+   * One conditional write, with `next` moved on to `nextAt` if that is later (else a second write
+   * without it: DynamoDB has no max, and the condition says which holds).
+   */
+  async endRender(
+    crawlId: string,
+    host: string,
+    token: string,
+    nextAt: number,
+    now: number,
+  ): Promise<string | undefined> {
+    const attempt = async (moveNext: boolean): Promise<string | undefined> => {
+      const out = await this.dynamodb.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: hostItemKey(crawlId, host),
+          UpdateExpression: `${moveNext ? `SET #${ATTR.next} = :nextAt ` : ''}REMOVE #${ATTR.renderHold}, #${ATTR.renderHoldUntil}, #${ATTR.awaiting}`,
+          ConditionExpression: `#${ATTR.renderHold} = :token AND attribute_exists(#${ATTR.visitBy}) AND ${NO_LIVE_LEASE}${moveNext ? ` AND (attribute_not_exists(#${ATTR.next}) OR #${ATTR.next} < :nextAt)` : ''}`,
+          ExpressionAttributeNames: names(
+            ATTR.renderHold,
+            ATTR.renderHoldUntil,
+            ATTR.awaiting,
+            ATTR.visitBy,
+            ATTR.lease,
+            ...(moveNext ? [ATTR.next] : []),
+          ),
+          ExpressionAttributeValues: {
+            ':token': S(token),
+            ':now': N(now),
+            ...(moveNext ? { ':nextAt': N(nextAt) } : {}),
+          },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return str(out.Attributes, ATTR.visitBy);
+    };
+    for (const moveNext of [true, false]) {
+      try {
+        return await attempt(moveNext);
+      } catch (err) {
+        if (!isConditionFailed(err)) throw err;
+      }
+    }
+    return undefined;
+  }
+
   /** An update of the host item by the visit holding it (fails its condition otherwise). */
   private async updateHeld(crawlId: string, host: string, holder: string, update: Update): Promise<void> {
     await this.dynamodb.send(
       new UpdateItemCommand({
         TableName: this.table,
-        Key: hostKey(crawlId, host),
+        Key: hostItemKey(crawlId, host),
         UpdateExpression: update.expression,
         ConditionExpression: `#${ATTR.holder} = :holder`,
         ExpressionAttributeNames: names(ATTR.holder, ...update.attrs),

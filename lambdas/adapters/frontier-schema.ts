@@ -77,6 +77,9 @@ export const ATTR = {
   took: 'took',
   // where the last visit stopped in the host's URL partition (a URL key; absent: at its start)
   cursor: 'cursor',
+  // a page of the host being rendered: the hold's token and end (HostVisits.endRender)
+  renderHold: 'rnd',
+  renderHoldUntil: 'rndUntil',
   // DONE items of drained hosts (also `o_<outcome>`, bytes, requests, next, pausedUntil)
   total: 'total',
   parts: 'parts',
@@ -157,7 +160,8 @@ const shardKey = (crawlId: string, name: string, sk: string): Item => ({
   pk: { S: crawlShardPk(crawlId, shardOf(name)) },
   sk: { S: sk },
 });
-export const hostKey = (crawlId: string, host: string): Item =>
+/** The DynamoDB key of a host's item (not politeness.ts `hostKey`, the URL's host it is named by). */
+export const hostItemKey = (crawlId: string, host: string): Item =>
   shardKey(crawlId, host, `${HOST_SK_PREFIX}${host}`);
 export const robotsKey = (crawlId: string, origin: string): Item =>
   shardKey(crawlId, origin, `${ROBOTS_SK_PREFIX}${origin}`);

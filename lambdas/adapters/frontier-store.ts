@@ -62,6 +62,9 @@ export function createFrontierStore(
     doneTotals: (crawlId) => hosts.doneTotals(crawlId),
     awaiting: (crawlId) => hosts.awaiting(crawlId),
     hurry: (crawlId, host, now) => hosts.hurry(crawlId, host, now),
+    holdForRender: (crawlId, host, holder, hold) => hosts.holdForRender(crawlId, host, holder, hold),
+    renderHold: (crawlId, host) => hosts.renderHold(crawlId, host),
+    endRender: (crawlId, host, token, nextAt, now) => hosts.endRender(crawlId, host, token, nextAt, now),
     // FrontierFinalizer
     finalize: (crawlId, entry) => urls.finalize(crawlId, entry),
     repoint: (crawlId, url, key, rid, part) => urls.repoint(crawlId, url, key, rid, part),

@@ -14,6 +14,7 @@ import {
   giveBack,
 } from './link-admission.ts';
 import type { LruSet } from './lru.ts';
+import { frontierHost } from './politeness.ts';
 import type {
   CrawlBudget,
   DeadLetter,
@@ -26,7 +27,7 @@ import type {
   ResultSender,
   TaskSender,
 } from './ports.ts';
-import type { RenderMessage } from './render-message.ts';
+import type { PageToRender, RenderMessage } from './render-message.ts';
 import type { CrawlResult } from './result.ts';
 import { retryStep } from './retry-step.ts';
 import type { TaskMessage } from './task.ts';
@@ -74,7 +75,7 @@ export type OutputDecision =
       config: CrawlConfig;
       links: DiscoveredLinks;
       /** Sent to the render function once written, which sends its result (render-message.ts). */
-      render?: { reason: string } | undefined;
+      render?: PageToRender | undefined;
     };
 
 type DiscoveredLinks = DiscoveringPage['links'];
@@ -107,8 +108,8 @@ export class BatchOutput {
   private seenKeys: string[] = [];
   /** Skipped links admitted carried, by `<crawlId>\n<page key>`: sent in their page's result. */
   private carried = new Map<string, CarriedLinks['links']>();
-  /** Pages to render once written (by `<crawlId>\n<key>`): the reason. */
-  private toRender = new Map<string, string>();
+  /** Pages to render once written (by `<crawlId>\n<key>`). */
+  private toRender = new Map<string, PageToRender>();
   /** Task URLs that ended at once: admitted held, so their results count in their host's tally. */
   private ended: Array<{ crawlId: string; url: FrontierUrl }> = [];
   /** Serializes flushes (the periodic one and the last). */
@@ -143,6 +144,9 @@ export class BatchOutput {
       doneTotals: (...args) => hosts.doneTotals(...args),
       awaiting: (...args) => hosts.awaiting(...args),
       hurry: (...args) => hosts.hurry(...args),
+      holdForRender: (...args) => hosts.holdForRender(...args),
+      renderHold: (...args) => hosts.renderHold(...args),
+      endRender: (...args) => hosts.endRender(...args),
     };
   }
 
@@ -223,7 +227,7 @@ export class BatchOutput {
     this.writer.add(decision.page);
     this.written.push(decision.page.result);
     const { crawlId, key } = decision.page.result;
-    if (decision.render !== undefined) this.toRender.set(`${crawlId}\n${key}`, decision.render.reason);
+    if (decision.render !== undefined) this.toRender.set(`${crawlId}\n${key}`, decision.render);
     if (decision.links.length > 0) {
       this.discovering.push({
         config: decision.config,
@@ -326,6 +330,20 @@ export class BatchOutput {
     return { results: admitted.results, seenKeys: admitted.seenKeys, carried: admitted.carried };
   }
 
+  /** Puts the render's hold on its host, which this batch's visit holds (a lost lease fails the flush). */
+  private async holdHost(render: RenderMessage): Promise<void> {
+    const held = await this.deps.hosts.holdForRender(
+      render.crawlId,
+      frontierHost(render.result.url),
+      this.deps.invocationId,
+      { token: render.hold, until: render.holdUntil },
+    );
+    if (!held)
+      throw new Error(
+        `the visit of ${frontierHost(render.result.url)} lost its lease before its page's render`,
+      );
+  }
+
   /** When the visits stop starting requests: the deadline, or earlier if the last flush would not fit. */
   visitDeadline(): number {
     const { deadline, end } = this.deps;
@@ -384,8 +402,12 @@ export class BatchOutput {
       return skipped === undefined ? result : { ...result, skipped };
     });
     const results = [...leaves, ...admitted.results, ...withSkipped];
-    // Their responses are in S3 now (the WARC files above): the render function reads them back.
-    if (renders.length > 0) await retryStep(() => sendRenders(deps.renderQueue, renders));
+    // Their responses are in S3 now (the WARC files above): the render function reads them back, and
+    // finds their hosts held (host-visit.ts), which it is to end.
+    if (renders.length > 0) {
+      await Promise.all(renders.map((render) => retryStep(() => this.holdHost(render))));
+      await retryStep(() => sendRenders(deps.renderQueue, renders));
+    }
     await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));
     // Seen only once their results are out: a page fetched again after a failed step admits its
@@ -396,25 +418,22 @@ export class BatchOutput {
   }
 }
 
-/**
- * The written pages whose result goes out now, and those the render function takes. A page stored
- * as a revisit is not rendered: its content is the earlier capture's (its body is not stored again).
- */
+/** The written pages whose result goes out now, and those the render function takes. */
 function splitRenders(
   written: readonly CrawlResult[],
-  toRender: ReadonlyMap<string, string>,
+  toRender: ReadonlyMap<string, PageToRender>,
 ): { pages: CrawlResult[]; renders: RenderMessage[] } {
   const pages: CrawlResult[] = [];
   const renders: RenderMessage[] = [];
   for (const result of written) {
-    const reason = toRender.get(`${result.crawlId}\n${result.key}`);
-    if (reason === undefined || result.warc === undefined || result.revisit !== undefined) pages.push(result);
+    const render = toRender.get(`${result.crawlId}\n${result.key}`);
+    if (render === undefined || result.warc === undefined) pages.push(result);
     else
       renders.push({
         v: 1,
         kind: 'render',
         crawlId: result.crawlId,
-        reason,
+        ...render,
         result: { ...result, warc: result.warc },
       });
   }

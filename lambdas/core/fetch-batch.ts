@@ -99,7 +99,7 @@ export interface FetchBatchReport {
 }
 
 /** Lease beyond the deadline: the batch's last flush and the visits' release happen inside it. */
-const LEASE_MARGIN_MS = 15_000;
+export const LEASE_MARGIN_MS = 15_000;
 const DEFAULT_FLUSH_EVERY_MS = 5_000;
 /**
  * A copy of the message the live visit came with looks again this soon: that visit mostly ends in
@@ -279,7 +279,14 @@ async function startVisit(
     done: Promise.resolve({ failed: undefined }),
   };
   run.done = visitHost(
-    { crawlId, host, pace: lease, inflight: lease.inflight, cursor: lease.cursor },
+    {
+      crawlId,
+      host,
+      pace: lease,
+      inflight: lease.inflight,
+      cursor: lease.cursor,
+      rendering: lease.rendering,
+    },
     config,
     {
       ...deps,
@@ -319,7 +326,14 @@ async function endVisit(
     const ticket = run.visit.ticket ?? crypto.randomUUID();
     await deps.hosts.release(crawlId, host, holder, {
       ...run.lease,
-      ...(progress ? { ...progress.pace, inflight: progress.inflight, cursor: progress.cursor } : {}),
+      ...(progress
+        ? {
+            ...progress.pace,
+            inflight: progress.inflight,
+            cursor: progress.cursor,
+            rendering: progress.rendering,
+          }
+        : {}),
       visitAt: deps.now(),
       ticket,
       // Not `sent`: the message itself comes back, but a visit that keeps failing spends its receives
@@ -328,12 +342,12 @@ async function endVisit(
     report.retries.push(failedRetry(run.message, error));
     return;
   }
-  const { end, pace, inflight, cursor } = ended;
+  const { end, pace, inflight, cursor, rendering } = ended;
   report.outcomes.push({ crawlId, host, end: end.kind, fetched: run.fetched });
   if (end.kind === 'drained') {
     const drained = await deps.hosts.drain(crawlId, host, holder, run.lease.wake, end.tally, pace);
     // Woken meanwhile: a new URL came in; visit again at once.
-    if (!drained) await handBack(run, deps.now(), { ...pace, inflight, cursor }, deps, report);
+    if (!drained) await handBack(run, deps.now(), { ...pace, inflight, cursor, rendering }, deps, report);
     else await deps.results.sendDrained(crawlId);
     return;
   }
@@ -344,7 +358,7 @@ async function endVisit(
   }
   // Either may be hurried: by the aggregate function at the crawl's end, by the render function.
   const awaiting = end.why === 'results' || end.why === 'render';
-  await handBack(run, end.visitAt, { ...pace, inflight, cursor, awaiting }, deps, report);
+  await handBack(run, end.visitAt, { ...pace, inflight, cursor, awaiting, rendering }, deps, report);
 }
 
 async function handBack(

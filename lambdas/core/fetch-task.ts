@@ -5,6 +5,7 @@
  * parsed, normalized or read again on the way. Returns what became of the URL; the visit records a
  * retry on the URL's item, and the batch does all the sending.
  */
+import { createHash } from 'node:crypto';
 import { backoffSeconds } from './backoff.ts';
 import type { ContentRecord } from './content-record.ts';
 import type { CrawlConfig } from './crawl-config.ts';
@@ -24,7 +25,8 @@ import { readPage } from './page-reading.ts';
 import type { RenderedHosts } from './page-render.ts';
 import { effectiveDelayMs, hostKey, reservedGapMs } from './politeness.ts';
 import type { CredentialReader, HostSlots, HostUrl, PageFetcher, RobotsStore } from './ports.ts';
-import { conditionalHeaders, keptValidator } from './recrawl.ts';
+import { conditionalHeaders, keptValidator, revisitProfileOf } from './recrawl.ts';
+import type { PageToRender } from './render-message.ts';
 import { responseVerdict } from './response-verdict.ts';
 import type { CrawlResult } from './result.ts';
 import { bareResult } from './result-builders.ts';
@@ -61,13 +63,16 @@ export interface UrlStepDeps {
 
 export type UrlDecision =
   | { kind: 'result'; result: CrawlResult }
-  /** `render`: the page goes to the render function, which sends its result (render-batch.ts). */
+  /**
+   * `render`: the page goes to the render function, which sends its result (render-batch.ts); its
+   * visit puts a hold on the host (host-visit.ts).
+   */
   | {
       kind: 'captured';
       page: CapturedPage;
       config: CrawlConfig;
       links: DiscoveredLink[];
-      render?: { reason: string };
+      render?: Omit<PageToRender, 'hold' | 'holdUntil'>;
     }
   /**
    * A fetch that failed with attempts left: to be tried again at `retryAt` (epoch ms), `attempts`
@@ -205,7 +210,7 @@ export async function fetchUrl(
     result: CrawlResult,
     links: DiscoveredLink[] = [],
     content?: ContentRecord,
-    render?: { reason: string },
+    render?: Omit<PageToRender, 'hold' | 'holdUntil'>,
   ): UrlDecision => ({
     kind: 'captured',
     page: {
@@ -273,7 +278,14 @@ export async function fetchUrl(
     const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
-  const page = await readPage(crawlId, response, base, config, deps);
+  // A re-crawl's page the server sends unchanged is stored as a revisit (recrawl.ts, as the WARC
+  // writer decides): its content is the earlier capture's, so it is not rendered again.
+  const unchanged =
+    config.since !== undefined &&
+    item.prior !== undefined &&
+    revisitProfileOf(response.status, createHash('sha1').update(response.body).digest('hex'), item.prior) !==
+      undefined;
+  const page = await readPage(crawlId, response, base, config, { ...deps, unchanged });
   return captured(
     {
       ...base,
@@ -282,7 +294,7 @@ export async function fetchUrl(
     },
     page.links,
     page.content,
-    page.render,
+    page.render === undefined ? undefined : { ...page.render, delayMs },
   );
 }
 

@@ -18,7 +18,8 @@ import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from './errors.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { addToTally, emptyTally } from './host-tally.ts';
 import { FRONTIER_LIMITS, RENDER_LIMITS } from './limits.ts';
-import type { CrawlStateCheck, HostTally, HostUrl, HostUrlStore, PageFetcher } from './ports.ts';
+import type { CrawlStateCheck, HostTally, HostUrl, HostUrlStore, PageFetcher, RenderHold } from './ports.ts';
+import type { PageToRender } from './render-message.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
 
 export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
@@ -65,10 +66,17 @@ export interface VisitStart {
   inflight: readonly string[];
   /** Where the previous visit stopped in the host's partition (a key; absent: at its start). */
   cursor?: string | undefined;
+  /** A page of the host being rendered: nothing is fetched until its hold ends or lapses. */
+  rendering?: RenderHold | undefined;
 }
 
-/** What each decided URL gives the batch: its result or page, and links (fetch-batch.ts). */
-export type VisitDecision = Extract<UrlDecision, { kind: 'result' | 'captured' }>;
+/**
+ * What each decided URL gives the batch: its result or page, and links (fetch-batch.ts); a page to
+ * render with the hold its visit put on the host.
+ */
+export type VisitDecision =
+  | Extract<UrlDecision, { kind: 'result' }>
+  | (Omit<Extract<UrlDecision, { kind: 'captured' }>, 'render'> & { render?: PageToRender });
 
 export type VisitEnd =
   /** Nothing left: a whole pass met only done URLs. `tally`: theirs, the host's exact counts. */
@@ -90,6 +98,8 @@ export interface VisitReport {
   /** Where the visit stopped in the host's partition: the key of the last URL it dealt with. */
   cursor: string | undefined;
   decided: number;
+  /** The render hold the host keeps (one this visit put, or the one it found). */
+  rendering?: RenderHold;
 }
 
 /**
@@ -154,12 +164,14 @@ export async function visitHost(
   let unsettled = 0;
   /** The key of the last URL the visit dealt with (absent: the partition's start). */
   let cursor = start.cursor;
+  let rendering = start.rendering;
   const report = (end: VisitEnd): VisitReport => ({
     end,
     pace: pacer.state,
     inflight: [...inflight],
     cursor,
     decided,
+    ...(rendering === undefined ? {} : { rendering }),
   });
   const newPass = (from: string | undefined): Pass => ({
     from,
@@ -242,14 +254,21 @@ export async function visitHost(
     inflight.add(url.key);
     pass.awaited = true;
     unsettled++;
-    onDecision(decision);
-    if (decision.kind === 'captured' && decision.render !== undefined) {
-      // The browser makes requests of its own to the host: none of the visit's may overlap them. The
-      // host's next visit is due when the hold ends, unless the render function, done sooner, sends
-      // a copy of it due a crawl delay after each of its requests (render-batch.ts).
-      return { kind: 'hand-back', visitAt: deps.now() + RENDER_LIMITS.holdMs, why: 'render' };
+    if (decision.kind !== 'captured') {
+      onDecision(decision);
+      return undefined;
     }
-    return undefined;
+    const { render, ...page } = decision;
+    if (render === undefined) {
+      onDecision(page);
+      return undefined;
+    }
+    // The browser makes requests of its own to the host: none of the crawler's may meet them. The
+    // host is held until the render function ends the hold, with the pace its requests took
+    // (render-batch.ts); it is looked at every holdRecheckMs meanwhile.
+    rendering = { token: crypto.randomUUID(), until: deps.now() + RENDER_LIMITS.holdMaxMs };
+    onDecision({ ...page, render: { ...render, hold: rendering.token, holdUntil: rendering.until } });
+    return { kind: 'hand-back', visitAt: deps.now() + RENDER_LIMITS.holdRecheckMs, why: 'render' };
   };
 
   /** Deals with one URL item of the pass: counted if done, fetched if ready. */
@@ -309,6 +328,16 @@ export async function visitHost(
   // it decided (their results go out with the batch), its pace and where it stopped, for the
   // host's release.
   try {
+    // A page of the host is being rendered: nothing is fetched until its hold ends (or lapses).
+    if (rendering !== undefined) {
+      if (rendering.until > deps.now())
+        return report({
+          kind: 'hand-back',
+          visitAt: Math.min(rendering.until, deps.now() + RENDER_LIMITS.holdRecheckMs),
+          why: 'render',
+        });
+      rendering = undefined;
+    }
     // The previous visit's URLs awaited: those finalized since are known at once, without a pass.
     if (inflight.size > 0) await refreshInflight();
     // Pages start small (a visit that stops soon reads little it does not use) and double.
@@ -344,15 +373,20 @@ export async function visitHost(
       } else pass.wrapped = true;
     }
   } catch (error) {
-    throw new VisitFailedError(error, { pace: pacer.state, inflight: [...inflight], cursor });
+    throw new VisitFailedError(error, {
+      pace: pacer.state,
+      inflight: [...inflight],
+      cursor,
+      ...(rendering === undefined ? {} : { rendering }),
+    });
   }
 }
 
 /** A visit that failed part way, with what it did so far (VisitReport's pace, inflight and cursor). */
 export class VisitFailedError extends Error {
-  readonly progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor'>;
+  readonly progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor' | 'rendering'>;
 
-  constructor(cause: unknown, progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor'>) {
+  constructor(cause: unknown, progress: Pick<VisitReport, 'pace' | 'inflight' | 'cursor' | 'rendering'>) {
     super(`visit failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'VisitFailedError';
     this.progress = progress;

@@ -216,11 +216,17 @@ export const RENDER_LIMITS = {
   /** Characters of the rendered DOM kept (its WARC record, links and content). */
   maxDomChars: 5_000_000,
   /**
-   * A page sent to the render function holds its host this long at most (no other request to the
-   * host meanwhile); the render function ends the hold when it is done (core/render-batch.ts). Two
-   * renders' time: a cold start of the browser, the queue's wait and the render itself fit in it.
+   * A page sent to the render function holds its host (ports.ts RenderHold): no visit fetches from
+   * it until the render function ends the hold (core/render-batch.ts). A held host is looked at this
+   * often meanwhile, in case that end was missed; the visit finds the hold and hands it back again.
    */
-  holdMs: 30_000,
+  holdRecheckMs: 30_000,
+  /**
+   * Past this the hold lapses and the host's other URLs are fetched: a render that has not happened
+   * in an hour is in RenderDLQ (its message's receives are spent in 30 minutes), and its URL waits
+   * for a redrive, as a result in ResultsDLQ does.
+   */
+  holdMaxMs: 3_600_000,
 } as const;
 
 /** A crawl's credentials (core/credentials.ts). */

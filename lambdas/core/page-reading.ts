@@ -16,7 +16,7 @@ import { headerValue } from './http-headers.ts';
 import { PDF_LIMITS } from './limits.ts';
 import type { DiscoveredLink } from './link-admission.ts';
 import { extractLinks } from './links.ts';
-import { decodeContent, decodeText, mediaType } from './page-content.ts';
+import { type DecodedBody, decodeContent, decodeText, mediaType } from './page-content.ts';
 import { type RenderChoiceDeps, renderChoice } from './page-render.ts';
 import { extractPdf } from './pdf-content.ts';
 import type { PageResponse } from './ports.ts';
@@ -36,6 +36,8 @@ export interface PageReadingDeps extends RenderChoiceDeps {
   extractionCpuMs?: number | undefined;
   /** When the visit stops starting requests (epoch ms): a PDF's extraction ends by then at the latest. */
   deadline?: number | undefined;
+  /** The capture repeats the earlier crawl's (it is stored as a revisit): it is not rendered again. */
+  unchanged?: boolean | undefined;
   now: () => number;
 }
 
@@ -50,12 +52,7 @@ export async function readPage(
   const kind = contentKind(mime);
   const wantsContent = config.content !== 'none' && kind !== undefined;
   if (kind !== 'html' && !wantsContent) return { links: [] };
-  const decoded = decodeContent(
-    response.body,
-    headerValue(response.headers, 'content-encoding'),
-    config.limits.maxDecodedBytes,
-    { maxRatio: config.limits.maxDecodeRatio },
-  );
+  const decoded = decodeBody(response, config);
   if (!decoded.ok) {
     const what = kind === 'html' ? 'links' : 'text';
     return { links: [], note: { code: decoded.code, reason: `${what} not extracted: ${decoded.reason}` } };
@@ -87,10 +84,25 @@ export async function readPage(
   }
   const text = decodeText(decoded.bytes, result.contentType);
   if (kind !== 'html') return { links: [], content: textContentRecord(source, text) };
-  const choice = renderChoice(crawlId, new URL(response.url), text, config, deps);
+  const choice = deps.unchanged
+    ? { kind: 'skip' as const }
+    : renderChoice(crawlId, new URL(response.url), text, config, deps);
   if (choice.kind === 'send') return { links: [], render: { reason: choice.reason } };
   const reading = readHtml(source, text, response.url, config, deps);
   return choice.kind === 'unavailable' ? { ...reading, note: choice.note } : reading;
+}
+
+/** The stored body with its content-coding undone, within the crawl's decoded size and ratio. */
+export function decodeBody(
+  response: Pick<PageResponse, 'body' | 'headers'>,
+  config: CrawlConfig,
+): DecodedBody {
+  return decodeContent(
+    response.body,
+    headerValue(response.headers, 'content-encoding'),
+    config.limits.maxDecodedBytes,
+    { maxRatio: config.limits.maxDecodeRatio },
+  );
 }
 
 /** The links, canonical URL and content record of an HTML page (as fetched, or as rendered). */

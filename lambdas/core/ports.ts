@@ -392,6 +392,16 @@ export interface HostPace {
   pausedUntil?: number;
 }
 
+/**
+ * A page of the host is being rendered (docs/design/rendering-on-aws.md): no visit fetches from the
+ * host until the render function ends the hold (`endRender`, with this token) or `until` passes.
+ */
+export interface RenderHold {
+  token: string;
+  /** Epoch ms: past it the host's visits go on without the render (one in RenderDLQ, say). */
+  until: number;
+}
+
 /** A host as a visit finds it when it takes the lease (docs/design/host-visits.md). */
 export interface HostLease extends HostPace {
   holder: string;
@@ -402,6 +412,7 @@ export interface HostLease extends HostPace {
   inflight: string[];
   /** Where the previous visit stopped in the host's URL partition (a key; absent: at the start). */
   cursor?: string;
+  rendering?: RenderHold;
 }
 
 /** The exact counts of a drained host (its `DONE#` item), summed over hosts at completion. */
@@ -429,6 +440,8 @@ export interface HostRelease extends HostPace {
    * finalizes one may send the expected visit message again at once (`hurry`).
    */
   awaiting?: boolean;
+  /** Kept on the host item until the render function ends it (absent: removed). */
+  rendering?: RenderHold | undefined;
 }
 
 /** Why a visit could not take its host (HostVisits.acquire). */
@@ -506,4 +519,24 @@ export interface HostVisits {
    * Undefined otherwise.
    */
   hurry(crawlId: string, host: string, now: number): Promise<string | undefined>;
+  /**
+   * Puts a render hold on the host, by the visit holding it (before its page's render message is
+   * sent: the render function finds the hold it is to end). False when `holder` holds it no longer.
+   */
+  holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean>;
+  /** The render hold on the host, if any (one consistent read). */
+  renderHold(crawlId: string, host: string): Promise<RenderHold | undefined>;
+  /**
+   * Ends the render hold `token` on the host, with no live lease: the hold goes, and the host's next
+   * request is `nextAt` at the earliest (its pace kept if later). Returns the ticket of the visit
+   * message the host expects, which the caller sends again, due then. Undefined when the hold is not
+   * this one or a visit holds the host (a moment, to hand it back).
+   */
+  endRender(
+    crawlId: string,
+    host: string,
+    token: string,
+    nextAt: number,
+    now: number,
+  ): Promise<string | undefined>;
 }

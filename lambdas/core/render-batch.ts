@@ -7,8 +7,8 @@
  * 3. its rendered DOM goes into a WARC file as a conversion record referring to the response, its
  *    links are admitted and its content record written, and its result is sent (batch-output.ts,
  *    as the fetch batch sends a captured page's);
- * 4. its host, held since the page was sent here (host-visit.ts), is hurried: its visit is sent again,
- *    due one crawl delay after the render for each request the browser made to the host.
+ * 4. the hold its visit put on its host (host-visit.ts) ends: the host's pace moves on one crawl
+ *    delay for each request the browser made to it, and its visit is sent again, due then.
  *
  * Each step is safe to repeat: a message that fails comes back, and a result sent twice is finalized
  * once (aggregate-batch.ts).
@@ -17,13 +17,12 @@
 import { backoffSeconds } from './backoff.ts';
 import { BatchOutput, type BatchOutputDeps } from './batch-output.ts';
 import type { CrawlConfig } from './crawl-config.ts';
-import { isCrawlError } from './errors.ts';
-import { headerValue } from './http-headers.ts';
+import { isCrawlError, RetryableError } from './errors.ts';
 import type { BlobReader } from './index-reader.ts';
-import { RETRY_BACKOFF } from './limits.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from './limits.ts';
 import { visitOf } from './link-admission.ts';
-import { decodeContent, decodeText, mediaType } from './page-content.ts';
-import { readHtml } from './page-reading.ts';
+import { decodeText, mediaType } from './page-content.ts';
+import { decodeBody, readHtml } from './page-reading.ts';
 import { type RenderOutcome, type RenderPageDeps, renderPage } from './page-render.ts';
 import { frontierHost } from './politeness.ts';
 import type { CrawlConfigReader, CrawlStateCheck, PageResponse } from './ports.ts';
@@ -53,12 +52,12 @@ export interface RenderBatchReport {
 }
 
 /**
- * A host's hurry may find the visit that sent the page still releasing the host (its flush sends the
- * message, then the release follows): tried this many times, this far apart. Past them the host
- * waits for the hold's end (RENDER_LIMITS.holdMs).
+ * Ending a hold may find the visit that sent the page still releasing the host (its flush sends the
+ * message, then the release follows), or one that found the hold handing it back: tried this many
+ * times, this far apart.
  */
-const HURRY_TRIES = 3;
-const HURRY_RETRY_MS = 1_000;
+const HOLD_END_TRIES = 3;
+const HOLD_END_RETRY_MS = 1_000;
 
 export async function processRenderBatch(
   messages: readonly TaskMessage[],
@@ -105,10 +104,16 @@ async function renderOne(message: RenderMessage, deps: RenderBatchDeps): Promise
   }
   const state = await deps.crawlStates?.stateOf(crawlId);
   if (state === 'complete') return undefined;
+  const host = frontierHost(result.url);
+  // A redelivered message whose render already ended the hold, or a hold that lapsed: the host's
+  // visits may be fetching again, so the browser must not send requests to it now.
+  const held = (await deps.hosts.renderHold(crawlId, host))?.token === message.hold;
   const stored = await readStoredResponse(deps.pages, result.warc);
-  const text = decodedText(stored.response, result, config);
-  const outcome: RenderOutcome =
-    state === 'cancelled'
+  const decoded = decodeBody(stored.response, config);
+  const text = decoded.ok ? decodeText(decoded.bytes, result.contentType) : undefined;
+  const outcome: RenderOutcome = !held
+    ? notRendered('render-expired', "not rendered: its host's hold had ended (its visits went on)")
+    : state === 'cancelled'
       ? notRendered('render-cancelled', 'not rendered: the crawl was cancelled')
       : text === undefined
         ? notRendered('render-failed', 'not rendered: the stored page cannot be decoded')
@@ -146,7 +151,7 @@ async function renderOne(message: RenderMessage, deps: RenderBatchDeps): Promise
     links: reading.links,
   });
   await output.flush();
-  await endHold(crawlId, frontierHost(result.url), outcome.sameHostRequests * config.delayMs, deps);
+  if (held) await endHold(crawlId, host, message.hold, outcome.sameHostRequests * message.delayMs, deps);
   return output.sentResults;
 }
 
@@ -182,34 +187,40 @@ async function readStoredResponse(
   };
 }
 
-/** The page as fetched, decoded as the fetch function decoded it; undefined if it cannot be. */
-function decodedText(response: PageResponse, result: CrawlResult, config: CrawlConfig): string | undefined {
-  const decoded = decodeContent(
-    response.body,
-    headerValue(response.headers, 'content-encoding'),
-    config.limits.maxDecodedBytes,
-    { maxRatio: config.limits.maxDecodeRatio },
-  );
-  return decoded.ok ? decodeText(decoded.bytes, result.contentType) : undefined;
-}
-
 function notRendered(code: string, reason: string): RenderOutcome {
   return { kind: 'failed', note: { code, reason }, sameHostRequests: 0 };
 }
 
 /**
- * Ends the hold on the page's host: the visit it expects is sent again, due `paceMs` from now (the
- * browser's requests to the host, a crawl delay each), so no request of the crawler's comes sooner.
+ * Ends the page's hold on its host: the host's next request is `paceMs` from now at the earliest
+ * (the browser's requests to it, a delay each), and the visit it expects is sent again, due then. A
+ * visit holding the host for a moment (one that found the hold and hands it back) is waited for;
+ * past the tries the message fails and comes back (its result, sent again, is finalized once).
  */
-async function endHold(crawlId: string, host: string, paceMs: number, deps: RenderBatchDeps): Promise<void> {
-  const resumeAt = deps.now() + paceMs;
-  for (let attempt = 1; attempt <= HURRY_TRIES; attempt++) {
-    const ticket = await retryStep(() => deps.hosts.hurry(crawlId, host, deps.now()));
+async function endHold(
+  crawlId: string,
+  host: string,
+  token: string,
+  paceMs: number,
+  deps: RenderBatchDeps,
+): Promise<void> {
+  const nextAt = deps.now() + paceMs;
+  for (let attempt = 1; attempt <= HOLD_END_TRIES; attempt++) {
+    const ticket = await retryStep(() => deps.hosts.endRender(crawlId, host, token, nextAt, deps.now()));
     if (ticket !== undefined) {
-      const delaySeconds = Math.max(0, Math.ceil((resumeAt - deps.now()) / 1000));
+      const delaySeconds = Math.min(
+        AWS_LIMITS.sqsMaxDelaySeconds,
+        Math.max(0, Math.ceil((nextAt - deps.now()) / 1000)),
+      );
       await retryStep(() => deps.tasks.sendVisits([{ visit: visitOf(crawlId, host, ticket), delaySeconds }]));
       return;
     }
-    if (attempt < HURRY_TRIES) await deps.sleep(HURRY_RETRY_MS);
+    // Not held by this render any more (a visit found the hold lapsed): nothing to end.
+    if ((await deps.hosts.renderHold(crawlId, host))?.token !== token) return;
+    if (attempt < HOLD_END_TRIES) await deps.sleep(HOLD_END_RETRY_MS);
   }
+  throw new RetryableError(
+    'hold-not-ended',
+    `the render hold on ${host} could not be ended: a visit holds the host`,
+  );
 }

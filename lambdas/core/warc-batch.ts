@@ -221,21 +221,27 @@ export class WarcBatchWriter {
     if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
 
-  /** A stored response's conversion records (its rendered DOM) and content record; the result as it was. */
+  /**
+   * A stored response's conversion records (its rendered DOM) and content record; the result as it
+   * was. A page with no conversion to write (a render that failed) opens no WARC file.
+   */
   #addConversions(page: CapturedPage, refersTo: string): void {
     const { result } = page;
-    const file = this.#fileOf(result.crawlId);
-    const before = file.builder.recordCount;
-    try {
-      this.#writeConversions(file.builder, page, refersTo);
-    } catch (error) {
-      file.builder.rollback(before);
-      throw error;
+    const converted = page.warcConversion && (page.content?.markdown ?? page.content?.text) !== undefined;
+    if (page.rendered !== undefined || converted) {
+      const file = this.#fileOf(result.crawlId);
+      const before = file.builder.recordCount;
+      try {
+        this.#writeConversions(file.builder, page, refersTo);
+      } catch (error) {
+        file.builder.rollback(before);
+        throw error;
+      }
+      file.pages++;
+      if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
     }
-    file.pages++;
     const content = page.content === undefined ? undefined : this.#addContent(result.crawlId, page.content);
     this.#results.push({ ...result, ...(content === undefined ? {} : { content }) });
-    if (file.builder.byteLength >= this.#maxFileBytes) this.#close(result.crawlId, file);
   }
 
   /** Appends the record to its crawl's content file; returns where its gzip member lies. */

@@ -28,8 +28,11 @@ const RENDERED_HOSTS_CACHE_ENTRIES = 10_000;
 /** Index parts this container has seen written. */
 const WRITTEN_PARTS_CACHE_ENTRIES = 10_000;
 
-/** The runtime's wiring, and what a test may put in place of the real thing (a synthetic web instead of sockets). */
-export interface HandlerOverrides extends HandlerWiring {
+/**
+ * The runtime's wiring (no browser: pages to render go to the render function), and what a test may
+ * put in place of the real thing (a synthetic web instead of sockets).
+ */
+export interface HandlerOverrides extends Omit<HandlerWiring, 'renderer'> {
   fetcher?: PageFetcher;
 }
 

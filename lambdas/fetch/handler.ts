@@ -79,7 +79,7 @@ export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
 }
 
 /** Time kept for the batch's last sends after the visits stop starting requests: 10 s, or a quarter of a short timeout. */
-const SEND_RESERVE_MS = 10_000;
+export const SEND_RESERVE_MS = 10_000;
 const SEND_RESERVE_SHARE = 0.25;
 /** Without a Lambda context (tests), the batch's time budget. */
 const DEFAULT_BUDGET_MS = 60_000;

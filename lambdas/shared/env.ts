@@ -86,6 +86,8 @@ export const RenderEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.resultsQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
+  /** The `default` crawl's config (`crawler local` options): its pages render as they were fetched. */
+  [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
   /** Crawl Cancelled when a render spends a crawl's --max-cost-usd (core/budget.ts). */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   /** Set by Lambda itself: inside Lambda the browser is @sparticuz/chromium's (lambda-browser.ts). */

@@ -4,7 +4,6 @@
  * first hidden for their back-off, so SQS redelivers them after it, not after the visibility timeout).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
 import { createLogger, type LogFields, type Logger, logsAt } from './logger.ts';
 import {
   CRAWLER_NAMESPACE,
@@ -13,6 +12,11 @@ import {
   type Metrics,
   recordRedeliveredAges,
 } from './metrics.ts';
+
+/** Hides messages of the batch for a while (adapters/sqs-redelivery.ts: ChangeMessageVisibility). */
+export interface Redelivery {
+  delay(messages: ReadonlyArray<{ receiptHandle: string; seconds: number }>): Promise<void>;
+}
 
 /** What a handler reads of Lambda's context (tests and the local runtime pass less). */
 export type InvocationContext = Pick<Context, 'awsRequestId'> &
@@ -78,7 +82,7 @@ export function invocationOf(
 export async function failedItems(
   event: SQSEvent,
   failed: ReadonlyArray<{ id: string; seconds: number }>,
-  redelivery: SqsRedelivery,
+  redelivery: Redelivery,
   log: Logger,
 ): Promise<SQSBatchResponse> {
   const receipts = new Map(event.Records.map((record) => [record.messageId, record.receiptHandle]));

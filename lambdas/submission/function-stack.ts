@@ -5,7 +5,7 @@
 import type { AwsClients } from '../shared/aws-clients.ts';
 import { FUNCTION_ENV, OUTPUTS } from '../shared/contracts.ts';
 import type { FetchEnv } from '../shared/env.ts';
-import type { StackHandles } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
 
 export function functionStack(env: FetchEnv, clients: AwsClients): StackHandles {
   const bus = env[FUNCTION_ENV.eventBusName];

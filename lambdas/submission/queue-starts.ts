@@ -8,7 +8,7 @@ import { parseScheduledRun } from '../core/schedule.ts';
 import { parseTaskMessage, type TaskMessage } from '../core/task.ts';
 import type { Logger } from '../shared/logger.ts';
 import { runScheduled } from './scheduled-run.ts';
-import type { StackHandles } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
 import { startRecrawlTask } from './task-recrawl.ts';
 
 /** A start that failed (a throttled write, an S3 read) is tried again this much later, as a task is. */

@@ -13,7 +13,8 @@ import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { crawlStateOf } from './since-crawl.ts';
 import { publishOnStack } from './stack-events.ts';
-import { type StackHandles, submitCrawl } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
+import { submitCrawl } from './submit-crawl.ts';
 
 export type ScheduledRunOutcome =
   | { kind: 'started'; schedule: string; crawlId: string; since: string | undefined; tasks: number }

@@ -13,7 +13,7 @@ import { DEFAULT_CRAWL_ID } from '../core/crawl-config.ts';
 import type { CrawlStateName } from '../core/ports.ts';
 import { OUTPUTS, summaryKey } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
-import type { StackHandles } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
 
 export const LATEST = 'latest';
 

@@ -2,7 +2,7 @@
 import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import type { CrawlEvent } from '../core/crawl-events.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
-import type { StackHandles } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
 
 export async function publishOnStack(stack: StackHandles, events: readonly CrawlEvent[]): Promise<void> {
   const bus = stack.outputs[OUTPUTS.eventBusName];

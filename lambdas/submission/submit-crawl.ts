@@ -10,11 +10,6 @@
  * be reported. Seeds (and sitemap URLs) that normalize to the same URL are admitted once: the
  * frontier's conditional puts drop the repeats.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { SSMClient } from '@aws-sdk/client-ssm';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
@@ -37,17 +32,7 @@ import { storeCredentials } from './crawl-credentials.ts';
 import { type PriorUrl, priorUrls } from './prior-urls.ts';
 import { resolveSince } from './since-crawl.ts';
 import { publishOnStack } from './stack-events.ts';
-
-export interface StackHandles {
-  clients: {
-    sqs: SQSClient;
-    dynamodb: DynamoDBClient;
-    s3: S3Client;
-    eventbridge?: EventBridgeClient;
-    ssm?: SSMClient;
-  };
-  outputs: Record<string, string>;
-}
+import type { StackHandles } from './stack-handles.ts';
 
 /** The crawl config is one DynamoDB item (at most 400 KB): seeds given inline must fit in it. */
 export const MAX_CONFIG_BYTES = SEED_LIMITS.inlineConfigBytes;

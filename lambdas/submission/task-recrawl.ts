@@ -14,7 +14,8 @@ import type { Task } from '../core/task.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { resolveSince, SinceError } from './since-crawl.ts';
-import { type StackHandles, submitCrawl } from './submit-crawl.ts';
+import type { StackHandles } from './stack-handles.ts';
+import { submitCrawl } from './submit-crawl.ts';
 
 export type RecrawlTaskOutcome =
   | { kind: 'started'; crawlId: string; since: string; tasks: number }

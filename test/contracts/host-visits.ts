@@ -204,6 +204,66 @@ export function hostVisitsContract(name: string, make: () => HostVisits): void {
       assert.equal(await hosts.hurry(crawlId, 'gone.test', T0 + 7), undefined, 'no host item');
     });
 
+    it('a render hold is kept until its own token ends it, with no live lease; the end moves the pace on, never back', async () => {
+      const hosts = make();
+      const crawlId = crawl();
+      const ticket = ticketOf(await hosts.wake(crawlId, HOST, T0));
+      leased(await hosts.acquire(crawlId, HOST, 'a', T0 + LEASE_MS, T0, ticket));
+      const hold = { token: 'r1', until: T0 + 3_600_000 };
+      assert.equal(await hosts.holdForRender(crawlId, HOST, 'x', hold), false, 'only by the holder');
+      assert.equal(await hosts.renderHold(crawlId, HOST), undefined);
+      assert.equal(await hosts.holdForRender(crawlId, HOST, 'a', hold), true);
+      assert.deepEqual(await hosts.renderHold(crawlId, HOST), hold, 'held before the release');
+      assert.equal(
+        await hosts.endRender(crawlId, HOST, 'r1', T0 + 5_000, T0 + 1),
+        undefined,
+        'not before the release',
+      );
+      await hosts.release(crawlId, HOST, 'a', {
+        nextAt: T0 + 1_000,
+        inflight: ['k1'],
+        visitAt: T0 + 30_000,
+        ticket: 'hold',
+        sent: true,
+        awaiting: true,
+        rendering: hold,
+      });
+      assert.deepEqual(await hosts.renderHold(crawlId, HOST), hold);
+      // The hold's own message, early: the visit sees the hold, and hands the host back keeping it.
+      const early = leased(await hosts.acquire(crawlId, HOST, 'b', T0 + LEASE_MS, T0 + 2, 'hold'));
+      assert.deepEqual(early.rendering, hold);
+      assert.equal(await hosts.endRender(crawlId, HOST, 'r1', T0 + 5_000, T0 + 3), undefined, 'leased');
+      await hosts.release(crawlId, HOST, 'b', {
+        nextAt: early.nextAt,
+        inflight: early.inflight,
+        visitAt: T0 + 30_000,
+        ticket: 'hold2',
+        sent: true,
+        awaiting: true,
+        rendering: hold,
+      });
+      assert.equal(await hosts.endRender(crawlId, HOST, 'r0', T0 + 5_000, T0 + 4), undefined, 'another hold');
+      assert.equal(await hosts.endRender(crawlId, HOST, 'r1', T0 + 5_000, T0 + 5), 'hold2');
+      assert.equal(await hosts.endRender(crawlId, HOST, 'r1', T0 + 5_000, T0 + 6), undefined, 'once');
+      assert.equal(await hosts.renderHold(crawlId, HOST), undefined);
+      assert.deepEqual(await hosts.awaiting(crawlId), []);
+      const after = leased(await hosts.acquire(crawlId, HOST, 'c', T0 + LEASE_MS, T0 + 7, 'hold2'));
+      assert.equal(after.rendering, undefined);
+      assert.equal(after.nextAt, T0 + 5_000, 'the pace moved on to the end of the render');
+      // A later pace is kept: an end whose nextAt is earlier leaves it.
+      await hosts.release(crawlId, HOST, 'c', {
+        nextAt: T0 + 60_000,
+        inflight: [],
+        visitAt: T0 + 30_000,
+        ticket: 'hold3',
+        sent: true,
+        rendering: { token: 'r2', until: T0 + 3_600_000 },
+      });
+      assert.equal(await hosts.endRender(crawlId, HOST, 'r2', T0 + 9_000, T0 + 8), 'hold3');
+      const kept = leased(await hosts.acquire(crawlId, HOST, 'd', T0 + LEASE_MS, T0 + 9, 'hold3'));
+      assert.equal(kept.nextAt, T0 + 60_000);
+    });
+
     it('a drain deletes the host and records its tally, unless a wake came after the lease was taken', async () => {
       const hosts = make();
       const crawlId = crawl();

@@ -19,6 +19,7 @@ import type {
   HostRelease,
   HostTally,
   HostVisits,
+  RenderHold,
 } from '../../lambdas/core/ports.ts';
 import { Faults } from './faults.ts';
 
@@ -34,6 +35,8 @@ export interface HostItem {
   sent?: boolean;
   /** Handed back only to await results in flight (hurry). */
   awaiting?: boolean;
+  /** A page of the host being rendered (endRender). */
+  rendering?: RenderHold;
   /** The ticket of the message the live lease was taken with. */
   took?: string;
   next?: number;
@@ -55,7 +58,10 @@ export type HostVisitsMethod =
   | 'anyActive'
   | 'doneTotals'
   | 'awaiting'
-  | 'hurry';
+  | 'hurry'
+  | 'holdForRender'
+  | 'renderHold'
+  | 'endRender';
 
 const noLiveLease = (item: HostItem, now: number) => item.lease === undefined || item.lease < now;
 /** No visit claimed, or one claimed past the grace whose send was never confirmed. */
@@ -154,7 +160,16 @@ export class MemoryHostVisits implements HostVisits {
       const done = this.done(crawlId, host);
       const pace = paceOf(item.next === undefined ? { ...done, next: done?.nextAt } : item);
       const cursor = item.cursor === undefined ? {} : { cursor: item.cursor };
-      return { holder, leaseUntil, wake: item.wake, ...pace, inflight: [...item.inflight], ...cursor };
+      const rendering = item.rendering === undefined ? {} : { rendering: { ...item.rendering } };
+      return {
+        holder,
+        leaseUntil,
+        wake: item.wake,
+        ...pace,
+        inflight: [...item.inflight],
+        ...cursor,
+        ...rendering,
+      };
     });
   }
 
@@ -173,6 +188,8 @@ export class MemoryHostVisits implements HostVisits {
         else delete item.sent;
         if (state.awaiting) item.awaiting = true;
         else delete item.awaiting;
+        if (state.rendering) item.rendering = { ...state.rendering };
+        else delete item.rendering;
         delete item.lease;
         delete item.holder;
       }
@@ -224,6 +241,40 @@ export class MemoryHostVisits implements HostVisits {
       const item = this.host(crawlId, host);
       if (!item?.awaiting || item.visitBy === undefined || !noLiveLease(item, now)) return undefined;
       delete item.awaiting;
+      return item.visitBy;
+    });
+  }
+
+  async holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
+    return this.faults.run('holdForRender', [crawlId, host, holder, hold], async () => {
+      const item = this.host(crawlId, host);
+      if (item?.holder !== holder) return false;
+      item.rendering = { ...hold };
+      return true;
+    });
+  }
+
+  async renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
+    return this.faults.run('renderHold', [crawlId, host], async () => {
+      const hold = this.host(crawlId, host)?.rendering;
+      return hold === undefined ? undefined : { ...hold };
+    });
+  }
+
+  async endRender(
+    crawlId: string,
+    host: string,
+    token: string,
+    nextAt: number,
+    now: number,
+  ): Promise<string | undefined> {
+    return this.faults.run('endRender', [crawlId, host, token, nextAt, now], async () => {
+      const item = this.host(crawlId, host);
+      if (item?.rendering?.token !== token || item.visitBy === undefined || !noLiveLease(item, now))
+        return undefined;
+      delete item.rendering;
+      delete item.awaiting;
+      if (item.next === undefined || item.next < nextAt) item.next = nextAt;
       return item.visitBy;
     });
   }

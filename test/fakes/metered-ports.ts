@@ -55,6 +55,7 @@ import type {
   HostUrlStore,
   HostVisits,
   OutgoingVisit,
+  RenderHold,
   ResultSender,
   ResultStore,
   RobotsState,
@@ -383,6 +384,27 @@ export class MeteredHostVisits implements HostVisits {
   async hurry(crawlId: string, host: string, now: number): Promise<string | undefined> {
     await this.#meter.request(this.#hostWrite(crawlId, host));
     return this.#hosts.hurry(crawlId, host, now);
+  }
+
+  async holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
+    await this.#meter.request(this.#hostWrite(crawlId, host, 50));
+    return this.#hosts.holdForRender(crawlId, host, holder, hold);
+  }
+
+  async renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
+    await this.#meter.request({ op: 'DynamoDB:GetItem', kind: 'host', pk: shardPk(crawlId, host), rcu: 1 });
+    return this.#hosts.renderHold(crawlId, host);
+  }
+
+  async endRender(
+    crawlId: string,
+    host: string,
+    token: string,
+    nextAt: number,
+    now: number,
+  ): Promise<string | undefined> {
+    await this.#meter.request(this.#hostWrite(crawlId, host));
+    return this.#hosts.endRender(crawlId, host, token, nextAt, now);
   }
 
   /** The DONE# items of every shard (keys, counts by outcome, bytes, requests, pace: ~150 bytes each). */

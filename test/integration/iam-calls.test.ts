@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -210,12 +210,16 @@ before(async () => {
   assert.equal(JSON.parse(await cli(statusCommand, recrawl, '--json')).state, 'complete');
   await cli(diffCommand, recrawl, `${site.origin}/a`);
 
-  // A rendered crawl with credentials: the render function reads the page back, the crawl's
-  // parameter, writes its records and sends the result and the links it found (/a, /b).
+  // A rendered crawl with credentials, of seeds from a file: the render function reads the crawl's
+  // config and its stored scope, the page back, the crawl's parameter, writes its records and sends
+  // the result and the links it found (/a, /b).
+  const seedsFile = join(out, 'seeds.txt');
+  await writeFile(seedsFile, `${site.origin}/\n`);
   const rendered = (
     await cli(
       submitCommand,
-      `${site.origin}/`,
+      '--seeds-file',
+      seedsFile,
       '--allow-private',
       '--delay',
       '0',
@@ -223,6 +227,8 @@ before(async () => {
       'always',
       '--header',
       'X-Crawl-Token: iam-test',
+      '--credentials-hosts',
+      new URL(site.origin).host,
     )
   ).trim();
   await aws.waitForIdle({ timeoutMs: 120_000 });

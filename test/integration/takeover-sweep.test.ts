@@ -18,7 +18,7 @@ import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { FrontierHosts } from '../../lambdas/adapters/frontier-hosts.ts';
-import { hostKey, resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
+import { hostItemKey, resolveOptions } from '../../lambdas/adapters/frontier-schema.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { admitLinks } from '../../lambdas/core/link-admission.ts';
@@ -54,7 +54,7 @@ describe('FrontierHosts.sweep', () => {
       await table.dynamodb.send(
         new UpdateItemCommand({
           TableName: FRONTIER_TABLE,
-          Key: hostKey(crawlId, 'unclaimed.test'),
+          Key: hostItemKey(crawlId, 'unclaimed.test'),
           UpdateExpression: 'ADD wake :one',
           ExpressionAttributeValues: { ':one': { N: '1' } },
         }),

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { hostKey } from '../../lambdas/adapters/frontier-schema.ts';
+import { hostItemKey } from '../../lambdas/adapters/frontier-schema.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
@@ -39,7 +39,11 @@ describe('host visits: a visit that stops hands its host back while the batch go
     const table = local.outputs.FrontierTableName!;
     const holderOf = async (host: string) => {
       const out = await local.clients.dynamodb.send(
-        new GetItemCommand({ TableName: table, Key: hostKey(config.crawlId, host), ConsistentRead: true }),
+        new GetItemCommand({
+          TableName: table,
+          Key: hostItemKey(config.crawlId, host),
+          ConsistentRead: true,
+        }),
       );
       return out.Item === undefined ? { exists: false } : { exists: true, holder: out.Item.holder?.S };
     };

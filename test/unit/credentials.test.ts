@@ -21,6 +21,7 @@ import {
 } from '../../lambdas/core/credentials.ts';
 import { CREDENTIAL_LIMITS } from '../../lambdas/core/limits.ts';
 import { isProxyUrl, parseProxyOption } from '../../lambdas/core/proxy-url.ts';
+import { assertLinear } from '../fixtures/linear-time.ts';
 
 const NOW = 1_800_000_000;
 
@@ -139,16 +140,16 @@ describe('cookie files (Netscape format)', () => {
       Array.from({ length: n }, (_, i) =>
         line(`h${i}.example`, 'FALSE', '/', 'FALSE', '0', `n${i}`, 'v'),
       ).join('\n');
-    const time = (n: number) => {
-      const text = lines(n);
-      const started = performance.now();
-      parseCookieFile(text, 'big.txt');
-      return performance.now() - started;
-    };
-    time(2_000);
-    const small = Math.max(time(5_000), 1);
-    const large = time(20_000);
-    assert.ok(large < small * 12, `4x the lines took ${(large / small).toFixed(1)}x the time`);
+    assertLinear({
+      what: 'lines of a cookie file',
+      n: 5_000,
+      time: (n) => {
+        const text = lines(n);
+        const started = performance.now();
+        parseCookieFile(text, 'big.txt');
+        return performance.now() - started;
+      },
+    });
   });
 });
 

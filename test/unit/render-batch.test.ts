@@ -174,7 +174,10 @@ describe('a page to render, from the fetch batch to the render function', () => 
     );
     const item = w.hosts.host(CRAWL, w.host);
     assert.equal(item?.awaiting, true);
-    assert.ok((item?.visitAt ?? 0) >= Date.now() + RENDER_LIMITS.holdMs - 2_000, 'due when the hold ends');
+    assert.ok(
+      (item?.visitAt ?? 0) >= Date.now() + RENDER_LIMITS.holdRecheckMs - 2_000,
+      'due when the hold ends',
+    );
   });
 
   it('the render batch sends the one result from the rendered DOM, admits its links and ends the hold a delay per request', async () => {
@@ -232,6 +235,12 @@ describe('a page to render, from the fetch batch to the render function', () => 
     assert.equal(result?.code, 'render-failed');
     assert.equal(result?.rendered, undefined);
     assert.ok((result?.outlinks ?? 0) > 0, "the fetched page's own links");
+    assert.deepEqual(
+      [...w.blobs.objects.keys()].filter((key) => key.includes('render-1') && key.endsWith('.warc.gz')),
+      [],
+      'no WARC file with nothing but its warcinfo',
+    );
+    assert.ok(result?.content, 'the content record of the page as fetched');
     assert.equal(w.hosts.host(CRAWL, w.host)?.awaiting, undefined, 'hurried');
   });
 
@@ -266,21 +275,76 @@ describe('a page to render, from the fetch batch to the render function', () => 
     assert.deepEqual(w.results.results, []);
   });
 
-  it('a hurry that finds the host still held tries again, then leaves the host to the end of its hold', async () => {
+  it('the host stays held: its next visit finds the hold and fetches nothing until the render ends it', async () => {
     const w = await world();
     const render = await fetchSeed(w);
-    // The host taken again meanwhile (a live lease): no hurry succeeds.
+    const item = w.hosts.host(CRAWL, w.host);
+    assert.deepEqual(item?.rendering?.token, render.hold);
+    const fetched = w.web.requests.length;
+    const recheck: VisitMessage = {
+      v: 1,
+      kind: 'visit',
+      crawlId: CRAWL,
+      host: w.host,
+      ticket: item?.visitBy ?? '',
+    };
+    const report = await processFetchBatch([message(recheck)], w.fetchDeps());
+    assert.deepEqual(report.retries, []);
+    assert.equal(w.web.requests.length, fetched, 'nothing fetched while the page renders');
+    assert.equal(w.hosts.host(CRAWL, w.host)?.rendering?.token, render.hold, 'the hold kept');
+    assert.equal(report.outcomes[0]?.end, 'hand-back');
+  });
+
+  it("ending the hold moves the host's pace on a delay per browser request; the visit's delay is capped at SQS's 900 s", async () => {
+    const w = await world();
+    const render = await fetchSeed(w);
+    const before = Date.now();
+    await processRenderBatch([message(render)], w.renderDeps(browser(3, [])));
+    assert.ok((w.hosts.host(CRAWL, w.host)?.next ?? 0) >= before + 3 * DELAY_MS, 'the pace moved on');
+
+    const slow = await world();
+    const far = { ...(await fetchSeed(slow)), delayMs: 10_000 };
+    const visitsBefore = slow.tasks.visits.length;
+    await processRenderBatch([message(far)], slow.renderDeps(browser(200, [])));
+    const sent = slow.tasks.visits.slice(visitsBefore).filter((visit) => visit.visit.host === slow.host);
+    assert.deepEqual(
+      sent.map((visit) => visit.delaySeconds),
+      [900],
+    );
+    assert.ok(
+      (slow.hosts.host(CRAWL, slow.host)?.next ?? 0) >= Date.now() + 1_900_000,
+      'the pace itself is not capped',
+    );
+  });
+
+  it('a message delivered again after its render ended the hold sends the page as fetched, with no browser', async () => {
+    const w = await world();
+    const render = await fetchSeed(w);
+    await processRenderBatch([message(render)], w.renderDeps(browser(0, [])));
+    const calls: string[] = [];
+    const again = await processRenderBatch([message(render)], w.renderDeps(browser(0, calls)));
+    assert.deepEqual(again.retries, []);
+    assert.deepEqual(calls, [], 'the host is no longer held: the browser must not reach it');
+    assert.equal(w.results.results.length, 2, 'sent again (finalized once)');
+    assert.equal(w.results.results[1]?.code, 'render-expired');
+  });
+
+  it('a hold that cannot be ended (a visit holds the host) is tried three times a second apart, then the message comes back', async () => {
+    const w = await world();
+    const render = await fetchSeed(w);
+    // The host taken again meanwhile (a live lease): no end succeeds.
     const item = w.hosts.host(CRAWL, w.host);
     assert.ok(item);
     item.lease = Date.now() + 60_000;
     const visitsBefore = w.tasks.visits.length;
-    await processRenderBatch([message(render)], w.renderDeps(browser(1, [])));
+    const report = await processRenderBatch([message(render)], w.renderDeps(browser(1, [])));
     assert.equal(w.results.results.length, 1);
     assert.deepEqual(w.slept, [1_000, 1_000], 'three tries, a second apart');
-    assert.equal(
-      w.tasks.visits.slice(visitsBefore).filter((visit) => visit.visit.host === w.host).length,
-      0,
-      'no visit sent: the held host keeps its own',
+    assert.deepEqual(
+      report.retries.map((retry) => retry.code),
+      ['hold-not-ended'],
     );
+    assert.equal(w.hosts.host(CRAWL, w.host)?.rendering?.token, render.hold, 'still held');
+    assert.equal(w.tasks.visits.slice(visitsBefore).filter((visit) => visit.visit.host === w.host).length, 0);
   });
 });

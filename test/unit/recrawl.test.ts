@@ -25,6 +25,7 @@ import type { CrawlResult } from '../../lambdas/core/result.ts';
 import { formatSha1, WarcFileBuilder } from '../../lambdas/core/warc.ts';
 import { storeWarcFiles } from '../../lambdas/core/warc-batch.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
+import { assertLinear } from '../fixtures/linear-time.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';
 
 const AT = new Date('2026-12-04T10:00:00.000Z');
@@ -366,21 +367,21 @@ describe('markdownDiff', () => {
   it('two pages that share nothing cost time linear in their size: past the edit bound they are shown replaced whole', () => {
     const page = (n: number, tag: string) =>
       Array.from({ length: n }, (_, i) => `${tag} line ${i}`).join('\n');
-    const time = (n: number) => {
-      const started = performance.now();
-      const diff = markdownDiff({ label: 'a', text: page(n, 'a') }, { label: 'b', text: page(n, 'b') });
-      assert.equal(diff.replacedWhole, true);
-      assert.equal(diff.patch.split('\n').filter((l) => l.startsWith('-a line')).length, n);
-      return performance.now() - started;
-    };
-    time(2_000);
-    const small = Math.min(time(5_000), time(5_000));
-    const large = Math.min(time(20_000), time(20_000));
     // 4× the lines: linear is 4×; quadratic would be 16×.
-    assert.ok(
-      large < small * 8 + 50,
-      `5,000 lines ${small.toFixed(0)} ms, 20,000 lines ${large.toFixed(0)} ms`,
-    );
+    assertLinear({
+      what: 'lines of two pages that share nothing',
+      n: 5_000,
+      maxRatio: 8,
+      time: (n) => {
+        const [a, b] = [page(n, 'a'), page(n, 'b')];
+        const started = performance.now();
+        const diff = markdownDiff({ label: 'a', text: a }, { label: 'b', text: b });
+        const ms = performance.now() - started;
+        assert.equal(diff.replacedWhole, true);
+        assert.equal(diff.patch.split('\n').filter((l) => l.startsWith('-a line')).length, n);
+        return ms;
+      },
+    });
     assert.ok(MAX_DIFF_EDITS > 0);
   });
 });

@@ -9,6 +9,7 @@ import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
 import { renderChoice, renderDecision, renderPage } from '../../lambdas/core/page-render.ts';
 import type { PageRenderer } from '../../lambdas/core/ports.ts';
 import { renderVerdict } from '../../lambdas/core/render-detector.ts';
+import { assertLinear } from '../fixtures/linear-time.ts';
 
 const page = (body: string, head = '') =>
   `<!doctype html><html><head><title>t</title>${head}</head><body>${body}</body></html>`;
@@ -52,16 +53,16 @@ describe('renderVerdict', () => {
   it('takes time linear in hostile HTML: deep nesting, many mount points, stray closing tags', () => {
     const hostile = (n: number) =>
       page(`${'<div id="app">x'.repeat(n)}${'</span>'.repeat(n)}${'<noscript>enable javascript'.repeat(n)}`);
-    const time = (n: number) => {
-      const html = hostile(n);
-      const started = performance.now();
-      renderVerdict(html);
-      return performance.now() - started;
-    };
-    time(2_000);
-    const small = Math.max(time(10_000), 1);
-    const large = time(40_000);
-    assert.ok(large < small * 12, `4x the input took ${(large / small).toFixed(1)}x the time`);
+    assertLinear({
+      what: 'hostile HTML',
+      n: 10_000,
+      time: (n) => {
+        const html = hostile(n);
+        const started = performance.now();
+        renderVerdict(html);
+        return performance.now() - started;
+      },
+    });
   });
 });
 

@@ -5,7 +5,7 @@
  *
  *   npx node bench/content-quality.ts [--only ours,readability] [--rounds N] [--json FILE]
  *
- * - ours: `extractMainContent(html, baseUrl).text` from lambdas/core/main-content.ts, imported
+ * - ours: `extractMainContent(html, baseUrl).text` from lambdas/core/content/main-content.ts, imported
  *   dynamically; if the module is missing, has no such export, or fails on every page, ours is
  *   reported as unavailable (the run still completes).
  * - readability: Readability.js 0.6.0 on a linkedom DOM, `new Readability(document).parse()`, its
@@ -163,18 +163,18 @@ function readabilityExtractor(): Extractor {
 
 /** Ours, or the reason it cannot run. The specifier is a variable so typechecking does not need it. */
 async function oursExtractor(): Promise<Extractor | { unavailable: string }> {
-  const specifier = new URL('../lambdas/core/main-content.ts', import.meta.url).href;
+  const specifier = new URL('../lambdas/core/content/main-content.ts', import.meta.url).href;
   let mod: unknown;
   try {
     mod = await import(specifier);
   } catch (err) {
     return {
-      unavailable: `cannot import lambdas/core/main-content.ts: ${(err as Error).message.split('\n')[0]}`,
+      unavailable: `cannot import lambdas/core/content/main-content.ts: ${(err as Error).message.split('\n')[0]}`,
     };
   }
   const fn = (mod as { extractMainContent?: unknown }).extractMainContent;
   if (typeof fn !== 'function')
-    return { unavailable: 'lambdas/core/main-content.ts has no extractMainContent' };
+    return { unavailable: 'lambdas/core/content/main-content.ts has no extractMainContent' };
   return {
     id: 'ours',
     extract(html) {

@@ -1,8 +1,8 @@
 /**
  * The scale simulation (issue 23, deliverable 1): `npm run bench -- --only scale`.
  *
- * The real core (lambdas/core/fetch-batch.ts `processFetchBatch` with its visits, link admission and
- * pacing; lambdas/core/aggregate-batch.ts `processResultBatch` with finalize, index parts and
+ * The real core (lambdas/core/batches/fetch-batch.ts `processFetchBatch` with its visits, link admission and
+ * pacing; lambdas/core/batches/aggregate-batch.ts `processResultBatch` with finalize, index parts and
  * completion; the submit's seed admission) runs on the in-memory fakes of test/fakes/, metered as the
  * adapters' AWS requests (test/fakes/metered-ports.ts: latencies, DynamoDB partition throughput and
  * throttling, item and message limits, the price table) on a virtual clock (test/fakes/virtual-clock.ts),
@@ -26,15 +26,19 @@ import {
   FETCH_FUNCTION,
   QUEUE,
 } from '../cdk/limits.ts';
-import { processResultBatch, type ResultMessage } from '../lambdas/core/aggregate-batch.ts';
-import { backoffSeconds } from '../lambdas/core/backoff.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
-import { type FetchBatchDeps, processFetchBatch, type VisitOutcome } from '../lambdas/core/fetch-batch.ts';
-import { RETRY_BACKOFF } from '../lambdas/core/limits.ts';
-import { admitLinks } from '../lambdas/core/link-admission.ts';
-import { LruSet } from '../lambdas/core/lru.ts';
-import type { TaskSender } from '../lambdas/core/ports.ts';
-import { createRobotsCache } from '../lambdas/core/robots-gate.ts';
+import { backoffSeconds } from '../lambdas/core/base/backoff.ts';
+import { RETRY_BACKOFF } from '../lambdas/core/base/limits.ts';
+import { LruSet } from '../lambdas/core/base/lru.ts';
+import { processResultBatch, type ResultMessage } from '../lambdas/core/batches/aggregate-batch.ts';
+import {
+  type FetchBatchDeps,
+  processFetchBatch,
+  type VisitOutcome,
+} from '../lambdas/core/batches/fetch-batch.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+import type { TaskSender } from '../lambdas/core/crawl/ports.ts';
+import { admitLinks } from '../lambdas/core/frontier/link-admission.ts';
+import { createRobotsCache } from '../lambdas/core/robots/robots-gate.ts';
 import { costOf, perMillionPages } from '../lambdas/shared/aws-prices.ts';
 import { resultsPrefix, summaryKey } from '../lambdas/shared/contracts.ts';
 import { AwsMeter } from '../test/fakes/aws-meter.ts';
@@ -111,7 +115,7 @@ export interface ScaleReport {
   visitsPerHost: number;
   /** Visit messages dropped (the host held, stale or idle), less the copies of hurried visits. */
   duplicateVisits: number;
-  /** Visits the aggregate sent at once to hosts awaiting the results it wrote (core/host-hurry.ts). */
+  /** Visits the aggregate sent at once to hosts awaiting the results it wrote (core/frontier/host-hurry.ts). */
   hurriedVisits: number;
   visitsByEnd: Record<string, number>;
   invocations: { fetch: number; aggregate: number };

@@ -6,7 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
-import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/crawl-events.ts';
+import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/batches/crawl-events.ts';
 import {
   credentialsPrefix,
   DEFAULT_EVENT_BUS,
@@ -115,7 +115,7 @@ export class CrawlerStack extends Stack {
     const pageStore = new PageStore(this, IDS.pageStore);
     const frontierTable = new FrontierTable(this, IDS.frontierTable);
 
-    // Crawl events (lambdas/core/crawl-events.ts) go to this bus; the lifecycle ones also to a queue.
+    // Crawl events (lambdas/core/batches/crawl-events.ts) go to this bus; the lifecycle ones also to a queue.
     const eventBusName = context.eventBusName ?? DEFAULT_EVENT_BUS;
     const eventBus = events.EventBus.fromEventBusName(this, 'CrawlEventBus', eventBusName);
     // A consumer that keeps failing on an event parks it in the DLQ instead of receiving it for ever.
@@ -195,7 +195,7 @@ export class CrawlerStack extends Stack {
     // parks it in ResultsDLQ after maxReceiveCount. Results it had no time to start go back to the
     // queue as new messages (SendMessage).
     allow(aggregateFunction, ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'], [resultsQueue.queueArn]);
-    // A visit of a host that awaits results at the crawl's end, due at once (core/host-hurry.ts).
+    // A visit of a host that awaits results at the crawl's end, due at once (core/frontier/host-hurry.ts).
     allow(aggregateFunction, ['sqs:SendMessage'], [taskQueue.queueArn]);
     allow(aggregateFunction, ['s3:GetObject', 's3:PutObject'], [objects]); // index parts, summaries
     allow(aggregateFunction, ['s3:ListBucket'], [pageStore.bucketArn]); // listing parts; 404 on a missing one
@@ -220,7 +220,7 @@ export class CrawlerStack extends Stack {
     allow(fetchFunction, ['ssm:GetParameter'], [credentialParameters]);
 
     // `--render` (-c render=true): pages to render go from the fetch function to the render function
-    // through RenderQueue; it sends their results and links itself (core/render-batch.ts).
+    // through RenderQueue; it sends their results and links itself (core/batches/render-batch.ts).
     let render: { queue: QueueWithDlq; fn: CrawlerFunction; layer: ChromiumLayer } | undefined;
     if (context.render) {
       const layer = new ChromiumLayer(this, IDS.chromiumLayer);

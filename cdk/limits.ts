@@ -2,7 +2,7 @@
  * Every deploy-time limit of the stack in one place, as plain data (no aws-cdk-lib import), so the
  * stack, its tests and the local runtime read the same numbers.
  */
-import { AWS_LIMITS, FRONTIER_SHARDS } from '../lambdas/core/limits.ts';
+import { AWS_LIMITS, FRONTIER_SHARDS } from '../lambdas/core/base/limits.ts';
 
 /** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
 export const FETCH_FUNCTION = {
@@ -155,7 +155,7 @@ export const QUEUE = {
    * message keeps its original enqueue time, so this never extends past its source queue's clock.
    */
   dlqRetentionDays: 14,
-  /** Tasks and results are small JSON; bodies belong in S3. The senders' limit too (lambdas/core/limits.ts). */
+  /** Tasks and results are small JSON; bodies belong in S3. The senders' limit too (lambdas/core/base/limits.ts). */
   maxMessageSizeBytes: AWS_LIMITS.sqsMaxMessageBytes,
 } as const;
 

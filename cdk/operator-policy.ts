@@ -89,12 +89,12 @@ export class OperatorPolicy extends iam.ManagedPolicy {
         // schedule add: a schedule is created with the stack's SchedulerRole, and only that one. (No
         // iam:PassedToService condition: the role's trust policy admits scheduler.amazonaws.com alone.)
         new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [props.schedulerRole.roleArn] }),
-        // submit with credentials: their SSM SecureString parameter (core/credentials.ts).
+        // submit with credentials: their SSM SecureString parameter (core/crawl/credentials.ts).
         new iam.PolicyStatement({
           actions: ['ssm:PutParameter'],
           resources: [props.credentialParameters],
         }),
-        // submit: Crawl Started; cancel: Crawl Cancelled (lambdas/core/crawl-events.ts).
+        // submit: Crawl Started; cancel: Crawl Cancelled (lambdas/core/batches/crawl-events.ts).
         new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
         // results, get: list and read the index parts, ranged reads of WARC records.
         new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [props.pageStore.bucketArn] }),

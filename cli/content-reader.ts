@@ -1,5 +1,5 @@
 /**
- * Reads a crawl's content records (lambdas/core/content-record.ts) from the page store: all of them,
+ * Reads a crawl's content records (lambdas/core/results/content-record.ts) from the page store: all of them,
  * file by file, for `--out pages.jsonl`, `--markdown-dir` and `crawler llms-txt`; or one, by the
  * `content` pointer of its results index line, for `crawler get --markdown|--text|--meta`.
  *
@@ -8,7 +8,6 @@
  * file or line that cannot be read is skipped and handed to `onDamage`, like a damaged index part.
  */
 import { gunzipSync } from 'node:zlib';
-import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/content-record.ts';
 import {
   type BlobReader,
   gzipJsonLines,
@@ -18,8 +17,9 @@ import {
   type ParsedLine,
   parseJsonLine,
   prefetchInOrder,
-} from '../lambdas/core/index-reader.ts';
-import type { WarcPointer } from '../lambdas/core/result.ts';
+} from '../lambdas/core/archive/index-reader.ts';
+import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/results/content-record.ts';
+import type { WarcPointer } from '../lambdas/core/results/result.ts';
 import { contentPrefix } from '../lambdas/shared/contracts.ts';
 
 export interface StoredContent {

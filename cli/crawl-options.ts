@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
+import { CRAWL_LIMITS } from '../lambdas/core/base/limits.ts';
 import {
   CONTENT_MODES,
   type ContentMode,
@@ -12,12 +13,11 @@ import {
   DEFAULT_USER_AGENT,
   RENDER_MODES,
   type RenderMode,
-} from '../lambdas/core/crawl-config.ts';
-import type { CredentialBundle } from '../lambdas/core/credentials.ts';
-import { CRAWL_LIMITS } from '../lambdas/core/limits.ts';
-import { ADAPTIVE_BOUNDS } from '../lambdas/core/recrawl.ts';
-import { SCOPES, type Scope } from '../lambdas/core/scope.ts';
-import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
+} from '../lambdas/core/crawl/crawl-config.ts';
+import type { CredentialBundle } from '../lambdas/core/crawl/credentials.ts';
+import { ADAPTIVE_BOUNDS } from '../lambdas/core/crawl/recrawl.ts';
+import { SCOPES, type Scope } from '../lambdas/core/urls/scope.ts';
+import { normalizeUrl } from '../lambdas/core/urls/url-normalize.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';

@@ -4,9 +4,10 @@
  * Pure: readings come in from a `ProgressSource` (cli/crawl-progress-source.ts reads the frontier
  * table), text goes out through a `ProgressOutput`; the clock is injected.
  */
-import type { CrawlConfig } from '../lambdas/core/crawl-config.ts';
-import type { Outcome } from '../lambdas/core/outcome.ts';
-import { frontierHost } from '../lambdas/core/politeness.ts';
+
+import type { Outcome } from '../lambdas/core/base/outcome.ts';
+import type { CrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+import { frontierHost } from '../lambdas/core/crawl/politeness.ts';
 
 export const PROGRESS_MODES = ['auto', 'line', 'json', 'none'] as const;
 export type ProgressMode = (typeof PROGRESS_MODES)[number];

@@ -4,18 +4,18 @@
  * time this crawl. Done means:
  *
  * - `complete`: the aggregate function confirmed completion (every host drained, every index part
- *   written: lambdas/core/aggregate-batch.ts), so the index is whole;
+ *   written: lambdas/core/batches/aggregate-batch.ts), so the index is whole;
  * - `cancelled` (`crawler cancel`, `--max-cost-usd`) and no host of the crawl is active any more:
  *   every URL has its `cancelled` (or earlier) result and its index line. The host items' shards are
  *   not read at one instant, so "none active" is settled as completion settles it
- *   (lambdas/core/completion-check.ts: no host, the sums, no host, the same sums).
+ *   (lambdas/core/batches/completion-check.ts: no host, the sums, no host, the same sums).
  *
  * The poll is one GetItem per interval (plus the shards' Queries while cancelled), and one more
  * whenever `wake` says something may have changed: a local crawl's end is seen when the aggregate
  * invocation that confirmed it returns, not up to an interval later.
  */
-import { drainedTotals } from '../lambdas/core/completion-check.ts';
-import type { CrawlCounters, HostVisits } from '../lambdas/core/ports.ts';
+import { drainedTotals } from '../lambdas/core/batches/completion-check.ts';
+import type { CrawlCounters, HostVisits } from '../lambdas/core/crawl/ports.ts';
 
 export interface CrawlProbe extends Pick<HostVisits, 'anyActive' | 'doneTotals'> {
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;

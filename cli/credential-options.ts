@@ -1,10 +1,11 @@
 /**
  * `--header`, `--cookie`, `--cookie-file`, `--basic-auth` and `--credentials-hosts`: the crawl's
- * credentials (lambdas/core/credentials.ts), each scoped to the hosts named, or to the seeds' hosts;
- * `--proxy` and `--proxy-hosts`: its proxy (lambdas/core/proxy-url.ts), whose user and password join
+ * credentials (lambdas/core/crawl/credentials.ts), each scoped to the hosts named, or to the seeds' hosts;
+ * `--proxy` and `--proxy-hosts`: its proxy (lambdas/core/crawl/proxy-url.ts), whose user and password join
  * the credentials.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { CREDENTIAL_LIMITS } from '../lambdas/core/base/limits.ts';
 import {
   basicAuthHeader,
   type CredentialBundle,
@@ -13,9 +14,8 @@ import {
   parseCookieFile,
   parseCookieOption,
   parseHeaderOption,
-} from '../lambdas/core/credentials.ts';
-import { CREDENTIAL_LIMITS } from '../lambdas/core/limits.ts';
-import { parseProxyOption } from '../lambdas/core/proxy-url.ts';
+} from '../lambdas/core/crawl/credentials.ts';
+import { parseProxyOption } from '../lambdas/core/crawl/proxy-url.ts';
 import { UsageError } from './usage-error.ts';
 
 export interface CredentialValues {

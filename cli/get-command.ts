@@ -2,7 +2,7 @@
  * `crawler get URL --crawl ID [--body|--headers|--warc|--markdown|--text|--meta] [--raw]`: one stored
  * page by ranged read.
  *
- * The URL is normalized like the crawler does (lambdas/core/url-normalize.ts) and its results index
+ * The URL is normalized like the crawler does (lambdas/core/urls/url-normalize.ts) and its results index
  * line found by its key: in the one part the frontier names (index-lookup.ts), or by a scan when it
  * cannot. The line's `{filename, offset, length}` is read with one S3 ranged GET, which is exactly one
  * gzip member holding the page's WARC response record.
@@ -27,15 +27,20 @@ import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { FrontierUrlLookup } from '../lambdas/adapters/frontier-url-lookup.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import type { IndexLine } from '../lambdas/core/cdxj.ts';
-import { isGzip } from '../lambdas/core/content-coding.ts';
-import { type ContentRecord, contentMetadata } from '../lambdas/core/content-record.ts';
-import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl-config.ts';
-import { type BlobReader, damageWarning } from '../lambdas/core/index-reader.ts';
-import type { MainContent } from '../lambdas/core/main-content.ts';
-import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/page-content.ts';
-import { normalizeUrl } from '../lambdas/core/url-normalize.ts';
-import { type HttpMessage, parseHttpMessage, readWarcRecord, type WarcRecord } from '../lambdas/core/warc.ts';
+import type { IndexLine } from '../lambdas/core/archive/cdxj.ts';
+import { type BlobReader, damageWarning } from '../lambdas/core/archive/index-reader.ts';
+import {
+  type HttpMessage,
+  parseHttpMessage,
+  readWarcRecord,
+  type WarcRecord,
+} from '../lambdas/core/archive/warc.ts';
+import { isGzip } from '../lambdas/core/base/content-coding.ts';
+import type { MainContent } from '../lambdas/core/content/main-content.ts';
+import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl/crawl-config.ts';
+import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/crawl/page-content.ts';
+import { type ContentRecord, contentMetadata } from '../lambdas/core/results/content-record.ts';
+import { normalizeUrl } from '../lambdas/core/urls/url-normalize.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
@@ -257,7 +262,7 @@ async function extractFromStoredPage(
   const html = decodeText(decoded.bytes, http.message.header('Content-Type'));
   // Loaded here only: the extractor is most of what `get` would load, and a stored content record
   // (every page crawled with content on) needs none of it.
-  const { extractMainContent } = await import('../lambdas/core/main-content.ts');
+  const { extractMainContent } = await import('../lambdas/core/content/main-content.ts');
   return extractMainContent(html, line.finalUrl ?? line.url);
 }
 
@@ -366,7 +371,7 @@ async function decodeLimits(stack: LocatedStack, crawlId: string): Promise<Decod
 }
 
 /**
- * Undoes the content codings under the crawler's caps (lambdas/core/page-content.ts): the output
+ * Undoes the content codings under the crawler's caps (lambdas/core/crawl/page-content.ts): the output
  * never grows past `maxDecodedBytes`, nor past `maxDecodeRatio` times the stored body, so a stored
  * decompression bomb costs a bounded buffer.
  */

@@ -6,11 +6,12 @@
  * Pages are listed by URL, the seed first. llms-full.txt is every page's Markdown (or text) under an
  * H1 of its title, with its URL.
  *
- * Titles, descriptions, names and hosts are page text: they are escaped (core/markdown-escape.ts), so
+ * Titles, descriptions, names and hosts are page text: they are escaped (core/base/markdown-escape.ts), so
  * a page cannot put links or HTML into llms.txt; a URL that is not http(s) is never a link.
  */
-import type { ContentRecord } from '../lambdas/core/content-record.ts';
-import { escapeMarkdownText, markdownDestination } from '../lambdas/core/markdown-escape.ts';
+
+import { escapeMarkdownText, markdownDestination } from '../lambdas/core/base/markdown-escape.ts';
+import type { ContentRecord } from '../lambdas/core/results/content-record.ts';
 
 export interface LlmsEntry {
   url: string;

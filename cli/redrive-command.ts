@@ -17,8 +17,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_CODE_ATTRIBUTE } from '../lambdas/adapters/queues.ts';
 import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
-import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl-config.ts';
-import { parseTaskMessage } from '../lambdas/core/task.ts';
+import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl/crawl-config.ts';
+import { parseTaskMessage } from '../lambdas/core/crawl/task.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

@@ -1,7 +1,7 @@
 /**
  * `crawler results ID [--outcome X] [--change C] [--format jsonl|csv]`: streams a crawl's results index to
  * stdout, one record per URL (deduplicated by key, see index-reader.ts). JSONL repeats each stored
- * line byte for byte (format: lambdas/core/cdxj.ts); CSV has a header row and the fixed columns of
+ * line byte for byte (format: lambdas/core/archive/cdxj.ts); CSV has a header row and the fixed columns of
  * `CSV_COLUMNS`, RFC 4180 quoting and CRLF line ends.
  *
  * A damaged index part or line is skipped with one warning on stderr naming its object; everything
@@ -9,9 +9,9 @@
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { damageWarning, streamIndex } from '../lambdas/core/index-reader.ts';
-import { isOutcome, OUTCOMES } from '../lambdas/core/outcome.ts';
-import { CHANGES } from '../lambdas/core/result.ts';
+import { damageWarning, streamIndex } from '../lambdas/core/archive/index-reader.ts';
+import { isOutcome, OUTCOMES } from '../lambdas/core/base/outcome.ts';
+import { CHANGES } from '../lambdas/core/results/result.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

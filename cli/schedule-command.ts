@@ -15,8 +15,14 @@ import {
 } from '@aws-sdk/client-scheduler';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ScheduleExistsError, ScheduleStore } from '../lambdas/adapters/schedule-store.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl-config.ts';
-import { awsCronExpression, CronError, checkTimeZone, nextRun, parseCron } from '../lambdas/core/cron.ts';
+import {
+  awsCronExpression,
+  CronError,
+  checkTimeZone,
+  nextRun,
+  parseCron,
+} from '../lambdas/core/base/cron.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
 import {
   SCHEDULE_NAME_PATTERN,
   SCHEDULE_NAME_RULE,
@@ -24,7 +30,7 @@ import {
   ScheduledCrawlSchema,
   scheduledRunMessage,
   scheduleTargetInput,
-} from '../lambdas/core/schedule.ts';
+} from '../lambdas/core/crawl/schedule.ts';
 import { OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';

@@ -1,7 +1,7 @@
 /**
  * The local EventBridge Scheduler: CreateSchedule, GetSchedule and DeleteSchedule on the embedded
  * endpoint (REST JSON: `POST|GET|DELETE /schedules/{Name}?groupName=`), in the groups the stack's
- * template has, with `cron(…)` expressions (lambdas/core/cron.ts; `rate` and `at` are refused) and an
+ * template has, with `cron(…)` expressions (lambdas/core/base/cron.ts; `rate` and `at` are refused) and an
  * SQS target of the stack. Schedules are kept in a file of the state directory, so they outlive a
  * restart of `crawler local`, which fires them (`start`): at each minute, every enabled schedule
  * whose cron matches that minute in its time zone sends its target's Input to its queue. Nothing
@@ -9,8 +9,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/cron.ts';
-import { SCHEDULED_TIME } from '../lambdas/core/schedule.ts';
+import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/base/cron.ts';
+import { SCHEDULED_TIME } from '../lambdas/core/crawl/schedule.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { readJsonBody } from './json-body.ts';
 import { KeptFile, readKeptItems } from './kept-file.ts';

@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Every file the template is built from: the stack's code, what it imports, context, versions. */
 const SOURCES = {
   dirs: ['cdk'],
-  files: ['lambdas/shared/metrics.ts', 'lambdas/core/limits.ts', 'cdk.json', 'package-lock.json'],
+  files: ['lambdas/shared/metrics.ts', 'lambdas/core/base/limits.ts', 'cdk.json', 'package-lock.json'],
 };
 const CACHE_DIR = join(ROOT, 'node_modules', '.cache', 'serverless-crawler');
 

@@ -1,8 +1,8 @@
-/** `npm run schemas`: writes the crawl events' JSON Schemas to schemas/events/ (lambdas/core/event-schemas.ts). */
+/** `npm run schemas`: writes the crawl events' JSON Schemas to schemas/events/ (lambdas/core/batches/event-schemas.ts). */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventSchemaFiles } from '../lambdas/core/event-schemas.ts';
+import { eventSchemaFiles } from '../lambdas/core/batches/event-schemas.ts';
 
 const dir = fileURLToPath(new URL('../schemas/events/', import.meta.url));
 await mkdir(dir, { recursive: true });

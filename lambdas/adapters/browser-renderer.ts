@@ -1,5 +1,5 @@
 /**
- * Renders a fetched HTML page in headless Chromium (playwright-core), for `--render` (core/render.ts).
+ * Renders a fetched HTML page in headless Chromium (playwright-core), for `--render` (core/content/page-render.ts).
  *
  * - **No second fetch**: the page's document is the response the crawler already has (route.fulfill);
  *   only the page's own subrequests go out, and each of them through RenderGuardProxy (the address
@@ -14,7 +14,7 @@
 
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Route } from 'playwright-core';
-import type { PageRenderer, RenderedPage, RenderRequest } from '../core/ports.ts';
+import type { PageRenderer, RenderedPage, RenderRequest } from '../core/crawl/ports.ts';
 import { type GuardLookups, RenderGuardProxy } from './render-guard-proxy.ts';
 
 /**

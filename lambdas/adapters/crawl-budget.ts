@@ -1,14 +1,14 @@
 /**
  * Per-crawl budgets on the fetch side: each flush that captured pages charges the counted cost of
- * this container's AWS calls since the last charge (core/budget.ts) to the crawls of those pages, in
+ * this container's AWS calls since the last charge (core/crawl/budget.ts) to the crawls of those pages, in
  * micro-dollars on their counters item (one ADD per crawl with a budget), and the flush that crosses
  * `maxCostUsd` stops the crawl (`cancelCrawl`), so its queued tasks end `cancelled`. Charging where
  * the work is done, not where results are aggregated, stops a fast crawl within a flush or two.
  */
 import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/budget.ts';
-import { cancelledEvent, type EventPublisher } from '../core/crawl-events.ts';
-import type { CrawlBudget, CrawlConfigReader } from '../core/ports.ts';
+import { cancelledEvent, type EventPublisher } from '../core/batches/crawl-events.ts';
+import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/crawl/budget.ts';
+import type { CrawlBudget, CrawlConfigReader } from '../core/crawl/ports.ts';
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
 import { costOf } from '../shared/aws-prices.ts';
 import { cancelCrawl } from './frontier-cancel.ts';

@@ -1,14 +1,14 @@
 /** Crawl configs in the FrontierTable: one item per crawl, cached per warm container. */
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { PermanentError } from '../core/base/errors.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
-} from '../core/crawl-config.ts';
-import { PermanentError } from '../core/errors.ts';
-import { bindScope } from '../core/link-admission.ts';
-import type { CrawlConfigReader } from '../core/ports.ts';
+} from '../core/crawl/crawl-config.ts';
+import type { CrawlConfigReader } from '../core/crawl/ports.ts';
+import { bindScope } from '../core/frontier/link-admission.ts';
 import { CrawlScopeStore } from './crawl-scope-store.ts';
 import { registerCrawl } from './frontier-crawls.ts';
 import { configKey } from './frontier-schema.ts';

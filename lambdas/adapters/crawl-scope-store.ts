@@ -1,13 +1,13 @@
 /**
  * The stored scope of a crawl whose seeds came from a file (too many for its config item): the
- * distinct scope keys of its seeds (hosts, domains or prefixes; core/scope.ts `scopeKeyOf`), one a
+ * distinct scope keys of its seeds (hosts, domains or prefixes; core/urls/scope.ts `scopeKeyOf`), one a
  * line, gzip, in bounded items `SCOPE#0000`, `SCOPE#0001`, ... of the crawl's partition. Written once
  * before the config (a stored config's scope is complete), read once per container with it.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { SEED_LIMITS } from '../core/limits.ts';
-import type { StoredScopeReader } from '../core/link-admission.ts';
+import { SEED_LIMITS } from '../core/base/limits.ts';
+import type { StoredScopeReader } from '../core/frontier/link-admission.ts';
 import { ATTR, crawlPk, type Item, SCOPE_SK_PREFIX, scopePartKey } from './frontier-schema.ts';
 
 export class CrawlScopeStore implements StoredScopeReader {

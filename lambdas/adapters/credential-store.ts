@@ -1,5 +1,5 @@
 /**
- * A crawl's credentials (core/credentials.ts) in SSM Parameter Store: one SecureString parameter per
+ * A crawl's credentials (core/crawl/credentials.ts) in SSM Parameter Store: one SecureString parameter per
  * crawl, written by the submitter and read by the fetch function, so the values are never in the
  * crawl's config item, a queue message or a log.
  *
@@ -7,10 +7,10 @@
  * container, not one a page.
  */
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
-import { type CredentialBundle, CredentialBundleSchema } from '../core/credentials.ts';
-import { PermanentError, RetryableError } from '../core/errors.ts';
-import { CREDENTIAL_LIMITS } from '../core/limits.ts';
-import type { CredentialReader } from '../core/ports.ts';
+import { PermanentError, RetryableError } from '../core/base/errors.ts';
+import { CREDENTIAL_LIMITS } from '../core/base/limits.ts';
+import { type CredentialBundle, CredentialBundleSchema } from '../core/crawl/credentials.ts';
+import type { CredentialReader } from '../core/crawl/ports.ts';
 
 /** Answers SSM gives when retrying cannot help: the parameter is gone or not ours to read. */
 const GONE = new Set([

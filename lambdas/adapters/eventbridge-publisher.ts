@@ -8,9 +8,14 @@ import {
   PutEventsCommand,
   type PutEventsRequestEntry,
 } from '@aws-sdk/client-eventbridge';
-import { type CrawlEvent, DETAIL_TYPES, EVENT_SOURCE, type EventPublisher } from '../core/crawl-events.ts';
-import { RetryableError } from '../core/errors.ts';
-import { AWS_LIMITS } from '../core/limits.ts';
+import { RetryableError } from '../core/base/errors.ts';
+import { AWS_LIMITS } from '../core/base/limits.ts';
+import {
+  type CrawlEvent,
+  DETAIL_TYPES,
+  EVENT_SOURCE,
+  type EventPublisher,
+} from '../core/batches/crawl-events.ts';
 
 /** Rounds of resending the entries EventBridge failed. */
 const RESEND_ROUNDS = 3;

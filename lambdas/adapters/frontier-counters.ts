@@ -4,9 +4,9 @@
  * docs/design/host-visits.md).
  */
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { settledTotals } from '../core/completion-check.ts';
-import { OUTCOMES } from '../core/outcome.ts';
-import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/ports.ts';
+import { OUTCOMES } from '../core/base/outcome.ts';
+import { settledTotals } from '../core/batches/completion-check.ts';
+import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/crawl/ports.ts';
 import {
   ATTR,
   ConflictError,

@@ -12,10 +12,10 @@ import {
   PutItemCommand,
   QueryCommand,
 } from '@aws-sdk/client-dynamodb';
-import { backoffPause } from '../core/backoff.ts';
-import { DEFAULT_CRAWL_ID } from '../core/crawl-config.ts';
-import { RETRY_BACKOFF } from '../core/limits.ts';
-import type { CrawlCounters } from '../core/ports.ts';
+import { backoffPause } from '../core/base/backoff.ts';
+import { RETRY_BACKOFF } from '../core/base/limits.ts';
+import { DEFAULT_CRAWL_ID } from '../core/crawl/crawl-config.ts';
+import type { CrawlCounters } from '../core/crawl/ports.ts';
 import {
   ATTR,
   CRAWL_PK_PREFIX,

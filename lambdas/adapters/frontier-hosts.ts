@@ -16,8 +16,9 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { FRONTIER_LIMITS } from '../core/limits.ts';
-import { OUTCOMES, type Outcome } from '../core/outcome.ts';
+import { FRONTIER_LIMITS } from '../core/base/limits.ts';
+import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
+import { retryStep } from '../core/base/retry-step.ts';
 import type {
   HostBusy,
   HostLease,
@@ -26,8 +27,7 @@ import type {
   HostTally,
   HostVisits,
   RenderHold,
-} from '../core/ports.ts';
-import { retryStep } from '../core/retry-step.ts';
+} from '../core/crawl/ports.ts';
 import { mapLimit } from '../shared/map-limit.ts';
 import {
   ATTR,

@@ -11,11 +11,11 @@ import {
   QueryCommand,
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { backoffPause } from '../core/backoff.ts';
-import { FRONTIER_LIMITS, FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/limits.ts';
-import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import type { CrawlCounters } from '../core/ports.ts';
-import { retryStep } from '../core/retry-step.ts';
+import { backoffPause } from '../core/base/backoff.ts';
+import { FRONTIER_LIMITS, FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/base/limits.ts';
+import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
+import { retryStep } from '../core/base/retry-step.ts';
+import type { CrawlCounters } from '../core/crawl/ports.ts';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -47,7 +47,7 @@ export const ATTR = {
   admitted: 'admitted',
   bytes: 'bytes',
   requests: 'requests',
-  // Micro-dollars of counted AWS calls, charged by the fetch function against the crawl's budget (core/budget.ts)
+  // Micro-dollars of counted AWS calls, charged by the fetch function against the crawl's budget (core/crawl/budget.ts)
   charged: 'charged',
   state: 'state',
   startedAt: 'startedAt',
@@ -139,7 +139,7 @@ export const CONFIG_SK = 'CONFIG';
 export const COUNTERS_SK = 'COUNTERS';
 
 /**
- * The partition of a host's URL items: `URLS#<crawlId>#<host>` (host: core/politeness.ts
+ * The partition of a host's URL items: `URLS#<crawlId>#<host>` (host: core/crawl/politeness.ts
  * `frontierHost`). Crawl ids have no `#`, so `URLS#<crawlId>#` prefixes exactly the crawl's partitions.
  */
 export const urlsPk = (crawlId: string, host: string): string => `URLS#${crawlId}#${host}`;

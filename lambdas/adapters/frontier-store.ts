@@ -14,7 +14,7 @@ import type {
   HostUrlStore,
   HostVisits,
   RobotsStore,
-} from '../core/ports.ts';
+} from '../core/crawl/ports.ts';
 import { FrontierCounters } from './frontier-counters.ts';
 import { FrontierHosts } from './frontier-hosts.ts';
 import { FrontierRobots } from './frontier-robots.ts';

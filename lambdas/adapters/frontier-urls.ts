@@ -4,8 +4,9 @@
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { OUTCOMES, type Outcome } from '../core/outcome.ts';
-import { frontierHost } from '../core/politeness.ts';
+import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
+import { retryStep } from '../core/base/retry-step.ts';
+import { frontierHost } from '../core/crawl/politeness.ts';
 import type {
   Admission,
   AdmitOptions,
@@ -15,9 +16,8 @@ import type {
   HostUrl,
   HostUrlPage,
   HostUrlStore,
-} from '../core/ports.ts';
-import { type PriorCapture, PriorCaptureSchema } from '../core/recrawl.ts';
-import { retryStep } from '../core/retry-step.ts';
+} from '../core/crawl/ports.ts';
+import { type PriorCapture, PriorCaptureSchema } from '../core/crawl/recrawl.ts';
 import {
   ATTR,
   expiresAt,
@@ -42,7 +42,7 @@ import {
  */
 const CARRY_ATTR = { carried: 'carried', kids: 'kids' } as const;
 
-/** A re-crawl's URL item: its capture in the crawl it follows, as JSON (core/recrawl.ts). */
+/** A re-crawl's URL item: its capture in the crawl it follows, as JSON (core/crawl/recrawl.ts). */
 const PRIOR_ATTR = 'prior';
 
 /** What `page` and `get` read of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */

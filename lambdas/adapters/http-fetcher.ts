@@ -16,7 +16,7 @@
  *   at `maxBodyBytes`; the connection is then dropped, never drained.
  * - A total deadline bounds the whole exchange: undici's headers/body timeouts are inactivity
  *   timers that a trickling server defeats.
- * - The body bytes held by all requests at once are bounded by a BodyBudget (core/body-budget.ts):
+ * - The body bytes held by all requests at once are bounded by a BodyBudget (core/fetch/body-budget.ts):
  *   a response that would exceed it is paused (TCP flow control holds the sender) until others give
  *   bytes back; the total deadline keeps running while it waits.
  * - Statuses are returned, never thrown; failures are CrawlErrors with stable codes.
@@ -31,6 +31,17 @@ import * as dns from 'node:dns';
 import { BlockList, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import {
+  ADDRESS_BLOCKED,
+  type CrawlError,
+  FatalError,
+  isCrawlError,
+  PermanentError,
+  RetryableError,
+} from '../core/base/errors.ts';
+import { STORAGE_LIMITS } from '../core/base/limits.ts';
+import type { PageFetcher, PageResponse } from '../core/crawl/ports.ts';
+import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/fetch/body-budget.ts';
+import {
   ALLOW_PRIVATE_HINT,
   addressRefusal,
   BLOCKED_SUBNETS,
@@ -40,19 +51,8 @@ import {
   hostIpLiteral,
   hostLocalAddressReason,
   metadataNameRefusal,
-} from '../core/address-guard.ts';
-import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/body-budget.ts';
-import {
-  ADDRESS_BLOCKED,
-  type CrawlError,
-  FatalError,
-  isCrawlError,
-  PermanentError,
-  RetryableError,
-} from '../core/errors.ts';
-import { STORAGE_LIMITS } from '../core/limits.ts';
-import type { PageFetcher, PageResponse } from '../core/ports.ts';
-import { withoutUserinfo } from '../core/url-normalize.ts';
+} from '../core/urls/address-guard.ts';
+import { withoutUserinfo } from '../core/urls/url-normalize.ts';
 import { checkProxiedTarget, ProxyDispatchers, type ProxyRoute, proxyRefusal } from './proxy-dispatcher.ts';
 
 export type { LookupFunction } from 'node:net';
@@ -86,7 +86,7 @@ export interface FetchRequest {
   proxy?: ProxyRoute;
 }
 
-/** The response shape the core's PageFetcher port defines (lambdas/core/ports.ts). */
+/** The response shape the core's PageFetcher port defines (lambdas/core/crawl/ports.ts). */
 export type FetchedResponse = PageResponse;
 
 export interface HttpFetcherOptions {

@@ -1,7 +1,7 @@
 /** The task, results and render queues as the core's ports. */
 import { createHash } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DrainedRecord } from '../core/aggregate-batch.ts';
+import type { DrainedRecord } from '../core/batches/aggregate-batch.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
@@ -9,11 +9,11 @@ import type {
   RenderSender,
   ResultSender,
   TaskSender,
-} from '../core/ports.ts';
-import type { RenderMessage } from '../core/render-message.ts';
-import type { CrawlResult } from '../core/result.ts';
-import { resultMessageBodies } from '../core/result-message.ts';
-import type { Task } from '../core/task.ts';
+} from '../core/crawl/ports.ts';
+import type { RenderMessage } from '../core/crawl/render-message.ts';
+import type { Task } from '../core/crawl/task.ts';
+import type { CrawlResult } from '../core/results/result.ts';
+import { resultMessageBodies } from '../core/results/result-message.ts';
 import {
   MAX_MESSAGE_BYTES,
   messageBytes,
@@ -81,7 +81,7 @@ export class SqsResultSender implements ResultSender {
     this.queueUrl = queueUrl;
   }
 
-  /** The records go packed, as few messages a crawl as fit (core/result-message.ts). */
+  /** The records go packed, as few messages a crawl as fit (core/results/result-message.ts). */
   sendResults(results: readonly CrawlResult[]): Promise<void> {
     return sendMessagesInBatches(
       this.sqs,

@@ -7,9 +7,9 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { backoffPause } from '../core/backoff.ts';
-import { RETRY_BACKOFF } from '../core/limits.ts';
-import type { ResultStore } from '../core/ports.ts';
+import { backoffPause } from '../core/base/backoff.ts';
+import { RETRY_BACKOFF } from '../core/base/limits.ts';
+import type { ResultStore } from '../core/crawl/ports.ts';
 
 const PUT_ONCE_ATTEMPTS = 5;
 

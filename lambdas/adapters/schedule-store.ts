@@ -12,7 +12,11 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type ScheduleDefinition, ScheduleDefinitionSchema, type ScheduleRuns } from '../core/schedule.ts';
+import {
+  type ScheduleDefinition,
+  ScheduleDefinitionSchema,
+  type ScheduleRuns,
+} from '../core/crawl/schedule.ts';
 import {
   ATTR,
   type Item,

@@ -1,6 +1,6 @@
 /**
  * Aggregate function: SQS batch of result records → finalize in the FrontierTable, gzip JSONL index
- * parts in the page store, crawl counters, completion and the crawl summary (core/aggregate-batch.ts).
+ * parts in the page store, crawl counters, completion and the crawl summary (core/batches/aggregate-batch.ts).
  * Thin on purpose: parse the event, call the core, report.
  *
  * A malformed message is made visible again at once, so its maxReceiveCount receives pass in seconds
@@ -15,9 +15,9 @@ import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
-import { processResultBatch } from '../core/aggregate-batch.ts';
-import { backoffSeconds } from '../core/backoff.ts';
-import { RETRY_BACKOFF } from '../core/limits.ts';
+import { backoffSeconds } from '../core/base/backoff.ts';
+import { RETRY_BACKOFF } from '../core/base/limits.ts';
+import { processResultBatch } from '../core/batches/aggregate-batch.ts';
 import { createAwsClients, type HandlerWiring } from '../shared/aws-clients.ts';
 import { FUNCTION_ENV } from '../shared/contracts.ts';
 import { AggregateEnvSchema, type Env, loadEnv } from '../shared/env.ts';

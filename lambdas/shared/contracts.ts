@@ -58,7 +58,7 @@ export const OUTPUTS = {
   scheduleGroupName: 'ScheduleGroupName',
   schedulerRoleArn: 'SchedulerRoleArn',
   taskQueueArn: 'TaskQueueArn',
-  /** A crawl's credentials are the SSM SecureString parameter `<prefix><crawlId>` (core/credentials.ts). */
+  /** A crawl's credentials are the SSM SecureString parameter `<prefix><crawlId>` (core/crawl/credentials.ts). */
   credentialsPrefix: 'CredentialsParameterPrefix',
   /** Only in a stack deployed with `-c render=true`. */
   renderQueueUrl: 'RenderQueueUrl',
@@ -91,7 +91,7 @@ export const FUNCTION_ENV = {
   frontierTable: 'FRONTIER_TABLE',
   /** Config for crawls that have none stored (plain URL messages); `crawler local` sets it. */
   defaultCrawlConfig: 'DEFAULT_CRAWL_CONFIG',
-  /** The EventBridge bus crawl events are published on (lambdas/core/crawl-events.ts). */
+  /** The EventBridge bus crawl events are published on (lambdas/core/batches/crawl-events.ts). */
   eventBusName: 'EVENT_BUS_NAME',
   /** Where the fetch function sends pages to render; without it, pages to render are kept as fetched. */
   renderQueueUrl: 'RENDER_QUEUE_URL',

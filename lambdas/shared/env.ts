@@ -3,7 +3,7 @@
  * or by the local runtime from the synthesized template) and validated at start.
  */
 import { z } from 'zod';
-import { CrawlConfigSchema } from '../core/crawl-config.ts';
+import { CrawlConfigSchema } from '../core/crawl/crawl-config.ts';
 import { FUNCTION_ENV } from './contracts.ts';
 
 export type Env = Record<string, string | undefined>;
@@ -54,7 +54,7 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.resultsQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
-  /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
+  /** Crawl events go to this bus (lambdas/core/batches/crawl-events.ts); none are published without it. */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
   /** The render function's queue, in a stack deployed with `-c render=true`. */
@@ -69,11 +69,11 @@ export const FetchEnvSchema = AwsEnvSchema.extend({
 export const AggregateEnvSchema = AwsEnvSchema.extend({
   /** The queue it consumes: failed results are given their back-off and unstarted ones sent again there. */
   [FUNCTION_ENV.resultsQueueUrl]: z.url(),
-  /** Where it sends a visit of a host whose awaited results it wrote (core/host-hurry.ts). */
+  /** Where it sends a visit of a host whose awaited results it wrote (core/frontier/host-hurry.ts). */
   [FUNCTION_ENV.taskQueueUrl]: z.url(),
   [FUNCTION_ENV.pageBucket]: z.string().min(3),
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
-  /** Crawl events go to this bus (lambdas/core/crawl-events.ts); none are published without it. */
+  /** Crawl events go to this bus (lambdas/core/batches/crawl-events.ts); none are published without it. */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
 });
 
@@ -88,7 +88,7 @@ export const RenderEnvSchema = AwsEnvSchema.extend({
   [FUNCTION_ENV.frontierTable]: z.string().min(3),
   /** The `default` crawl's config (`crawler local` options): its pages render as they were fetched. */
   [FUNCTION_ENV.defaultCrawlConfig]: DefaultCrawlSchema,
-  /** Crawl Cancelled when a render spends a crawl's --max-cost-usd (core/budget.ts). */
+  /** Crawl Cancelled when a render spends a crawl's --max-cost-usd (core/crawl/budget.ts). */
   [FUNCTION_ENV.eventBusName]: z.string().min(1).max(256).optional(),
   /** Set by Lambda itself: inside Lambda the browser is @sparticuz/chromium's (lambda-browser.ts). */
   AWS_LAMBDA_RUNTIME_API: z.string().optional(),

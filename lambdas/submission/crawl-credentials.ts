@@ -1,10 +1,10 @@
 /**
  * A crawl's credentials, kept where its fetch function reads them: the SSM SecureString parameter
- * `<CredentialsParameterPrefix><crawlId>` (core/credentials.ts). The config names the parameter only.
+ * `<CredentialsParameterPrefix><crawlId>` (core/crawl/credentials.ts). The config names the parameter only.
  */
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
-import { type CredentialBundle, checkBundleSize } from '../core/credentials.ts';
+import { type CredentialBundle, checkBundleSize } from '../core/crawl/credentials.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 
 /** Writes `bundle` (replacing the crawl's earlier one) and returns the parameter's name. */

@@ -1,10 +1,10 @@
 /**
  * The URLs a re-crawl starts from (`--since`): every URL the earlier crawl captured, with that
- * capture (core/recrawl.ts), read from its results index as a stream.
+ * capture (core/crawl/recrawl.ts), read from its results index as a stream.
  */
 
-import { type BlobReader, damageWarning, streamIndex } from '../core/index-reader.ts';
-import { type PriorCapture, priorOf } from '../core/recrawl.ts';
+import { type BlobReader, damageWarning, streamIndex } from '../core/archive/index-reader.ts';
+import { type PriorCapture, priorOf } from '../core/crawl/recrawl.ts';
 
 export interface PriorUrl {
   url: string;

@@ -5,10 +5,10 @@
  */
 import { isConditionFailed } from '../adapters/frontier-schema.ts';
 import { ScheduleStore } from '../adapters/schedule-store.ts';
-import { parseCrawlConfig } from '../core/crawl-config.ts';
-import { skippedEvent } from '../core/crawl-events.ts';
-import { describeError } from '../core/errors.ts';
-import { decideRun, type ScheduledRunMessage } from '../core/schedule.ts';
+import { describeError } from '../core/base/errors.ts';
+import { skippedEvent } from '../core/batches/crawl-events.ts';
+import { parseCrawlConfig } from '../core/crawl/crawl-config.ts';
+import { decideRun, type ScheduledRunMessage } from '../core/crawl/schedule.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { crawlStateOf } from './since-crawl.ts';

@@ -20,7 +20,7 @@ import {
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
-import { AWS_LIMITS } from '../../lambdas/core/limits.ts';
+import { AWS_LIMITS } from '../../lambdas/core/base/limits.ts';
 import {
   credentialsPrefix,
   DEFAULT_EVENT_BUS,
@@ -142,7 +142,7 @@ describe('queues', () => {
         assert.equal(q.Properties.FifoQueue, undefined);
         assert.equal(q.Properties.QueueName, undefined, 'no physical name');
         assert.equal(q.Properties.MaximumMessageSize, QUEUE.maxMessageSizeBytes);
-        // What the senders pack a message to (a flush's results, lambdas/core/result-message.ts) fits.
+        // What the senders pack a message to (a flush's results, lambdas/core/results/result-message.ts) fits.
         assert.ok(Number(q.Properties.MaximumMessageSize) >= AWS_LIMITS.sqsMaxMessageBytes);
         const days = id === dlq ? QUEUE.dlqRetentionDays : QUEUE.retentionDays;
         assert.equal(q.Properties.MessageRetentionPeriod, days * 86_400);

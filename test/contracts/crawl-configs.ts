@@ -6,15 +6,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { isCrawlError, PermanentError } from '../../lambdas/core/base/errors.ts';
 import {
   type CrawlConfig,
   DEFAULT_CRAWL_ID,
   parseCrawlConfig,
   seedCount,
-} from '../../lambdas/core/crawl-config.ts';
-import { isCrawlError, PermanentError } from '../../lambdas/core/errors.ts';
-import { crawlScope } from '../../lambdas/core/link-admission.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/ports.ts';
+} from '../../lambdas/core/crawl/crawl-config.ts';
+import type { CrawlConfigReader } from '../../lambdas/core/crawl/ports.ts';
+import { crawlScope } from '../../lambdas/core/frontier/link-admission.ts';
 
 export type CrawlConfigsUnderTest = CrawlConfigReader & {
   put(config: CrawlConfig, scopeKeys?: Iterable<string>): Promise<CrawlConfig>;

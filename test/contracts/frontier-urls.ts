@@ -14,8 +14,8 @@ import type {
   FrontierUrl,
   HostUrl,
   HostUrlStore,
-} from '../../lambdas/core/ports.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+} from '../../lambdas/core/crawl/ports.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { allUrls } from '../fixtures/host-urls.ts';
 
 export type FrontierUrlsUnderTest = FrontierAdmission & HostUrlStore & Pick<FrontierFinalizer, 'finalize'>;

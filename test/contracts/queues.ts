@@ -6,16 +6,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { DrainedSender } from '../../lambdas/core/fetch-batch.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
   OutgoingVisit,
   ResultSender,
   TaskSender,
-} from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
-import type { VisitMessage } from '../../lambdas/core/task.ts';
+} from '../../lambdas/core/crawl/ports.ts';
+import type { VisitMessage } from '../../lambdas/core/crawl/task.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
 
 /**
  * Fresh queues, and what has arrived on each so far (taken off the queue: each read sees new

@@ -1,5 +1,5 @@
 /**
- * What the robots gate (lambdas/core/robots-gate.ts) relies on from a RobotsStore, run against the
+ * What the robots gate (lambdas/core/robots/robots-gate.ts) relies on from a RobotsStore, run against the
  * in-memory fake (test/fakes/robots-store.ts) and FrontierRobots on dynalite
  * (test/integration/port-contracts.test.ts), so the fake cannot drift from the adapter.
  */
@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { INLINE_POLICY_MAX_BYTES } from '../../lambdas/adapters/frontier-robots.ts';
-import type { RobotsStore } from '../../lambdas/core/ports.ts';
-import { DISALLOW_ALL } from '../../lambdas/core/robots.ts';
+import type { RobotsStore } from '../../lambdas/core/crawl/ports.ts';
+import { DISALLOW_ALL } from '../../lambdas/core/robots/robots.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const ORIGIN = 'https://site.example';

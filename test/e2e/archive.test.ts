@@ -37,7 +37,7 @@ interface Run {
   stderr: string;
 }
 
-/** The field names of one results.jsonl line this file relies on (CDXJ-like index, lambdas/core/cdxj.ts). */
+/** The field names of one results.jsonl line this file relies on (CDXJ-like index, lambdas/core/archive/cdxj.ts). */
 interface IndexFields {
   urlkey?: unknown;
   timestamp?: unknown;

@@ -30,7 +30,7 @@ import {
 import { type CrawlRun, type ResultLine, runCrawl, tempDir } from '../fixtures/run-cli.ts';
 
 const MiB = 1024 * 1024;
-/** Default limits the CLI crawls with (lambdas/core/crawl-config.ts). */
+/** Default limits the CLI crawls with (lambdas/core/crawl/crawl-config.ts). */
 const MAX_BODY_BYTES = 5 * MiB;
 const TOTAL_TIMEOUT_MS = 20_000;
 const MAX_REDIRECTS = 5;

@@ -5,15 +5,16 @@
  * stored is `unknown-crawl` (a PermanentError). Checked against CrawlConfigStore on dynalite by
  * test/integration/port-contracts.test.ts (crawlConfigsContract in test/contracts/crawl-configs.ts).
  */
+
+import { PermanentError } from '../../lambdas/core/base/errors.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
-} from '../../lambdas/core/crawl-config.ts';
-import { PermanentError } from '../../lambdas/core/errors.ts';
-import { bindScope } from '../../lambdas/core/link-admission.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/ports.ts';
+} from '../../lambdas/core/crawl/crawl-config.ts';
+import type { CrawlConfigReader } from '../../lambdas/core/crawl/ports.ts';
+import { bindScope } from '../../lambdas/core/frontier/link-admission.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryCrawlConfigs implements CrawlConfigReader {

@@ -8,16 +8,17 @@
  * `addQueued` (MemoryFrontierUrls') adds to the same item in the adapter, so a running crawl's
  * `queued` read here includes it.
  */
-import { settledTotals } from '../../lambdas/core/completion-check.ts';
-import type { Outcome } from '../../lambdas/core/outcome.ts';
-import { frontierHost } from '../../lambdas/core/politeness.ts';
+
+import type { Outcome } from '../../lambdas/core/base/outcome.ts';
+import { settledTotals } from '../../lambdas/core/batches/completion-check.ts';
+import { frontierHost } from '../../lambdas/core/crawl/politeness.ts';
 import type {
   CounterDeltas,
   CrawlCounters,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierFinalizer,
-} from '../../lambdas/core/ports.ts';
+} from '../../lambdas/core/crawl/ports.ts';
 import type { MemoryFrontierUrls } from './frontier-urls.ts';
 import type { MemoryHostVisits } from './host-visits.ts';
 

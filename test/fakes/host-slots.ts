@@ -1,10 +1,10 @@
 /**
  * Imitates the HostSlots the per-URL step and the robots gate take (in a visit: VisitPacer,
- * lambdas/core/visit-pacer.ts) for any number of hosts at once: each host's next free slot, with the
+ * lambdas/core/fetch/visit-pacer.ts) for any number of hosts at once: each host's next free slot, with the
  * pacer's reserve and pushBack arithmetic. Checked against VisitPacer by
  * test/integration/port-contracts.test.ts (hostSlotsContract in test/contracts/host-slots.ts).
  */
-import type { HostSlots } from '../../lambdas/core/ports.ts';
+import type { HostSlots } from '../../lambdas/core/crawl/ports.ts';
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

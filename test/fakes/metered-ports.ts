@@ -25,11 +25,11 @@
 
 import { QUEUE } from '../../cdk/limits.ts';
 import { crawlShardPk, shardOf } from '../../lambdas/adapters/frontier-schema.ts';
-import { settledTotals } from '../../lambdas/core/completion-check.ts';
-import type { CrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import type { DrainedSender } from '../../lambdas/core/fetch-batch.ts';
-import { FRONTIER_SHARDS } from '../../lambdas/core/limits.ts';
-import { frontierHost } from '../../lambdas/core/politeness.ts';
+import { FRONTIER_SHARDS } from '../../lambdas/core/base/limits.ts';
+import { settledTotals } from '../../lambdas/core/batches/completion-check.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
+import type { CrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { frontierHost } from '../../lambdas/core/crawl/politeness.ts';
 import type {
   Admission,
   AdmitOptions,
@@ -61,8 +61,8 @@ import type {
   RobotsState,
   RobotsStore,
   TaskSender,
-} from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
+} from '../../lambdas/core/crawl/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
 import { SQS_LIMITS } from '../../local/strict-limits.ts';
 import { type AwsMeter, type AwsRequest, readUnits, writeUnits } from './aws-meter.ts';
 import type { MemoryCrawlConfigs } from './crawl-configs.ts';

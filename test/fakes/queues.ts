@@ -6,16 +6,16 @@
  * against the adapters on the embedded SQS (fauxqs) by test/integration/port-contracts.test.ts
  * (queueContract in test/contracts/queues.ts).
  */
-import type { DrainedSender } from '../../lambdas/core/fetch-batch.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
   OutgoingVisit,
   ResultSender,
   TaskSender,
-} from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
-import { resultMessageBodies } from '../../lambdas/core/result-message.ts';
+} from '../../lambdas/core/crawl/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+import { resultMessageBodies } from '../../lambdas/core/results/result-message.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryTaskQueue implements TaskSender {
@@ -31,7 +31,7 @@ export class MemoryTaskQueue implements TaskSender {
 
 export class MemoryResultsQueue implements ResultSender, DrainedSender {
   readonly results: CrawlResult[] = [];
-  /** The SQS messages the records went in, as the adapter packs them (core/result-message.ts). */
+  /** The SQS messages the records went in, as the adapter packs them (core/results/result-message.ts). */
   readonly messages: string[] = [];
   /** The crawl of each `drained` record, in order. */
   readonly drained: string[] = [];

@@ -1,5 +1,5 @@
 // The robots.txt cache in the FrontierTable (docs/frontier.md) against dynalite. (A host's pace is
-// kept by its visit: lambdas/core/visit-pacer.ts, test/integration/frontier-hosts.test.ts.)
+// kept by its visit: lambdas/core/fetch/visit-pacer.ts, test/integration/frontier-hosts.test.ts.)
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -8,7 +8,7 @@ import {
   type FrontierStore,
   OVERSIZED_POLICY_JSON,
 } from '../../lambdas/adapters/frontier-store.ts';
-import { isAllowed, parseRobots } from '../../lambdas/core/robots.ts';
+import { isAllowed, parseRobots } from '../../lambdas/core/robots/robots.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;

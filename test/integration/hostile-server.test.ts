@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FetchLimits, type FetchRequest, HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import { PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
-import { headerValue } from '../../lambdas/core/http-headers.ts';
-import { decodeContent } from '../../lambdas/core/page-content.ts';
+import { PermanentError, RetryableError } from '../../lambdas/core/base/errors.ts';
+import { headerValue } from '../../lambdas/core/base/http-headers.ts';
+import { decodeContent } from '../../lambdas/core/crawl/page-content.ts';
 import {
   type BombCoding,
   bomb,

@@ -15,12 +15,12 @@ import {
   type CrawlConfig,
   type CrawlConfigInput,
   parseCrawlConfig,
-} from '../../lambdas/core/crawl-config.ts';
-import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch-task.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+} from '../../lambdas/core/crawl/crawl-config.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
+import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch/fetch-task.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import {

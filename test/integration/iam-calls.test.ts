@@ -68,7 +68,7 @@ const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
     'sqs:ChangeMessageVisibility':
       "a retried task's backoff (lambdas/adapters/sqs-redelivery.ts delay) after a failed AWS write; faults.test.ts drives it",
     's3:ListBucket':
-      'a HEAD of an index part not yet written (lambdas/core/host-visit.ts allPartsWritten) answers 404 only with it, 403 without',
+      'a HEAD of an index part not yet written (lambdas/core/fetch/host-visit.ts allPartsWritten) answers 404 only with it, 403 without',
   },
   RenderFunction: {
     'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",
@@ -78,7 +78,7 @@ const ALLOWED_UNUSED: Record<string, Record<string, string>> = {
     'sqs:ChangeMessageVisibility':
       "a retried page's backoff (lambdas/adapters/sqs-redelivery.ts delay) after a failed AWS write",
     'events:PutEvents':
-      "Crawl Cancelled when a render's charge spends the crawl's --max-cost-usd (core/budget.ts); the fetch function's charge, which comes first, mostly spends it",
+      "Crawl Cancelled when a render's charge spends the crawl's --max-cost-usd (core/crawl/budget.ts); the fetch function's charge, which comes first, mostly spends it",
   },
   AggregateFunction: {
     'logs:CreateLogStream': "Lambda's own log delivery (stdout to the function's log group), not an SDK call",

@@ -1,6 +1,6 @@
 /**
  * A host whose visit has stopped is handed back at once, not when the batch's last visit ends
- * (lambdas/core/fetch-batch.ts): two hosts visited by one invocation, one with a single page and one
+ * (lambdas/core/batches/fetch-batch.ts): two hosts visited by one invocation, one with a single page and one
  * with a dozen at the default 1 s delay. The small host's item must be released (or drained) while
  * the big host's visit, in the same invocation, still fetches. Real handlers on the emulators, a
  * synthetic network (test/fixtures/synthetic-web.ts).
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { hostItemKey } from '../../lambdas/adapters/frontier-schema.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
 import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';

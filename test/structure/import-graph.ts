@@ -3,7 +3,8 @@
  * import up the layers. The layers, from the bottom:
  *
  * - `lambdas/shared/contracts.ts`, `lambdas/shared/map-limit.ts`: names and layouts, no dependencies;
- * - `lambdas/core/`: pure crawl logic (no AWS SDK, no sockets, no browser);
+ * - `lambdas/core/`: pure crawl logic (no AWS SDK, no sockets, no browser), in folders by concern,
+ *   each importing only the folders below it (CORE_FOLDERS, bottom first; lambdas/core/README.md);
  * - `lambdas/shared/` (the rest): what the handlers share (env, clients, logs, metrics);
  * - `lambdas/adapters/`: the core's ports over the SDK, undici and the browser;
  * - `lambdas/submission/`: starting crawls (the CLI's submit and the fetch function's starts);
@@ -84,6 +85,24 @@ const FORBIDDEN: ReadonlyArray<{ from: string; not: readonly string[]; why: stri
   { from: 'local/', not: ['cli/', 'bench/', 'test/'], why: 'the local runtime is below the CLI' },
 ];
 
+/** The core's folders, bottom first: a folder imports only those before it (and itself). */
+export const CORE_FOLDERS = [
+  'base',
+  'urls',
+  'results',
+  'crawl',
+  'robots',
+  'archive',
+  'frontier',
+  'content',
+  'fetch',
+  'batches',
+] as const;
+
+function coreFolderOf(module: string): string | undefined {
+  return /^lambdas\/core\/([a-z]+)\//.exec(module)?.[1];
+}
+
 /** `lambdas/core/` may import only these of `lambdas/shared/` (the rest sits above it). */
 const CORE_MAY_USE_FROM_SHARED = new Set(['lambdas/shared/contracts.ts', 'lambdas/shared/map-limit.ts']);
 
@@ -124,6 +143,18 @@ export function structureViolations(graph: ImportGraph): string[] {
         if (!from.startsWith(rule.from)) continue;
         const hit = rule.not.find((prefix) => to.startsWith(prefix));
         if (hit) problems.push(`${from}:${line} imports ${to}: ${rule.why}`);
+      }
+      const [fromFolder, toFolder] = [coreFolderOf(from), coreFolderOf(to)];
+      if (from.startsWith('lambdas/core/') && to.startsWith('lambdas/core/') && fromFolder === undefined)
+        problems.push(`${from}:${line}: a core module belongs in a folder (${CORE_FOLDERS.join(', ')})`);
+      if (fromFolder !== undefined && toFolder !== undefined && fromFolder !== toFolder) {
+        const rank = (folder: string) => CORE_FOLDERS.indexOf(folder as (typeof CORE_FOLDERS)[number]);
+        if (rank(toFolder) < 0)
+          problems.push(`${from}:${line} imports ${to}: ${toFolder} is not a core folder`);
+        else if (rank(toFolder) > rank(fromFolder))
+          problems.push(
+            `${from}:${line} imports ${to}: core/${fromFolder} may import only the folders below it (${CORE_FOLDERS.slice(0, rank(fromFolder)).join(', ') || 'none'})`,
+          );
       }
       if (
         from.startsWith('lambdas/core/') &&

@@ -9,21 +9,21 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
-import { indexLine } from '../../lambdas/core/cdxj.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import type { CrawlEvent, EventPublisher } from '../../lambdas/core/crawl-events.ts';
-import { summaryFromCounters } from '../../lambdas/core/crawl-summary.ts';
-import type { Outcome } from '../../lambdas/core/outcome.ts';
+import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
+import type { Outcome } from '../../lambdas/core/base/outcome.ts';
+import { processResultBatch, type ResultMessage } from '../../lambdas/core/batches/aggregate-batch.ts';
+import type { CrawlEvent, EventPublisher } from '../../lambdas/core/batches/crawl-events.ts';
+import { summaryFromCounters } from '../../lambdas/core/batches/crawl-summary.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
 import type {
   CounterDeltas,
   CrawlCounters,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierFinalizer,
-} from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
-import { resultId, resultMessageBodies } from '../../lambdas/core/result-message.ts';
+} from '../../lambdas/core/crawl/ports.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+import { resultId, resultMessageBodies } from '../../lambdas/core/results/result-message.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { mapLimit } from '../../lambdas/shared/map-limit.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';

@@ -8,8 +8,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import { SummaryAccumulator } from '../../cli/crawl-summary.ts';
 import { contentCodings, decodeStoredBody } from '../../cli/get-command.ts';
 import { CSV_COLUMNS, csvField, csvHeader, csvRow } from '../../cli/results-csv.ts';
-import { indexLine } from '../../lambdas/core/cdxj.ts';
-import { FetchLimitsSchema } from '../../lambdas/core/crawl-config.ts';
+import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
 import {
   type BlobReader,
   damageWarning,
@@ -18,8 +17,9 @@ import {
   IndexDamageError,
   readCrawlResults,
   streamIndex,
-} from '../../lambdas/core/index-reader.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
+} from '../../lambdas/core/archive/index-reader.ts';
+import { FetchLimitsSchema } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
 
 class MemoryReader implements BlobReader {
   objects = new Map<string, Uint8Array>();

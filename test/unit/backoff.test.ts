@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { backoffMs, backoffSeconds } from '../../lambdas/core/backoff.ts';
-import { retryAfterMs } from '../../lambdas/core/http-headers.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../../lambdas/core/limits.ts';
+import { backoffMs, backoffSeconds } from '../../lambdas/core/base/backoff.ts';
+import { retryAfterMs } from '../../lambdas/core/base/http-headers.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from '../../lambdas/core/base/limits.ts';
 
 test('a failed message waits 2 s doubling per receive, at least half the ceiling, capped at 60 s', () => {
   const policy = RETRY_BACKOFF.failedMessage;

@@ -12,9 +12,9 @@ import {
   endEvent,
   eventOf,
   startedEvent,
-} from '../../lambdas/core/crawl-events.ts';
-import { eventSchemaFiles } from '../../lambdas/core/event-schemas.ts';
-import type { CrawlCounters } from '../../lambdas/core/ports.ts';
+} from '../../lambdas/core/batches/crawl-events.ts';
+import { eventSchemaFiles } from '../../lambdas/core/batches/event-schemas.ts';
+import type { CrawlCounters } from '../../lambdas/core/crawl/ports.ts';
 import { assertValidEvent, SCHEMAS_DIR, schemaValidator } from '../fixtures/event-schemas.ts';
 
 const COUNTERS: CrawlCounters = {

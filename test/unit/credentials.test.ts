@@ -1,10 +1,11 @@
 /**
- * A crawl's credentials (lambdas/core/credentials.ts): the options and the cookie file parsed strictly
+ * A crawl's credentials (lambdas/core/crawl/credentials.ts): the options and the cookie file parsed strictly
  * (hostile input gets one line and never reaches a request), each credential sent only within its
  * scope, and the request record's redaction.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { CREDENTIAL_LIMITS } from '../../lambdas/core/base/limits.ts';
 import {
   basicAuthHeader,
   type CredentialBundle,
@@ -18,9 +19,8 @@ import {
   REDACTED,
   redactHeaders,
   secretHeaderNames,
-} from '../../lambdas/core/credentials.ts';
-import { CREDENTIAL_LIMITS } from '../../lambdas/core/limits.ts';
-import { isProxyUrl, parseProxyOption } from '../../lambdas/core/proxy-url.ts';
+} from '../../lambdas/core/crawl/credentials.ts';
+import { isProxyUrl, parseProxyOption } from '../../lambdas/core/crawl/proxy-url.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const NOW = 1_800_000_000;

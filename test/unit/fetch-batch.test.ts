@@ -6,23 +6,23 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  type CrawlConfigInput,
-  DEFAULT_CRAWL_ID,
-  parseCrawlConfig,
-} from '../../lambdas/core/crawl-config.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { LruSet } from '../../lambdas/core/base/lru.ts';
 import {
   type FetchBatchDeps,
   type FetchBatchReport,
   processFetchBatch,
-} from '../../lambdas/core/fetch-batch.ts';
-import { FRONTIER_LIMITS } from '../../lambdas/core/limits.ts';
-import { LruSet } from '../../lambdas/core/lru.ts';
-import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/result.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/task.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+} from '../../lambdas/core/batches/fetch-batch.ts';
+import {
+  type CrawlConfigInput,
+  DEFAULT_CRAWL_ID,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl/crawl-config.ts';
+import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
+import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
+import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

@@ -1,20 +1,20 @@
 /**
  * A host whose visit ended awaiting only the results of its last pages is visited as soon as an
- * aggregate batch writes them (core/host-hurry.ts), not at its recheck INFLIGHT_RECHECK_MS later:
+ * aggregate batch writes them (core/frontier/host-hurry.ts), not at its recheck INFLIGHT_RECHECK_MS later:
  * the fetch batch, the aggregate batch and the next fetch batch, over the fakes of test/fakes
  * (checked against the adapters by test/integration/port-contracts.test.ts) and a synthetic web.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { processResultBatch, type ResultMessage } from '../../lambdas/core/aggregate-batch.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/fetch-batch.ts';
-import { hurryAwaitingHosts } from '../../lambdas/core/host-hurry.ts';
-import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/host-visit.ts';
-import { LruSet } from '../../lambdas/core/lru.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/task.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { LruSet } from '../../lambdas/core/base/lru.ts';
+import { processResultBatch, type ResultMessage } from '../../lambdas/core/batches/aggregate-batch.ts';
+import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/batches/fetch-batch.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
+import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/fetch/host-visit.ts';
+import { hurryAwaitingHosts } from '../../lambdas/core/frontier/host-hurry.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierFinalizer } from '../fakes/frontier-finalizer.ts';

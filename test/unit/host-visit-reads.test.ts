@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FETCH_FUNCTION } from '../../cdk/limits.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { addToTally, emptyTally } from '../../lambdas/core/host-tally.ts';
-import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/host-visit.ts';
-import { FRONTIER_LIMITS } from '../../lambdas/core/limits.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/ports.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { addToTally, emptyTally } from '../../lambdas/core/crawl/host-tally.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
+import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/fetch/host-visit.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
 import { AWS_LATENCY_MS } from '../fakes/aws-meter.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';

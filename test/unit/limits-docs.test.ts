@@ -1,13 +1,18 @@
 /**
  * The README's limits table states the defaults users rely on: each row is checked against the one
- * place the number lives (lambdas/core/limits.ts at run time, cdk/limits.ts at deploy time), so a
+ * place the number lives (lambdas/core/base/limits.ts at run time, cdk/limits.ts at deploy time), so a
  * changed limit with a stale README fails here.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { FETCH_EVENT_SOURCE, QUEUE } from '../../cdk/limits.ts';
-import { CONTENT_LIMITS, CRAWL_LIMITS, FETCH_LIMITS, STORAGE_LIMITS } from '../../lambdas/core/limits.ts';
+import {
+  CONTENT_LIMITS,
+  CRAWL_LIMITS,
+  FETCH_LIMITS,
+  STORAGE_LIMITS,
+} from '../../lambdas/core/base/limits.ts';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { admitLinks } from '../../lambdas/core/link-admission.ts';
-import { LruSet } from '../../lambdas/core/lru.ts';
-import type { FrontierUrl } from '../../lambdas/core/ports.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { LruSet } from '../../lambdas/core/base/lru.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { FrontierUrl } from '../../lambdas/core/crawl/ports.ts';
+import { admitLinks } from '../../lambdas/core/frontier/link-admission.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryHostVisits } from '../fakes/host-visits.ts';
 

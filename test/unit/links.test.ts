@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createLinkExtractor, extractLinks, type LinkExtractionResult } from '../../lambdas/core/links.ts';
+import {
+  createLinkExtractor,
+  extractLinks,
+  type LinkExtractionResult,
+} from '../../lambdas/core/content/links.ts';
 
 const PAGE = 'https://shop.example.com/catalog/shoes/index.html?page=2#reviews';
 

@@ -12,9 +12,9 @@ import MarkdownIt from 'markdown-it';
 import { parse as parseYaml } from 'yaml';
 import { llmsEntry, llmsFullSection, llmsTxt } from '../../cli/llms-txt.ts';
 import { markdownDocument } from '../../cli/markdown-files.ts';
-import type { ContentRecord } from '../../lambdas/core/content-record.ts';
-import { extractMainContent } from '../../lambdas/core/main-content.ts';
-import { escapeMarkdownText } from '../../lambdas/core/markdown-escape.ts';
+import { escapeMarkdownText } from '../../lambdas/core/base/markdown-escape.ts';
+import { extractMainContent } from '../../lambdas/core/content/main-content.ts';
+import type { ContentRecord } from '../../lambdas/core/results/content-record.ts';
 
 const PAGE = 'https://site.example/dir/page.html';
 

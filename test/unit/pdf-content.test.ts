@@ -1,5 +1,5 @@
 /**
- * PDF responses to content records (lambdas/core/pdf-content.ts, pdf-streams.ts), on documents the
+ * PDF responses to content records (lambdas/core/content/pdf-content.ts, pdf-streams.ts), on documents the
  * test writes (test/fixtures/pdf-builder.ts): the headings, paragraphs and metadata recovered; the
  * document's text kept as text in the Markdown (rendered by markdown-it); hostile files ending with
  * `truncated` naming the bound, quickly and without holding what a bomb decodes to; and the cost
@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateSync, inflateSync, constants as zlibConstants } from 'node:zlib';
 import MarkdownIt from 'markdown-it';
-import { extractPdf, PDF_BOUNDS, type PdfExtraction } from '../../lambdas/core/pdf-content.ts';
-import { scanPdfStreams } from '../../lambdas/core/pdf-streams.ts';
+import { extractPdf, PDF_BOUNDS, type PdfExtraction } from '../../lambdas/core/content/pdf-content.ts';
+import { scanPdfStreams } from '../../lambdas/core/content/pdf-streams.ts';
 import {
   ascii85,
   buildPdf,

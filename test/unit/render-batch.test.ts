@@ -1,5 +1,5 @@
 /**
- * A page to render, from the fetch batch to the render batch (core/render-batch.ts) over the fakes of
+ * A page to render, from the fetch batch to the render batch (core/batches/render-batch.ts) over the fakes of
  * test/fakes and a synthetic web: the fetch batch stores the response and sends the page to the render
  * queue instead of its result, and hands its host back held; the render batch reads the response back,
  * renders it, writes its conversion record, admits the rendered DOM's links, sends the one result, and
@@ -7,17 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/fetch-batch.ts';
-import { RENDER_LIMITS } from '../../lambdas/core/limits.ts';
-import { LruSet } from '../../lambdas/core/lru.ts';
-import type { CrawlStateName, PageRenderer, RenderedPage } from '../../lambdas/core/ports.ts';
-import { processRenderBatch, type RenderBatchDeps } from '../../lambdas/core/render-batch.ts';
-import type { RenderMessage } from '../../lambdas/core/render-message.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/task.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
-import { iterateWarcFile } from '../../lambdas/core/warc-reader.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/warc-reader.ts';
+import { RENDER_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { LruSet } from '../../lambdas/core/base/lru.ts';
+import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/batches/fetch-batch.ts';
+import { processRenderBatch, type RenderBatchDeps } from '../../lambdas/core/batches/render-batch.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { CrawlStateName, PageRenderer, RenderedPage } from '../../lambdas/core/crawl/ports.ts';
+import type { RenderMessage } from '../../lambdas/core/crawl/render-message.ts';
+import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

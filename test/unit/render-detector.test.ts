@@ -1,14 +1,14 @@
 /**
- * The rendering detector (lambdas/core/render-detector.ts) and the render decision
- * (lambdas/core/page-render.ts): application shells are found, pages with their content are not,
+ * The rendering detector (lambdas/core/content/render-detector.ts) and the render decision
+ * (lambdas/core/content/page-render.ts): application shells are found, pages with their content are not,
  * hostile HTML costs time linear in its size, and the modes and patterns decide as documented.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { renderChoice, renderDecision, renderPage } from '../../lambdas/core/page-render.ts';
-import type { PageRenderer } from '../../lambdas/core/ports.ts';
-import { renderVerdict } from '../../lambdas/core/render-detector.ts';
+import { renderChoice, renderDecision, renderPage } from '../../lambdas/core/content/page-render.ts';
+import { renderVerdict } from '../../lambdas/core/content/render-detector.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { PageRenderer } from '../../lambdas/core/crawl/ports.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const page = (body: string, head = '') =>

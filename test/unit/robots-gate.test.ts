@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/errors.ts';
-import { RETRY_BACKOFF } from '../../lambdas/core/limits.ts';
-import { reservedGapMs } from '../../lambdas/core/politeness.ts';
-import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/ports.ts';
-import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots.ts';
+import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/base/errors.ts';
+import { RETRY_BACKOFF } from '../../lambdas/core/base/limits.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { reservedGapMs } from '../../lambdas/core/crawl/politeness.ts';
+import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
+import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots/robots.ts';
 import {
   checkRobots,
   createRobotsCache,
@@ -21,7 +21,7 @@ import {
   type RobotsCache,
   type RobotsGateDeps,
   robotsFetchBudgetMs,
-} from '../../lambdas/core/robots-gate.ts';
+} from '../../lambdas/core/robots/robots-gate.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 

@@ -9,8 +9,8 @@ import {
   productToken,
   type RobotsPolicy,
   sitemaps,
-} from '../../lambdas/core/robots.ts';
-import { canonicalizePath } from '../../lambdas/core/robots-match.ts';
+} from '../../lambdas/core/robots/robots.ts';
+import { canonicalizePath } from '../../lambdas/core/robots/robots-match.ts';
 
 const UA = 'FooBot/2.1 (+https://example.com/bot)';
 

@@ -21,14 +21,16 @@ describe('the import structure', () => {
     for (const module of [
       'lambdas/fetch/handler.ts',
       'lambdas/render/handler.ts',
-      'lambdas/core/fetch-batch.ts',
+      'lambdas/core/batches/fetch-batch.ts',
       'cdk/crawler-stack.ts',
       'cli/crawl-command.ts',
       'local/local-aws.ts',
     ])
       assert.ok(graph.has(module), module);
     assert.ok(
-      graph.get('lambdas/core/fetch-batch.ts')?.some((edge) => edge.to === 'lambdas/core/batch-output.ts'),
+      graph
+        .get('lambdas/core/batches/fetch-batch.ts')
+        ?.some((edge) => edge.to === 'lambdas/core/batches/batch-output.ts'),
       'an import is read',
     );
   });
@@ -38,22 +40,40 @@ describe('the import structure', () => {
   });
 
   it('fails on a loop added to it', () => {
-    const looped = withImport(graph, 'lambdas/core/batch-output.ts', 'lambdas/core/fetch-batch.ts');
+    const looped = withImport(
+      graph,
+      'lambdas/core/batches/batch-output.ts',
+      'lambdas/core/batches/fetch-batch.ts',
+    );
     const problems = structureViolations(looped);
     assert.equal(problems.length, 1);
     assert.match(
       problems[0] ?? '',
-      /^import loop: .*lambdas\/core\/batch-output\.ts.*lambdas\/core\/fetch-batch\.ts/,
+      /^import loop: .*lambdas\/core\/batches\/batch-output\.ts.*lambdas\/core\/batches\/fetch-batch\.ts/,
     );
   });
 
-  it('fails on an import up the layers: core to an adapter, shared to an adapter, Lambda code to the stack, the core to the SDK', () => {
+  it('fails on an import up the layers: core to an adapter, shared to an adapter, Lambda code to the stack, the core to the SDK, a core folder to one above it', () => {
     const cases: Array<[string, string, RegExp]> = [
-      ['lambdas/core/fetch-task.ts', 'lambdas/adapters/http-fetcher.ts', /the core is pure crawl logic/],
+      [
+        'lambdas/core/fetch/fetch-task.ts',
+        'lambdas/adapters/http-fetcher.ts',
+        /the core is pure crawl logic/,
+      ],
       ['lambdas/shared/sqs-batch-handler.ts', 'lambdas/adapters/sqs-redelivery.ts', /depends on no adapter/],
       ['lambdas/adapters/sqs-batch-sender.ts', 'cdk/limits.ts', /never imports the stack/],
-      ['lambdas/core/budget.ts', 'pkg:@aws-sdk/client-dynamodb', /the core is pure crawl logic/],
-      ['lambdas/core/budget.ts', 'lambdas/shared/aws-clients.ts', /the core may use only/],
+      ['lambdas/core/crawl/budget.ts', 'pkg:@aws-sdk/client-dynamodb', /the core is pure crawl logic/],
+      ['lambdas/core/crawl/budget.ts', 'lambdas/shared/aws-clients.ts', /the core may use only/],
+      [
+        'lambdas/core/robots/robots.ts',
+        'lambdas/core/content/links.ts',
+        /core\/robots may import only the folders below it/,
+      ],
+      [
+        'lambdas/core/base/cron.ts',
+        'lambdas/core/results/result.ts',
+        /core\/base may import only the folders below it/,
+      ],
     ];
     for (const [from, to, why] of cases) {
       const problems = structureViolations(withImport(graph, from, to));

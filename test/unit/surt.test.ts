@@ -18,7 +18,7 @@ import {
   stripQuerySessionId,
   surt,
   unescapeRepeatedly,
-} from '../../lambdas/core/surt.ts';
+} from '../../lambdas/core/urls/surt.ts';
 
 type Answer = string | number | null;
 

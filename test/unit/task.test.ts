@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { HTML_BODY_REASON, parseTaskMessage } from '../../lambdas/core/task.ts';
+import { HTML_BODY_REASON, parseTaskMessage } from '../../lambdas/core/crawl/task.ts';
 
 test('a JSON task is parsed with its fields', () => {
   const parsed = parseTaskMessage(

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { resolveUrl } from '../../lambdas/core/url-normalize.ts';
+import { resolveUrl } from '../../lambdas/core/urls/url-normalize.ts';
 
 interface ResolveCase {
   input: string;

@@ -2,13 +2,13 @@
 // of 100,000 URLs) are checked a bounded number at a time, and none starts past the deadline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl-config.ts';
-import { visitHost } from '../../lambdas/core/host-visit.ts';
-import { CRAWL_LIMITS } from '../../lambdas/core/limits.ts';
-import { LruSet } from '../../lambdas/core/lru.ts';
-import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/ports.ts';
-import { createRobotsCache } from '../../lambdas/core/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/url-normalize.ts';
+import { CRAWL_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { LruSet } from '../../lambdas/core/base/lru.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
+import { visitHost } from '../../lambdas/core/fetch/host-visit.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';

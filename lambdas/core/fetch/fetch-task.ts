@@ -1,0 +1,322 @@
+/**
+ * The per-URL step of a host visit (host-visit.ts): one stored URL of the visit's host (already
+ * normalized and admitted under the crawl's rules), with the crawl's config the visit holds.
+ * robots.txt, the page's gap in the host's pace, the fetch, and what the response means. Nothing is
+ * parsed, normalized or read again on the way. Returns what became of the URL; the visit records a
+ * retry on the URL's item, and the batch does all the sending.
+ */
+import { createHash } from 'node:crypto';
+import type { CapturedPage } from '../archive/warc-batch.ts';
+import { backoffSeconds } from '../base/backoff.ts';
+import {
+  ADDRESS_BLOCKED,
+  describeError,
+  isCrawlError,
+  OutOfTime,
+  type PermanentError,
+  type RetryableError,
+} from '../base/errors.ts';
+import { headerValue } from '../base/http-headers.ts';
+import { AWS_LIMITS, RETRY_BACKOFF } from '../base/limits.ts';
+import { readPage } from '../content/page-reading.ts';
+import type { RenderedHosts } from '../content/page-render.ts';
+import type { CrawlConfig } from '../crawl/crawl-config.ts';
+import { isStorableType, mediaType } from '../crawl/page-content.ts';
+import { effectiveDelayMs, hostKey, reservedGapMs } from '../crawl/politeness.ts';
+import type { CredentialReader, HostSlots, HostUrl, PageFetcher, RobotsStore } from '../crawl/ports.ts';
+import { conditionalHeaders, keptValidator, revisitProfileOf } from '../crawl/recrawl.ts';
+import type { PageToRender } from '../crawl/render-message.ts';
+import type { DiscoveredLink } from '../frontier/link-admission.ts';
+import type { ContentRecord } from '../results/content-record.ts';
+import type { CrawlResult } from '../results/result.ts';
+import { bareResult } from '../results/result-builders.ts';
+import { checkRobots, type RobotsCache } from '../robots/robots-gate.ts';
+import { normalizeUrl } from '../urls/url-normalize.ts';
+import { responseVerdict } from './response-verdict.ts';
+
+export interface UrlStepDeps {
+  /** The visit's fetcher: each request waits for the host's pace and fits before the visit's deadline. */
+  fetcher: PageFetcher;
+  /** The visit's pacer (VisitPacer): robots.txt and the page take their gaps from it. */
+  pace: HostSlots;
+  robots: RobotsStore;
+  robotsCache: RobotsCache;
+  /** CPU time of a page's content extraction (default CONTENT_LIMITS.extractionCpuMs; tests make it small). */
+  extractionCpuMs?: number;
+  /**
+   * The stack has a render function (the batch has its queue): pages to render are sent to it
+   * (page-render.ts). False: they are kept as fetched, noted `render-unavailable`.
+   */
+  renders?: boolean;
+  /** Hosts whose pages needed rendering (`--render auto`). */
+  renderedHosts?: RenderedHosts;
+  /**
+   * Reads a crawl's credentials (config.credentials): the visit adds them to its requests
+   * (crawl-requests.ts). Absent: a crawl with credentials fails its requests.
+   */
+  credentials?: CredentialReader;
+  /** When the visit stops starting requests (epoch ms): a PDF's text extraction ends by then. */
+  deadline?: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export type UrlDecision =
+  | { kind: 'result'; result: CrawlResult }
+  /**
+   * `render`: the page goes to the render function, which sends its result (render-batch.ts); its
+   * visit puts a hold on the host (host-visit.ts).
+   */
+  | {
+      kind: 'captured';
+      page: CapturedPage;
+      config: CrawlConfig;
+      links: DiscoveredLink[];
+      render?: Omit<PageToRender, 'hold' | 'holdUntil'>;
+    }
+  /**
+   * A fetch that failed with attempts left: to be tried again at `retryAt` (epoch ms), `attempts`
+   * made so far (the visit records both on the URL's item and goes on with its other URLs).
+   */
+  | { kind: 'retry'; attempts: number; retryAt: number; code: string }
+  /**
+   * robots.txt is being fetched by another visit, or is unavailable: no URL of the host is fetched
+   * before `until` (the visit hands its whole host back).
+   */
+  | { kind: 'robots-wait'; until: number; reason: string };
+
+/** A retry waits at most this long: the visit handing its host back for it sends one message. */
+const MAX_RETRY_DELAY_SECONDS = AWS_LIMITS.sqsMaxDelaySeconds;
+/** A robots.txt wait is at least this long (another visit's fetch is not answered sooner). */
+const MIN_ROBOTS_WAIT_MS = 1_000;
+
+/**
+ * One URL of the visit's host. An AWS call that kept failing (the robots.txt store) throws, and so
+ * does OutOfTime from the visit's fetcher (no request started, no attempt spent).
+ */
+export async function fetchUrl(
+  crawlId: string,
+  item: HostUrl,
+  config: CrawlConfig,
+  deps: UrlStepDeps,
+): Promise<UrlDecision> {
+  const subject = { crawlId, key: item.key, url: item.url, depth: item.depth };
+  const url = new URL(item.url);
+  const attempt = (item.attempts ?? 0) + 1;
+
+  // robots.txt first: it may hold the host back, and its Crawl-delay sets the gap before the page.
+  let crawlDelaySeconds: number | undefined;
+  if (config.respectRobots) {
+    const verdict = await checkRobots(url, config, {
+      store: deps.robots,
+      slots: deps.pace,
+      fetcher: deps.fetcher,
+      crawlId,
+      now: deps.now,
+      cache: deps.robotsCache,
+      sleep: deps.sleep,
+    });
+    if (verdict.kind === 'disallowed') {
+      const why = { code: 'robots', reason: verdict.reason };
+      return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), why) };
+    }
+    if (verdict.kind === 'failed') {
+      const outcome = verdict.code === ADDRESS_BLOCKED ? 'blocked' : 'failed';
+      return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
+    }
+    if (verdict.kind === 'defer') {
+      const until = Math.max(verdict.untilMs, deps.now() + MIN_ROBOTS_WAIT_MS);
+      return { kind: 'robots-wait', until, reason: verdict.reason };
+    }
+    crawlDelaySeconds = verdict.crawlDelaySeconds;
+  }
+
+  // The page's gap: the request waits it out from the previous one's real departure (robots.txt's
+  // included) in the visit's fetcher, so a Crawl-delay found just now already holds for this page.
+  const { delayMs, capped: crawlDelayCapped } = effectiveDelayMs(config, crawlDelaySeconds);
+  await deps.pace.reserve(crawlId, hostKey(url), reservedGapMs(delayMs), deps.now());
+
+  /**
+   * A retry waits the backoff, or Retry-After if longer, at most 900 s; undefined once attempts are
+   * spent.
+   */
+  const retryOrGiveUp = (code: string, retryAfterMs: number | undefined): UrlDecision | undefined => {
+    if (attempt >= config.maxAttempts) return undefined;
+    const wanted = Math.max(
+      backoffSeconds(attempt, RETRY_BACKOFF.page),
+      Math.ceil((retryAfterMs ?? 0) / 1000),
+    );
+    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, wanted);
+    return { kind: 'retry', attempts: attempt, retryAt: deps.now() + delaySeconds * 1000, code };
+  };
+
+  const started = deps.now();
+  let response: Awaited<ReturnType<PageFetcher['fetch']>>;
+  try {
+    response = await deps.fetcher.fetch({
+      url,
+      userAgent: config.userAgent,
+      allowPrivate: config.allowPrivate,
+      limits: config.limits,
+      ...(item.prior === undefined ? {} : { headers: conditionalHeaders(item.prior) }),
+    });
+  } catch (error) {
+    // Not started for lack of time: no attempt spent; the visit hands its host back.
+    if (error instanceof OutOfTime) throw error;
+    const elapsed = deps.now() - started;
+    if (isCrawlError(error) && error.disposition === 'record') {
+      const permanent = error as PermanentError;
+      const why = { code: permanent.code, reason: permanent.message };
+      return {
+        kind: 'result',
+        result: { ...bareResult(subject, permanent.outcome, new Date(started), why), ms: elapsed, attempt },
+      };
+    }
+    const code = isCrawlError(error) ? error.code : 'unexpected-error';
+    const retryAfter =
+      isCrawlError(error) && error.disposition === 'retry'
+        ? (error as RetryableError).retryAfterMs
+        : undefined;
+    if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
+      const why = tooLongRetryAfter(retryAfter, config);
+      return {
+        kind: 'result',
+        result: { ...bareResult(subject, 'failed', new Date(started), why), ms: elapsed, attempt },
+      };
+    }
+    const retry = retryOrGiveUp(code, retryAfter);
+    if (retry) return retry;
+    const reason = `${describeError(error)} (gave up after ${attempt} attempts)`;
+    return {
+      kind: 'result',
+      result: { ...bareResult(subject, 'failed', new Date(started), { code, reason }), ms: elapsed, attempt },
+    };
+  }
+
+  const verdict = responseVerdict(response.status, response.headers, response.url);
+  const base: CrawlResult = {
+    ...bareResult(subject, 'fetched', response.startedAt),
+    finalUrl: response.url,
+    status: response.status,
+    contentType: headerValue(response.headers, 'content-type'),
+    bytes: response.body.byteLength,
+    ...(response.truncated ? { truncated: response.truncated } : {}),
+    ms: response.elapsedMs,
+    attempt,
+    ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
+    ...validatorsOf(response.headers),
+  };
+  const captured = (
+    result: CrawlResult,
+    links: DiscoveredLink[] = [],
+    content?: ContentRecord,
+    render?: Omit<PageToRender, 'hold' | 'holdUntil'>,
+  ): UrlDecision => ({
+    kind: 'captured',
+    page: {
+      response,
+      result: { ...result, outlinks: links.length },
+      ...(content === undefined
+        ? {}
+        : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
+      ...(config.since === undefined ? {} : { recrawl: { prior: item.prior } }),
+      ...(config.adaptive === undefined ? {} : { adaptive: config.adaptive }),
+    },
+    config,
+    links,
+    ...(render === undefined ? {} : { render }),
+  });
+
+  // The server confirms the earlier capture: a revisit record, and no links (that capture's links
+  // are URLs of the earlier crawl, each due again in this one).
+  if (response.status === 304 && item.prior !== undefined && config.since !== undefined)
+    return captured(base);
+
+  if (verdict.kind === 'retry') {
+    const asked = verdict.retryAfterMs;
+    // The host rests as asked, up to the crawl's cap; a URL asked to wait longer ends now.
+    if (asked !== undefined)
+      await deps.pace.pushBack(crawlId, hostKey(url), deps.now() + Math.min(asked, config.maxRetryAfterMs));
+    if (asked !== undefined && asked > config.maxRetryAfterMs)
+      return captured({ ...base, outcome: 'failed', ...tooLongRetryAfter(asked, config) });
+    const retry = retryOrGiveUp(verdict.code, asked);
+    if (retry) return retry;
+    return captured({
+      ...base,
+      outcome: 'failed',
+      code: verdict.code,
+      reason: `the server answered HTTP ${response.status} on ${attempt} attempts`,
+    });
+  }
+  if (verdict.kind === 'failed')
+    return captured({ ...base, outcome: 'failed', code: verdict.code, reason: verdict.reason });
+  if (verdict.kind === 'redirect') {
+    const hops = (item.redirects ?? 0) + 1;
+    const location = verdict.location.href;
+    const target = normalizeUrl(location, { maxUrlLength: Number.POSITIVE_INFINITY });
+    if (target.ok && target.url === subject.url) {
+      // A page redirecting to itself (cookie checks, broken rewrites): say so; dedup would end it anyway.
+      const reason = `redirect loop: the Location ${location.slice(0, 200)} is this URL`;
+      return captured({ ...base, outcome: 'redirected', code: 'redirect-loop', reason, location });
+    }
+    if (location.length > config.limits.maxUrlLength) {
+      // Result records stay small enough for SQS: a huge Location is cut in the record, not followed.
+      const reason = `redirect Location is ${location.length} characters; at most ${config.limits.maxUrlLength} are followed`;
+      const clipped = location.slice(0, config.limits.maxUrlLength);
+      return captured({ ...base, outcome: 'redirected', code: 'url-too-long', reason, location: clipped });
+    }
+    if (hops > config.limits.maxRedirects) {
+      const reason = `redirect chain longer than ${config.limits.maxRedirects} hops (next: ${location})`;
+      return captured({ ...base, outcome: 'redirected', code: 'too-many-redirects', reason, location });
+    }
+    return captured({ ...base, outcome: 'redirected', location }, [
+      { url: location, nofollow: false, redirects: hops },
+    ]);
+  }
+  if (!isStorableType(base.contentType, config.storeTypes)) {
+    const type = mediaType(base.contentType) ?? 'none (taken as application/octet-stream)';
+    const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
+    return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
+  }
+  // A re-crawl's page the server sends unchanged is stored as a revisit (recrawl.ts, as the WARC
+  // writer decides): its content is the earlier capture's, so it is not rendered again.
+  const unchanged =
+    config.since !== undefined &&
+    item.prior !== undefined &&
+    revisitProfileOf(response.status, createHash('sha1').update(response.body).digest('hex'), item.prior) !==
+      undefined;
+  const page = await readPage(crawlId, response, base, config, { ...deps, unchanged });
+  return captured(
+    {
+      ...base,
+      ...(page.canonical ? { canonical: page.canonical } : {}),
+      ...(page.note ?? {}),
+    },
+    page.links,
+    page.content,
+    page.render === undefined ? undefined : { ...page.render, delayMs },
+  );
+}
+
+/** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */
+function validatorsOf(headers: ReadonlyArray<[string, string]>): { etag?: string; lastModified?: string } {
+  const etag = keptValidator(headerValue(headers, 'etag'));
+  const lastModified = keptValidator(headerValue(headers, 'last-modified'));
+  return {
+    ...(etag === undefined ? {} : { etag }),
+    ...(lastModified === undefined ? {} : { lastModified }),
+  };
+}
+
+function tooLongRetryAfter(askedMs: number, config: CrawlConfig): { code: string; reason: string } {
+  const asked = Math.round(askedMs / 1000);
+  const cap = Math.round(config.maxRetryAfterMs / 1000);
+  return {
+    code: 'retry-after-too-long',
+    reason: `the server asked to retry in ${asked} s (Retry-After); the crawl waits at most ${cap} s (maxRetryAfterMs)`,
+  };
+}
+
+function at(deps: Pick<UrlStepDeps, 'now'>): Date {
+  return new Date(deps.now());
+}

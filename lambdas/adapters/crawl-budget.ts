@@ -10,7 +10,9 @@ import { cancelledEvent, type EventPublisher } from '../core/batches/crawl-event
 import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/crawl/budget.ts';
 import type { CrawlBudget, CrawlConfigReader } from '../core/crawl/ports.ts';
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
+import type { AwsClients } from '../shared/aws-clients.ts';
 import { costOf } from '../shared/aws-prices.ts';
+import { EventBridgePublisher } from './eventbridge-publisher.ts';
 import { cancelCrawl } from './frontier-cancel.ts';
 import { ATTR, countersKey, names, num } from './frontier-schema.ts';
 
@@ -27,6 +29,20 @@ export function countedCallCost(counter: AwsCallCounter = awsCallCounter): () =>
     last = now;
     return cost * MICRO_USD_PER_USD;
   };
+}
+
+/**
+ * The budget a function charges (the fetch and render functions): its container's counted calls, a
+ * crawl it stops announced `Crawl Cancelled` on `bus` when the stack names one.
+ */
+export function functionBudget(
+  clients: Pick<AwsClients, 'dynamodb' | 'eventbridge'>,
+  table: string,
+  configs: CrawlConfigReader,
+  bus: string | undefined,
+): DynamoCrawlBudget {
+  const events = bus === undefined ? undefined : new EventBridgePublisher(clients.eventbridge, bus);
+  return new DynamoCrawlBudget(clients.dynamodb, table, configs, undefined, events);
 }
 
 /** DynamoDB keeps 38 digits; a pico-dollar is far below any one call's price. */

@@ -3,10 +3,9 @@
  * and the network, plus the container's caches (what a warm container remembers between batches).
  */
 
-import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
+import { functionBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
-import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
@@ -94,13 +93,7 @@ export function fetchDeps(
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
     deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
-    budget: new DynamoCrawlBudget(
-      clients.dynamodb,
-      env.FRONTIER_TABLE,
-      configs,
-      undefined,
-      bus === undefined ? undefined : new EventBridgePublisher(clients.eventbridge, bus),
-    ),
+    budget: functionBudget(clients, env.FRONTIER_TABLE, configs, bus),
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };

@@ -4,10 +4,9 @@
  * Only in a stack deployed with `-c render=true` (docs/crawling.md, "Rendering").
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DynamoCrawlBudget } from '../adapters/crawl-budget.ts';
+import { functionBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
-import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { lambdaBrowser } from '../adapters/lambda-browser.ts';
@@ -57,13 +56,7 @@ export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
     results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
     tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
     deadLetters: new SqsDeadLetterSender(clients.sqs, env.RENDER_DLQ_URL),
-    budget: new DynamoCrawlBudget(
-      clients.dynamodb,
-      env.FRONTIER_TABLE,
-      configs,
-      undefined,
-      bus === undefined ? undefined : new EventBridgePublisher(clients.eventbridge, bus),
-    ),
+    budget: functionBudget(clients, env.FRONTIER_TABLE, configs, bus),
     now: () => Date.now(),
     sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   };

@@ -23,11 +23,14 @@ export type ImportGraph = Map<string, Array<{ to: string; line: number }>>;
 
 export const SOURCE_DIRS = ['lambdas', 'cdk', 'local', 'cli', 'bin', 'bench'] as const;
 
+const HANDLER_DIRS = ['lambdas/fetch/', 'lambdas/aggregate/', 'lambdas/render/'];
+const OUTSIDE_LAMBDAS = ['local/', 'cli/', 'bin/', 'bench/', 'test/'];
+
 /** What a folder may not import: repo-relative path prefixes, and packages (`pkg:` + name prefix). */
 const FORBIDDEN: ReadonlyArray<{ from: string; not: readonly string[]; why: string }> = [
   {
     from: 'lambdas/',
-    not: ['cdk/', 'local/', 'cli/', 'bin/', 'bench/', 'test/'],
+    not: ['cdk/', ...OUTSIDE_LAMBDAS],
     why: 'the Lambda code never imports the stack, the local runtime, the CLI or the tests',
   },
   {
@@ -35,9 +38,7 @@ const FORBIDDEN: ReadonlyArray<{ from: string; not: readonly string[]; why: stri
     not: [
       'lambdas/adapters/',
       'lambdas/submission/',
-      'lambdas/fetch/',
-      'lambdas/aggregate/',
-      'lambdas/render/',
+      ...HANDLER_DIRS,
       'pkg:@aws-sdk/',
       'pkg:undici',
       'pkg:playwright-core',
@@ -47,39 +48,22 @@ const FORBIDDEN: ReadonlyArray<{ from: string; not: readonly string[]; why: stri
   },
   {
     from: 'lambdas/shared/',
-    not: [
-      'lambdas/adapters/',
-      'lambdas/submission/',
-      'lambdas/fetch/',
-      'lambdas/aggregate/',
-      'lambdas/render/',
-    ],
+    not: ['lambdas/adapters/', 'lambdas/submission/', ...HANDLER_DIRS],
     why: 'what the handlers share depends on no adapter and no handler',
   },
   {
     from: 'lambdas/adapters/',
-    not: ['lambdas/submission/', 'lambdas/fetch/', 'lambdas/aggregate/', 'lambdas/render/'],
+    not: ['lambdas/submission/', ...HANDLER_DIRS],
     why: 'an adapter serves the core, never a handler',
   },
   {
     from: 'lambdas/submission/',
-    not: ['lambdas/fetch/', 'lambdas/aggregate/', 'lambdas/render/'],
+    not: HANDLER_DIRS,
     why: 'submission is used by the handlers, not the other way round',
   },
   {
     from: 'cdk/',
-    not: [
-      'local/',
-      'cli/',
-      'bin/',
-      'bench/',
-      'test/',
-      'lambdas/adapters/',
-      'lambdas/submission/',
-      'lambdas/fetch/',
-      'lambdas/aggregate/',
-      'lambdas/render/',
-    ],
+    not: [...OUTSIDE_LAMBDAS, 'lambdas/adapters/', 'lambdas/submission/', ...HANDLER_DIRS],
     why: 'the stack reads only contracts and limits from the Lambda code',
   },
   { from: 'local/', not: ['cli/', 'bench/', 'test/'], why: 'the local runtime is below the CLI' },

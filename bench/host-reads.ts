@@ -12,13 +12,19 @@
  * unit per key) per fetched page.
  */
 import { parseArgs } from 'node:util';
-import { LruSet } from '../lambdas/core/base/lru.ts';
-import { processFetchBatch } from '../lambdas/core/batches/fetch-batch.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import type { HostUrl, PageFetcher, PageRequest, PageResponse } from '../lambdas/core/crawl/ports.ts';
-import type { TaskMessage, VisitMessage } from '../lambdas/core/crawl/task.ts';
-import { createRobotsCache } from '../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../lambdas/core/urls/url-normalize.ts';
+import { LruSet } from '../lambdas/core/base/index.ts';
+import { processFetchBatch } from '../lambdas/core/batches/index.ts';
+import type {
+  HostUrl,
+  PageFetcher,
+  PageRequest,
+  PageResponse,
+  TaskMessage,
+  VisitMessage,
+} from '../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { createRobotsCache } from '../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../test/fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../test/fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../test/fakes/frontier-urls.ts';

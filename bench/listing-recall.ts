@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
 import MarkdownIt from 'markdown-it';
-import { extractMainContent } from '../lambdas/core/content/main-content.ts';
+import { extractMainContent } from '../lambdas/core/content/index.ts';
 
 const PAGES_DIR = new URL('../test/data/listing-pages/', import.meta.url);
 

@@ -11,10 +11,9 @@
 import { Parser } from 'htmlparser2';
 import { Agent, request } from 'undici';
 import { HttpFetcher } from '../lambdas/adapters/http-fetcher.ts';
-import { headerValue } from '../lambdas/core/base/http-headers.ts';
-import { extractLinks } from '../lambdas/core/content/links.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import { decodeContent, decodeText, isHtml } from '../lambdas/core/crawl/page-content.ts';
+import { headerValue } from '../lambdas/core/base/index.ts';
+import { extractLinks } from '../lambdas/core/content/index.ts';
+import { decodeContent, decodeText, isHtml, parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 
 interface MicroArgs {
   origin: string;

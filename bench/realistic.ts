@@ -13,7 +13,7 @@
  * one host. For ours, summary.json's counted AWS cost per million pages and Lambda GB-seconds per page.
  */
 import { join } from 'node:path';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 import type { CrawlSummary } from './crawlers.ts';
 import { runCrawlee, runOurs } from './crawlers.ts';
 import type {

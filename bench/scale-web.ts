@@ -16,7 +16,7 @@
  * It also judges the crawl from the requests it answered: each page once (twice for a 503), robots.txt
  * once per host, nothing out of scope, and the gaps between a host's requests.
  */
-import type { PageFetcher, PageRequest, PageResponse } from '../lambdas/core/crawl/ports.ts';
+import type { PageFetcher, PageRequest, PageResponse } from '../lambdas/core/crawl/index.ts';
 
 export interface ScaleWebOptions {
   seed: number;

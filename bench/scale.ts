@@ -26,19 +26,18 @@ import {
   FETCH_FUNCTION,
   QUEUE,
 } from '../cdk/limits.ts';
-import { backoffSeconds } from '../lambdas/core/base/backoff.ts';
-import { RETRY_BACKOFF } from '../lambdas/core/base/limits.ts';
-import { LruSet } from '../lambdas/core/base/lru.ts';
-import { processResultBatch, type ResultMessage } from '../lambdas/core/batches/aggregate-batch.ts';
+import { backoffSeconds, LruSet, RETRY_BACKOFF } from '../lambdas/core/base/index.ts';
 import {
   type FetchBatchDeps,
   processFetchBatch,
+  processResultBatch,
+  type ResultMessage,
   type VisitOutcome,
-} from '../lambdas/core/batches/fetch-batch.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import type { TaskSender } from '../lambdas/core/crawl/ports.ts';
-import { admitLinks } from '../lambdas/core/frontier/link-admission.ts';
-import { createRobotsCache } from '../lambdas/core/robots/robots-gate.ts';
+} from '../lambdas/core/batches/index.ts';
+import type { TaskSender } from '../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { admitLinks } from '../lambdas/core/frontier/index.ts';
+import { createRobotsCache } from '../lambdas/core/robots/index.ts';
 import { costOf, perMillionPages } from '../lambdas/shared/aws-prices.ts';
 import { resultsPrefix, summaryKey } from '../lambdas/shared/contracts.ts';
 import { AwsMeter } from '../test/fakes/aws-meter.ts';

@@ -6,7 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
-import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/batches/crawl-events.ts';
+import { DETAIL_TYPES, EVENT_SOURCE } from '../lambdas/core/batches/index.ts';
 import {
   credentialsPrefix,
   DEFAULT_EVENT_BUS,

@@ -2,7 +2,7 @@
  * Every deploy-time limit of the stack in one place, as plain data (no aws-cdk-lib import), so the
  * stack, its tests and the local runtime read the same numbers.
  */
-import { AWS_LIMITS, FRONTIER_SHARDS } from '../lambdas/core/base/limits.ts';
+import { AWS_LIMITS, FRONTIER_SHARDS } from '../lambdas/core/base/index.ts';
 
 /** The fetch function: consumes TaskQueue, fetches pages, writes WARC to S3, re-enqueues links. */
 export const FETCH_FUNCTION = {

@@ -11,9 +11,9 @@
 import { EventBridgePublisher } from '../lambdas/adapters/eventbridge-publisher.ts';
 import { cancelCrawl } from '../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { describeError } from '../lambdas/core/base/errors.ts';
-import { cancelledEvent } from '../lambdas/core/batches/crawl-events.ts';
-import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl/crawl-config.ts';
+import { describeError } from '../lambdas/core/base/index.ts';
+import { cancelledEvent } from '../lambdas/core/batches/index.ts';
+import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl/index.ts';
 import { isCrawlId, OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

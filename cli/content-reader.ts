@@ -17,9 +17,9 @@ import {
   type ParsedLine,
   parseJsonLine,
   prefetchInOrder,
-} from '../lambdas/core/archive/index-reader.ts';
-import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/results/content-record.ts';
-import type { WarcPointer } from '../lambdas/core/results/result.ts';
+} from '../lambdas/core/archive/index.ts';
+import type { WarcPointer } from '../lambdas/core/results/index.ts';
+import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/results/index.ts';
 import { contentPrefix } from '../lambdas/shared/contracts.ts';
 
 export interface StoredContent {

@@ -5,19 +5,18 @@
 import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
-import { CRAWL_LIMITS } from '../lambdas/core/base/limits.ts';
+import { CRAWL_LIMITS } from '../lambdas/core/base/index.ts';
+import type { CredentialBundle } from '../lambdas/core/crawl/index.ts';
 import {
+  ADAPTIVE_BOUNDS,
   CONTENT_MODES,
   type ContentMode,
   type CrawlConfigInput,
   DEFAULT_USER_AGENT,
   RENDER_MODES,
   type RenderMode,
-} from '../lambdas/core/crawl/crawl-config.ts';
-import type { CredentialBundle } from '../lambdas/core/crawl/credentials.ts';
-import { ADAPTIVE_BOUNDS } from '../lambdas/core/crawl/recrawl.ts';
-import { SCOPES, type Scope } from '../lambdas/core/urls/scope.ts';
-import { normalizeUrl } from '../lambdas/core/urls/url-normalize.ts';
+} from '../lambdas/core/crawl/index.ts';
+import { normalizeUrl, SCOPES, type Scope } from '../lambdas/core/urls/index.ts';
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';

@@ -28,7 +28,7 @@ import {
   type IndexDamage,
   type OnDamage,
   streamIndex,
-} from '../lambdas/core/archive/index-reader.ts';
+} from '../lambdas/core/archive/index.ts';
 import { type CrawlCostReport, describeCost } from '../lambdas/shared/aws-prices.ts';
 import { warcPrefix } from '../lambdas/shared/contracts.ts';
 import { streamContent } from './content-reader.ts';

@@ -5,9 +5,9 @@
  * table), text goes out through a `ProgressOutput`; the clock is injected.
  */
 
-import type { Outcome } from '../lambdas/core/base/outcome.ts';
-import type { CrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import { frontierHost } from '../lambdas/core/crawl/politeness.ts';
+import type { Outcome } from '../lambdas/core/base/index.ts';
+import type { CrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { frontierHost } from '../lambdas/core/crawl/index.ts';
 
 export const PROGRESS_MODES = ['auto', 'line', 'json', 'none'] as const;
 export type ProgressMode = (typeof PROGRESS_MODES)[number];

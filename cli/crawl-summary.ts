@@ -1,5 +1,5 @@
 /** The summary.json `crawler crawl --out` and `crawler export` write, counted one result at a time. */
-import type { CrawlResult } from '../lambdas/core/results/result.ts';
+import type { CrawlResult } from '../lambdas/core/results/index.ts';
 import type { CrawlCostReport } from '../lambdas/shared/aws-prices.ts';
 
 export interface CrawlSummary {

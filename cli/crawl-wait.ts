@@ -14,8 +14,8 @@
  * whenever `wake` says something may have changed: a local crawl's end is seen when the aggregate
  * invocation that confirmed it returns, not up to an interval later.
  */
-import { drainedTotals } from '../lambdas/core/batches/completion-check.ts';
-import type { CrawlCounters, HostVisits } from '../lambdas/core/crawl/ports.ts';
+import { drainedTotals } from '../lambdas/core/batches/index.ts';
+import type { CrawlCounters, HostVisits } from '../lambdas/core/crawl/index.ts';
 
 export interface CrawlProbe extends Pick<HostVisits, 'anyActive' | 'doneTotals'> {
   readCounters(crawlId: string): Promise<CrawlCounters | undefined>;

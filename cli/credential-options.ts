@@ -5,7 +5,7 @@
  * the credentials.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { CREDENTIAL_LIMITS } from '../lambdas/core/base/limits.ts';
+import { CREDENTIAL_LIMITS } from '../lambdas/core/base/index.ts';
 import {
   basicAuthHeader,
   type CredentialBundle,
@@ -14,8 +14,8 @@ import {
   parseCookieFile,
   parseCookieOption,
   parseHeaderOption,
-} from '../lambdas/core/crawl/credentials.ts';
-import { parseProxyOption } from '../lambdas/core/crawl/proxy-url.ts';
+  parseProxyOption,
+} from '../lambdas/core/crawl/index.ts';
 import { UsageError } from './usage-error.ts';
 
 export interface CredentialValues {

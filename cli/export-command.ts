@@ -5,8 +5,8 @@
  * still `running` is written as `interrupted` (what exists so far).
  */
 import { resolve } from 'node:path';
-import { damageWarning } from '../lambdas/core/archive/index-reader.ts';
-import { seedCount } from '../lambdas/core/crawl/crawl-config.ts';
+import { damageWarning } from '../lambdas/core/archive/index.ts';
+import { seedCount } from '../lambdas/core/crawl/index.ts';
 import { write } from './cli-io.ts';
 import { writeCrawlOutput } from './crawl-output.ts';
 import { defineCommand } from './define-command.ts';

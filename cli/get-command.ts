@@ -27,20 +27,26 @@ import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { FrontierUrlLookup } from '../lambdas/adapters/frontier-url-lookup.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import type { IndexLine } from '../lambdas/core/archive/cdxj.ts';
-import { type BlobReader, damageWarning } from '../lambdas/core/archive/index-reader.ts';
+import type { IndexLine } from '../lambdas/core/archive/index.ts';
 import {
+  type BlobReader,
+  damageWarning,
   type HttpMessage,
   parseHttpMessage,
   readWarcRecord,
   type WarcRecord,
-} from '../lambdas/core/archive/warc.ts';
-import { isGzip } from '../lambdas/core/base/content-coding.ts';
-import type { MainContent } from '../lambdas/core/content/main-content.ts';
-import { type FetchLimits, FetchLimitsSchema } from '../lambdas/core/crawl/crawl-config.ts';
-import { type DecodedBody, decodeContent, decodeText } from '../lambdas/core/crawl/page-content.ts';
-import { type ContentRecord, contentMetadata } from '../lambdas/core/results/content-record.ts';
-import { normalizeUrl } from '../lambdas/core/urls/url-normalize.ts';
+} from '../lambdas/core/archive/index.ts';
+import { isGzip } from '../lambdas/core/base/index.ts';
+import type { MainContent } from '../lambdas/core/content/index.ts';
+import {
+  type DecodedBody,
+  decodeContent,
+  decodeText,
+  type FetchLimits,
+  FetchLimitsSchema,
+} from '../lambdas/core/crawl/index.ts';
+import { type ContentRecord, contentMetadata } from '../lambdas/core/results/index.ts';
+import { normalizeUrl } from '../lambdas/core/urls/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';
@@ -262,7 +268,7 @@ async function extractFromStoredPage(
   const html = decodeText(decoded.bytes, http.message.header('Content-Type'));
   // Loaded here only: the extractor is most of what `get` would load, and a stored content record
   // (every page crawled with content on) needs none of it.
-  const { extractMainContent } = await import('../lambdas/core/content/main-content.ts');
+  const { extractMainContent } = await import('../lambdas/core/content/index.ts');
   return extractMainContent(html, line.finalUrl ?? line.url);
 }
 

@@ -5,13 +5,13 @@
  * cannot say (the item expired or was never written, a crawl from before `part`, a part that is
  * missing or damaged) is the whole index scanned, and the caller is told why first.
  */
-import type { IndexLine } from '../lambdas/core/archive/cdxj.ts';
+import type { IndexLine } from '../lambdas/core/archive/index.ts';
 import {
   type BlobReader,
   findIndexLine,
   findLineInPart,
   type OnDamage,
-} from '../lambdas/core/archive/index-reader.ts';
+} from '../lambdas/core/archive/index.ts';
 
 export interface UrlPartReader {
   /** Where the line of normalized URL `url` (dedup key `key`) is: its URL item is in its host's partition. */

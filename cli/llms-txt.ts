@@ -10,8 +10,8 @@
  * a page cannot put links or HTML into llms.txt; a URL that is not http(s) is never a link.
  */
 
-import { escapeMarkdownText, markdownDestination } from '../lambdas/core/base/markdown-escape.ts';
-import type { ContentRecord } from '../lambdas/core/results/content-record.ts';
+import { escapeMarkdownText, markdownDestination } from '../lambdas/core/base/index.ts';
+import type { ContentRecord } from '../lambdas/core/results/index.ts';
 
 export interface LlmsEntry {
   url: string;

@@ -21,7 +21,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 import { FUNCTION_ENV, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../local/aws-clients.ts';
 import { parseTemplate } from '../local/cfn-template.ts';

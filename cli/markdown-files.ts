@@ -5,7 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { type ContentRecord, contentMetadata } from '../lambdas/core/results/content-record.ts';
+import { type ContentRecord, contentMetadata } from '../lambdas/core/results/index.ts';
 import { yamlValue } from './front-matter.ts';
 import { MarkdownNames } from './markdown-names.ts';
 

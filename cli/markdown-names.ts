@@ -16,7 +16,7 @@
  *   `_<8 hex of the URL>` before `.md`, and further hashes until it is free.
  */
 import { createHash } from 'node:crypto';
-import { MARKDOWN_NAME_LIMITS } from '../lambdas/core/base/limits.ts';
+import { MARKDOWN_NAME_LIMITS } from '../lambdas/core/base/index.ts';
 
 const DROPPED_EXTENSION = /\.(html?|php|aspx?|md)$/i;
 /** Characters Windows refuses in a name, and the path separators. */

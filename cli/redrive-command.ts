@@ -17,8 +17,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_CODE_ATTRIBUTE } from '../lambdas/adapters/queues.ts';
 import { sendMessagesInBatches } from '../lambdas/adapters/sqs-batch-sender.ts';
-import { DEFAULT_CRAWL_ID } from '../lambdas/core/crawl/crawl-config.ts';
-import { parseTaskMessage } from '../lambdas/core/crawl/task.ts';
+import { DEFAULT_CRAWL_ID, parseTaskMessage } from '../lambdas/core/crawl/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

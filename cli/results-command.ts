@@ -9,9 +9,9 @@
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import { damageWarning, streamIndex } from '../lambdas/core/archive/index-reader.ts';
-import { isOutcome, OUTCOMES } from '../lambdas/core/base/outcome.ts';
-import { CHANGES } from '../lambdas/core/results/result.ts';
+import { damageWarning, streamIndex } from '../lambdas/core/archive/index.ts';
+import { isOutcome, OUTCOMES } from '../lambdas/core/base/index.ts';
+import { CHANGES } from '../lambdas/core/results/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

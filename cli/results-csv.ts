@@ -1,5 +1,5 @@
 /** `crawler results --format csv`: fixed columns, RFC 4180 quoting. */
-import type { IndexLine } from '../lambdas/core/archive/cdxj.ts';
+import type { IndexLine } from '../lambdas/core/archive/index.ts';
 
 /** The fixed columns of `crawler results --format csv`, in order. */
 export const CSV_COLUMNS = [

@@ -3,7 +3,7 @@
  * check by hand what the crawler will do with a robots.txt file.
  */
 import { readFile } from 'node:fs/promises';
-import { isAllowed, parseRobots } from '../lambdas/core/robots/robots.ts';
+import { isAllowed, parseRobots } from '../lambdas/core/robots/index.ts';
 import { write } from './cli-io.ts';
 import { defineCommand } from './define-command.ts';
 import { UsageError } from './usage-error.ts';

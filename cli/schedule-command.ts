@@ -21,16 +21,16 @@ import {
   checkTimeZone,
   nextRun,
   parseCron,
-} from '../lambdas/core/base/cron.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+} from '../lambdas/core/base/index.ts';
 import {
+  parseCrawlConfig,
   SCHEDULE_NAME_PATTERN,
   SCHEDULE_NAME_RULE,
   type ScheduleDefinition,
   ScheduledCrawlSchema,
   scheduledRunMessage,
   scheduleTargetInput,
-} from '../lambdas/core/crawl/schedule.ts';
+} from '../lambdas/core/crawl/index.ts';
 import { OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';

@@ -1,7 +1,7 @@
 /** `--sitemap URL|auto`: read sitemaps from this machine before the crawl starts, with the crawl's own limits and address guard. */
 import { HttpFetcher } from '../lambdas/adapters/http-fetcher.ts';
-import type { CrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import { loadSitemaps, SitemapError, sitemapsFromRobots } from '../lambdas/core/frontier/sitemap.ts';
+import type { CrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { loadSitemaps, SitemapError, sitemapsFromRobots } from '../lambdas/core/frontier/index.ts';
 
 export async function discoverSitemapUrls(
   sitemap: string,

@@ -4,9 +4,9 @@
  * Human text by default, `--json` for one JSON object.
  */
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
-import { OUTCOMES, type Outcome } from '../lambdas/core/base/outcome.ts';
-import { summaryFromCounters } from '../lambdas/core/batches/crawl-summary.ts';
-import type { CrawlCounters } from '../lambdas/core/crawl/ports.ts';
+import { OUTCOMES, type Outcome } from '../lambdas/core/base/index.ts';
+import { summaryFromCounters } from '../lambdas/core/batches/index.ts';
+import type { CrawlCounters } from '../lambdas/core/crawl/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import { write } from './cli-io.ts';

@@ -5,8 +5,7 @@
 import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import type { CrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
-import type { CrawlCounters } from '../lambdas/core/crawl/ports.ts';
+import type { CrawlConfig, CrawlCounters } from '../lambdas/core/crawl/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
 import type { LocatedStack } from '../local/stack-locator.ts';

@@ -14,7 +14,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 import { CRAWL_ID_RULE, isCrawlId, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { SinceError } from '../lambdas/submission/since-crawl.ts';
 import { ConfigTooLargeError, sinceNote, submitCrawl } from '../lambdas/submission/submit-crawl.ts';

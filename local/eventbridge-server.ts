@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { AWS_LIMITS } from '../lambdas/core/base/limits.ts';
+import { AWS_LIMITS } from '../lambdas/core/base/index.ts';
 import { compileEventPattern, type EventPattern } from './event-pattern.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { readJsonBody } from './json-body.ts';

@@ -2,7 +2,7 @@
 // instance at its first invocation (the cold start), runs invocations posted to it, and relays what
 // its thread counted (worker-relays.ts) often enough that a terminated worker loses little.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { PageRenderer } from '../lambdas/core/crawl/ports.ts';
+import type { PageRenderer } from '../lambdas/core/crawl/index.ts';
 import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
 import { type HandlerInstance, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext } from './lambda-context.ts';

@@ -4,7 +4,7 @@
 // (lambdas/adapters/lambda-browser.ts), which unpacks itself to /tmp/chromium: not safe for several
 // processes of this machine at once.
 import { existsSync } from 'node:fs';
-import type { PageRenderer, RenderedPage, RenderRequest } from '../lambdas/core/crawl/ports.ts';
+import type { PageRenderer, RenderedPage, RenderRequest } from '../lambdas/core/crawl/index.ts';
 
 export const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
 

@@ -9,8 +9,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/base/cron.ts';
-import { SCHEDULED_TIME } from '../lambdas/core/crawl/schedule.ts';
+import { CronError, checkTimeZone, cronMatches, parseCron, wallClock } from '../lambdas/core/base/index.ts';
+import { SCHEDULED_TIME } from '../lambdas/core/crawl/index.ts';
 import type { RunningServer } from './fauxqs-server.ts';
 import { readJsonBody } from './json-body.ts';
 import { KeptFile, readKeptItems } from './kept-file.ts';

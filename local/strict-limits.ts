@@ -4,7 +4,7 @@
  * requests are strict-sqs-s3.ts (fauxqs) and strict-dynamodb.ts (dynalite). An error carries what AWS
  * answers: the HTTP status, the error code and a message of the same shape.
  */
-import { AWS_LIMITS } from '../lambdas/core/base/limits.ts';
+import { AWS_LIMITS } from '../lambdas/core/base/index.ts';
 
 export interface AwsError {
   status: number;

@@ -15,8 +15,8 @@ import { listCrawls } from '../lambdas/adapters/frontier-crawls.ts';
 import { FrontierHosts } from '../lambdas/adapters/frontier-hosts.ts';
 import { resolveOptions } from '../lambdas/adapters/frontier-schema.ts';
 import { SqsTaskSender } from '../lambdas/adapters/queues.ts';
-import type { OutgoingVisit } from '../lambdas/core/crawl/ports.ts';
-import { confirmSent, visitOf } from '../lambdas/core/frontier/link-admission.ts';
+import type { OutgoingVisit } from '../lambdas/core/crawl/index.ts';
+import { confirmSent, visitOf } from '../lambdas/core/frontier/index.ts';
 import { OUTPUTS } from '../lambdas/shared/contracts.ts';
 
 export async function sweepStrandedHosts(

@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventSchemaFiles } from '../lambdas/core/batches/event-schemas.ts';
+import { eventSchemaFiles } from '../lambdas/core/batches/index.ts';
 
 const dir = fileURLToPath(new URL('../schemas/events/', import.meta.url));
 await mkdir(dir, { recursive: true });

@@ -14,7 +14,7 @@
 
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Route } from 'playwright-core';
-import type { PageRenderer, RenderedPage, RenderRequest } from '../core/crawl/ports.ts';
+import type { PageRenderer, RenderedPage, RenderRequest } from '../core/crawl/index.ts';
 import { type GuardLookups, RenderGuardProxy } from './render-guard-proxy.ts';
 
 /**

@@ -6,9 +6,9 @@
  * the work is done, not where results are aggregated, stops a fast crawl within a flush or two.
  */
 import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { cancelledEvent, type EventPublisher } from '../core/batches/crawl-events.ts';
-import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/crawl/budget.ts';
-import type { CrawlBudget, CrawlConfigReader } from '../core/crawl/ports.ts';
+import { cancelledEvent, type EventPublisher } from '../core/batches/index.ts';
+import type { CrawlBudget, CrawlConfigReader } from '../core/crawl/index.ts';
+import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/crawl/index.ts';
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
 import type { AwsClients } from '../shared/aws-clients.ts';
 import { costOf } from '../shared/aws-prices.ts';

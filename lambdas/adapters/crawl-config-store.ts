@@ -1,14 +1,14 @@
 /** Crawl configs in the FrontierTable: one item per crawl, cached per warm container. */
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { PermanentError } from '../core/base/errors.ts';
+import { PermanentError } from '../core/base/index.ts';
+import type { CrawlConfigReader } from '../core/crawl/index.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
-} from '../core/crawl/crawl-config.ts';
-import type { CrawlConfigReader } from '../core/crawl/ports.ts';
-import { bindScope } from '../core/frontier/link-admission.ts';
+} from '../core/crawl/index.ts';
+import { bindScope } from '../core/frontier/index.ts';
 import { CrawlScopeStore } from './crawl-scope-store.ts';
 import { registerCrawl } from './frontier-crawls.ts';
 import { configKey } from './frontier-schema.ts';

@@ -5,8 +5,8 @@
  * WAIT_ITEMS_LIMIT are found: at most FRONTIER_SHARDS each, docs/frontier.md).
  */
 import { type DynamoDBClient, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { OUTCOMES } from '../core/base/outcome.ts';
-import type { CrawlCounters } from '../core/crawl/ports.ts';
+import { OUTCOMES } from '../core/base/index.ts';
+import type { CrawlCounters } from '../core/crawl/index.ts';
 import {
   ATTR,
   countersKey,

@@ -6,8 +6,8 @@
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { SEED_LIMITS } from '../core/base/limits.ts';
-import type { StoredScopeReader } from '../core/frontier/link-admission.ts';
+import { SEED_LIMITS } from '../core/base/index.ts';
+import type { StoredScopeReader } from '../core/frontier/index.ts';
 import { ATTR, crawlPk, type Item, SCOPE_SK_PREFIX, scopePartKey } from './frontier-schema.ts';
 
 export class CrawlScopeStore implements StoredScopeReader {

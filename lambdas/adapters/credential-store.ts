@@ -7,10 +7,9 @@
  * container, not one a page.
  */
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
-import { PermanentError, RetryableError } from '../core/base/errors.ts';
-import { CREDENTIAL_LIMITS } from '../core/base/limits.ts';
-import { type CredentialBundle, CredentialBundleSchema } from '../core/crawl/credentials.ts';
-import type { CredentialReader } from '../core/crawl/ports.ts';
+import { CREDENTIAL_LIMITS, PermanentError, RetryableError } from '../core/base/index.ts';
+import type { CredentialReader } from '../core/crawl/index.ts';
+import { type CredentialBundle, CredentialBundleSchema } from '../core/crawl/index.ts';
 
 /** Answers SSM gives when retrying cannot help: the parameter is gone or not ours to read. */
 const GONE = new Set([

@@ -8,14 +8,8 @@ import {
   PutEventsCommand,
   type PutEventsRequestEntry,
 } from '@aws-sdk/client-eventbridge';
-import { RetryableError } from '../core/base/errors.ts';
-import { AWS_LIMITS } from '../core/base/limits.ts';
-import {
-  type CrawlEvent,
-  DETAIL_TYPES,
-  EVENT_SOURCE,
-  type EventPublisher,
-} from '../core/batches/crawl-events.ts';
+import { AWS_LIMITS, RetryableError } from '../core/base/index.ts';
+import { type CrawlEvent, DETAIL_TYPES, EVENT_SOURCE, type EventPublisher } from '../core/batches/index.ts';
 
 /** Rounds of resending the entries EventBridge failed. */
 const RESEND_ROUNDS = 3;

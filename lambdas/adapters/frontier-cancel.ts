@@ -9,7 +9,7 @@
  * (`if_not_exists`), and completion only flips a running crawl.
  */
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { CrawlStateCheck, CrawlStateName } from '../core/crawl/ports.ts';
+import type { CrawlStateCheck, CrawlStateName } from '../core/crawl/index.ts';
 import {
   ATTR,
   CRAWL_STATE,

@@ -4,9 +4,9 @@
  * docs/design/host-visits.md).
  */
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { OUTCOMES } from '../core/base/outcome.ts';
-import { settledTotals } from '../core/batches/completion-check.ts';
-import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/crawl/ports.ts';
+import { OUTCOMES } from '../core/base/index.ts';
+import { settledTotals } from '../core/batches/index.ts';
+import type { CounterDeltas, CrawlCounters, HostVisits } from '../core/crawl/index.ts';
 import {
   ATTR,
   ConflictError,

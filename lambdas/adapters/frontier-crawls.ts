@@ -12,10 +12,9 @@ import {
   PutItemCommand,
   QueryCommand,
 } from '@aws-sdk/client-dynamodb';
-import { backoffPause } from '../core/base/backoff.ts';
-import { RETRY_BACKOFF } from '../core/base/limits.ts';
-import { DEFAULT_CRAWL_ID } from '../core/crawl/crawl-config.ts';
-import type { CrawlCounters } from '../core/crawl/ports.ts';
+import { backoffPause, RETRY_BACKOFF } from '../core/base/index.ts';
+import type { CrawlCounters } from '../core/crawl/index.ts';
+import { DEFAULT_CRAWL_ID } from '../core/crawl/index.ts';
 import {
   ATTR,
   CRAWL_PK_PREFIX,

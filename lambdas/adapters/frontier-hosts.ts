@@ -16,9 +16,7 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { FRONTIER_LIMITS } from '../core/base/limits.ts';
-import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
-import { retryStep } from '../core/base/retry-step.ts';
+import { FRONTIER_LIMITS, OUTCOMES, type Outcome, retryStep } from '../core/base/index.ts';
 import type {
   HostBusy,
   HostLease,
@@ -27,7 +25,7 @@ import type {
   HostTally,
   HostVisits,
   RenderHold,
-} from '../core/crawl/ports.ts';
+} from '../core/crawl/index.ts';
 import { mapLimit } from '../shared/map-limit.ts';
 import {
   ATTR,

@@ -10,8 +10,8 @@
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { RobotsState, RobotsStore } from '../core/crawl/ports.ts';
-import { DISALLOW_ALL } from '../core/robots/robots.ts';
+import type { RobotsState, RobotsStore } from '../core/crawl/index.ts';
+import { DISALLOW_ALL } from '../core/robots/index.ts';
 import {
   ATTR,
   expiresAt,

@@ -11,11 +11,17 @@ import {
   QueryCommand,
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { backoffPause } from '../core/base/backoff.ts';
-import { FRONTIER_LIMITS, FRONTIER_SHARDS, RETRY_BACKOFF, ROBOTS_LIMITS } from '../core/base/limits.ts';
-import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
-import { retryStep } from '../core/base/retry-step.ts';
-import type { CrawlCounters } from '../core/crawl/ports.ts';
+import {
+  backoffPause,
+  FRONTIER_LIMITS,
+  FRONTIER_SHARDS,
+  OUTCOMES,
+  type Outcome,
+  RETRY_BACKOFF,
+  ROBOTS_LIMITS,
+  retryStep,
+} from '../core/base/index.ts';
+import type { CrawlCounters } from '../core/crawl/index.ts';
 
 export type Item = Record<string, AttributeValue>;
 

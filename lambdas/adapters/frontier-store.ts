@@ -14,7 +14,7 @@ import type {
   HostUrlStore,
   HostVisits,
   RobotsStore,
-} from '../core/crawl/ports.ts';
+} from '../core/crawl/index.ts';
 import { FrontierCounters } from './frontier-counters.ts';
 import { FrontierHosts } from './frontier-hosts.ts';
 import { FrontierRobots } from './frontier-robots.ts';

@@ -5,7 +5,7 @@
  * that a scan of the whole index would take every part to find.
  */
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { frontierHost } from '../core/crawl/politeness.ts';
+import { frontierHost } from '../core/crawl/index.ts';
 import { ATTR, names, str, urlKey } from './frontier-schema.ts';
 
 export type UrlIndexPointer =

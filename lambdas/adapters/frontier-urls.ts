@@ -4,9 +4,7 @@
  * life"; docs/design/host-visits.md). Every decision is one conditional write on one item.
  */
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { OUTCOMES, type Outcome } from '../core/base/outcome.ts';
-import { retryStep } from '../core/base/retry-step.ts';
-import { frontierHost } from '../core/crawl/politeness.ts';
+import { OUTCOMES, type Outcome, retryStep } from '../core/base/index.ts';
 import type {
   Admission,
   AdmitOptions,
@@ -16,8 +14,8 @@ import type {
   HostUrl,
   HostUrlPage,
   HostUrlStore,
-} from '../core/crawl/ports.ts';
-import { type PriorCapture, PriorCaptureSchema } from '../core/crawl/recrawl.ts';
+} from '../core/crawl/index.ts';
+import { frontierHost, type PriorCapture, PriorCaptureSchema } from '../core/crawl/index.ts';
 import {
   ATTR,
   expiresAt,

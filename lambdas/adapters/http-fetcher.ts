@@ -37,10 +37,10 @@ import {
   isCrawlError,
   PermanentError,
   RetryableError,
-} from '../core/base/errors.ts';
-import { STORAGE_LIMITS } from '../core/base/limits.ts';
-import type { PageFetcher, PageResponse } from '../core/crawl/ports.ts';
-import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/fetch/body-budget.ts';
+  STORAGE_LIMITS,
+} from '../core/base/index.ts';
+import type { PageFetcher, PageResponse } from '../core/crawl/index.ts';
+import { BODY_WINDOW_BYTES, BodyBudget, type BodyLease } from '../core/fetch/index.ts';
 import {
   ALLOW_PRIVATE_HINT,
   addressRefusal,
@@ -51,8 +51,8 @@ import {
   hostIpLiteral,
   hostLocalAddressReason,
   metadataNameRefusal,
-} from '../core/urls/address-guard.ts';
-import { withoutUserinfo } from '../core/urls/url-normalize.ts';
+  withoutUserinfo,
+} from '../core/urls/index.ts';
 import { checkProxiedTarget, ProxyDispatchers, type ProxyRoute, proxyRefusal } from './proxy-dispatcher.ts';
 
 export type { LookupFunction } from 'node:net';

@@ -3,7 +3,7 @@
  * unpacked to /tmp on a container's first render), graphics off, with the flags Lambda needs: no
  * sandbox (Lambda allows none) and one process (no zygote, as @sparticuz/chromium runs it).
  */
-import type { PageRenderer } from '../core/crawl/ports.ts';
+import type { PageRenderer } from '../core/crawl/index.ts';
 import { BrowserRenderer, layerRequire } from './browser-renderer.ts';
 import { renderLookups } from './http-fetcher.ts';
 

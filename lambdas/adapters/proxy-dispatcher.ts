@@ -10,7 +10,7 @@
  */
 import type { BlockList, LookupFunction } from 'node:net';
 import { type Dispatcher, ProxyAgent } from 'undici';
-import { type CrawlError, isCrawlError, PermanentError, RetryableError } from '../core/base/errors.ts';
+import { type CrawlError, isCrawlError, PermanentError, RetryableError } from '../core/base/index.ts';
 
 export interface ProxyRoute {
   /** `http://host:port` */

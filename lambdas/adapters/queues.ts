@@ -1,19 +1,19 @@
 /** The task, results and render queues as the core's ports. */
 import { createHash } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DrainedRecord } from '../core/batches/aggregate-batch.ts';
+import type { DrainedRecord } from '../core/batches/index.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
   OutgoingVisit,
+  RenderMessage,
   RenderSender,
   ResultSender,
+  Task,
   TaskSender,
-} from '../core/crawl/ports.ts';
-import type { RenderMessage } from '../core/crawl/render-message.ts';
-import type { Task } from '../core/crawl/task.ts';
-import type { CrawlResult } from '../core/results/result.ts';
-import { resultMessageBodies } from '../core/results/result-message.ts';
+} from '../core/crawl/index.ts';
+import type { CrawlResult } from '../core/results/index.ts';
+import { resultMessageBodies } from '../core/results/index.ts';
 import {
   MAX_MESSAGE_BYTES,
   messageBytes,

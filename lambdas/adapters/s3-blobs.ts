@@ -7,9 +7,8 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { backoffPause } from '../core/base/backoff.ts';
-import { RETRY_BACKOFF } from '../core/base/limits.ts';
-import type { ResultStore } from '../core/crawl/ports.ts';
+import { backoffPause, RETRY_BACKOFF } from '../core/base/index.ts';
+import type { ResultStore } from '../core/crawl/index.ts';
 
 const PUT_ONCE_ATTEMPTS = 5;
 

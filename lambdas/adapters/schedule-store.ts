@@ -12,11 +12,7 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import {
-  type ScheduleDefinition,
-  ScheduleDefinitionSchema,
-  type ScheduleRuns,
-} from '../core/crawl/schedule.ts';
+import { type ScheduleDefinition, ScheduleDefinitionSchema, type ScheduleRuns } from '../core/crawl/index.ts';
 import {
   ATTR,
   type Item,

@@ -3,9 +3,7 @@
  * and every failed entry is resent (with backoff) until it is accepted or we give up loudly.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { backoffPause } from '../core/base/backoff.ts';
-import { RetryableError } from '../core/base/errors.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../core/base/limits.ts';
+import { AWS_LIMITS, backoffPause, RETRY_BACKOFF, RetryableError } from '../core/base/index.ts';
 
 export interface QueueMessage {
   body: string;

@@ -4,7 +4,7 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
-import { processFetchBatch } from '../core/batches/fetch-batch.ts';
+import { processFetchBatch } from '../core/batches/index.ts';
 import { createAwsClients } from '../shared/aws-clients.ts';
 import { type Env, FetchEnvSchema, loadEnv } from '../shared/env.ts';
 import { CRAWLER_METRICS, METRIC_DIMENSIONS } from '../shared/metrics.ts';

@@ -8,7 +8,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
-import type { PageRenderer } from '../core/crawl/ports.ts';
+import type { PageRenderer } from '../core/crawl/index.ts';
 import { countAwsCalls } from './aws-call-counter.ts';
 import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';

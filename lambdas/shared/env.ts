@@ -3,7 +3,7 @@
  * or by the local runtime from the synthesized template) and validated at start.
  */
 import { z } from 'zod';
-import { CrawlConfigSchema } from '../core/crawl/crawl-config.ts';
+import { CrawlConfigSchema } from '../core/crawl/index.ts';
 import { FUNCTION_ENV } from './contracts.ts';
 
 export type Env = Record<string, string | undefined>;

@@ -4,7 +4,7 @@
  */
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
-import { type CredentialBundle, checkBundleSize } from '../core/crawl/credentials.ts';
+import { type CredentialBundle, checkBundleSize } from '../core/crawl/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 
 /** Writes `bundle` (replacing the crawl's earlier one) and returns the parameter's name. */

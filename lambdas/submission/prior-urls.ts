@@ -3,8 +3,8 @@
  * capture (core/crawl/recrawl.ts), read from its results index as a stream.
  */
 
-import { type BlobReader, damageWarning, streamIndex } from '../core/archive/index-reader.ts';
-import { type PriorCapture, priorOf } from '../core/crawl/recrawl.ts';
+import { type BlobReader, damageWarning, streamIndex } from '../core/archive/index.ts';
+import { type PriorCapture, priorOf } from '../core/crawl/index.ts';
 
 export interface PriorUrl {
   url: string;

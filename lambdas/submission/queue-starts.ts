@@ -3,9 +3,8 @@
  * (`{"kind":"scheduled"}`) and a JSON task with `since` for a crawl not stored yet. The fetch function
  * hands them here before its batch; what is left is the batch's.
  */
-import type { DeadLetterSender } from '../core/crawl/ports.ts';
-import { parseScheduledRun } from '../core/crawl/schedule.ts';
-import { parseTaskMessage, type TaskMessage } from '../core/crawl/task.ts';
+import type { DeadLetterSender } from '../core/crawl/index.ts';
+import { parseScheduledRun, parseTaskMessage, type TaskMessage } from '../core/crawl/index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { runScheduled } from './scheduled-run.ts';
 import type { StackHandles } from './stack-handles.ts';

@@ -5,10 +5,9 @@
  */
 import { isConditionFailed } from '../adapters/frontier-schema.ts';
 import { ScheduleStore } from '../adapters/schedule-store.ts';
-import { describeError } from '../core/base/errors.ts';
-import { skippedEvent } from '../core/batches/crawl-events.ts';
-import { parseCrawlConfig } from '../core/crawl/crawl-config.ts';
-import { decideRun, type ScheduledRunMessage } from '../core/crawl/schedule.ts';
+import { describeError } from '../core/base/index.ts';
+import { skippedEvent } from '../core/batches/index.ts';
+import { decideRun, parseCrawlConfig, type ScheduledRunMessage } from '../core/crawl/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { crawlStateOf } from './since-crawl.ts';

@@ -1,6 +1,6 @@
 /** Crawl events published on the stack's bus (output EventBusName); a stack without one publishes nothing. */
 import { EventBridgePublisher } from '../adapters/eventbridge-publisher.ts';
-import type { CrawlEvent } from '../core/batches/crawl-events.ts';
+import type { CrawlEvent } from '../core/batches/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import type { StackHandles } from './stack-handles.ts';
 

@@ -7,10 +7,10 @@
  */
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { isConditionFailed } from '../adapters/frontier-schema.ts';
-import { isCrawlError } from '../core/base/errors.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../core/crawl/crawl-config.ts';
-import type { Task } from '../core/crawl/task.ts';
-import { crawlScope } from '../core/frontier/link-admission.ts';
+import { isCrawlError } from '../core/base/index.ts';
+import type { Task } from '../core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../core/crawl/index.ts';
+import { crawlScope } from '../core/frontier/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { resolveSince, SinceError } from './since-crawl.ts';

@@ -20,7 +20,7 @@ import {
 import { MONITORING_IDS } from '../../cdk/monitoring.ts';
 import { REPO_ROOT } from '../../cdk/paths.ts';
 import { synthesizeStack } from '../../cdk/synth.ts';
-import { AWS_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { AWS_LIMITS } from '../../lambdas/core/base/index.ts';
 import {
   credentialsPrefix,
   DEFAULT_EVENT_BUS,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { ResultStore } from '../../lambdas/core/crawl/ports.ts';
+import type { ResultStore } from '../../lambdas/core/crawl/index.ts';
 
 export interface BlobStoreUnderTest {
   store: ResultStore;

@@ -6,15 +6,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { isCrawlError, PermanentError } from '../../lambdas/core/base/errors.ts';
+import { isCrawlError, PermanentError } from '../../lambdas/core/base/index.ts';
+import type { CrawlConfigReader } from '../../lambdas/core/crawl/index.ts';
 import {
   type CrawlConfig,
   DEFAULT_CRAWL_ID,
   parseCrawlConfig,
   seedCount,
-} from '../../lambdas/core/crawl/crawl-config.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/crawl/ports.ts';
-import { crawlScope } from '../../lambdas/core/frontier/link-admission.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { crawlScope } from '../../lambdas/core/frontier/index.ts';
 
 export type CrawlConfigsUnderTest = CrawlConfigReader & {
   put(config: CrawlConfig, scopeKeys?: Iterable<string>): Promise<CrawlConfig>;

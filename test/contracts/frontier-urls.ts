@@ -14,8 +14,8 @@ import type {
   FrontierUrl,
   HostUrl,
   HostUrlStore,
-} from '../../lambdas/core/crawl/ports.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { allUrls } from '../fixtures/host-urls.ts';
 
 export type FrontierUrlsUnderTest = FrontierAdmission & HostUrlStore & Pick<FrontierFinalizer, 'finalize'>;

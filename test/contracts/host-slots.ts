@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HostSlots } from '../../lambdas/core/crawl/ports.ts';
+import type { HostSlots } from '../../lambdas/core/crawl/index.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const CRAWL = 'slots';

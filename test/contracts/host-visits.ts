@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
-import type { HostBusy, HostLease, HostTally, HostVisits } from '../../lambdas/core/crawl/ports.ts';
+import type { HostBusy, HostLease, HostTally, HostVisits } from '../../lambdas/core/crawl/index.ts';
 
 const HOST = 'site.test';
 const T0 = Date.UTC(2025, 0, 1);

@@ -6,16 +6,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/index.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
   OutgoingVisit,
   ResultSender,
   TaskSender,
-} from '../../lambdas/core/crawl/ports.ts';
-import type { VisitMessage } from '../../lambdas/core/crawl/task.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+  VisitMessage,
+} from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 
 /**
  * Fresh queues, and what has arrived on each so far (taken off the queue: each read sees new

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { INLINE_POLICY_MAX_BYTES } from '../../lambdas/adapters/frontier-robots.ts';
-import type { RobotsStore } from '../../lambdas/core/crawl/ports.ts';
-import { DISALLOW_ALL } from '../../lambdas/core/robots/robots.ts';
+import type { RobotsStore } from '../../lambdas/core/crawl/index.ts';
+import { DISALLOW_ALL } from '../../lambdas/core/robots/index.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const ORIGIN = 'https://site.example';

@@ -14,8 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { iterateWarcFile } from '../../lambdas/core/archive/warc.ts';
-import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/results/content-record.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/index.ts';
+import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/results/index.ts';
 import { locateStack } from '../../local/stack-locator.ts';
 import { html, type Route, startSite, type TestSite } from '../fixtures/site.ts';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { iterateWarcFile, parseHttpMessage } from '../../lambdas/core/archive/warc.ts';
+import { iterateWarcFile, parseHttpMessage } from '../../lambdas/core/archive/index.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 
 const run = promisify(execFile);

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { CRAWL_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { CRAWL_LIMITS } from '../../lambdas/core/base/index.ts';
 import { readCrawlOutput, runCli, tempDir } from '../fixtures/run-cli.ts';
 
 /** One line on stderr, no stack trace. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { iterateWarcFile } from '../../lambdas/core/archive/warc-reader.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/index.ts';
 import {
   type Answer,
   type LoopbackHost,

@@ -10,7 +10,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import type { IdleSnapshot } from '../../local/idle.ts';

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { iterateWarcFile } from '../../lambdas/core/archive/warc.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/index.ts';
 import { runCli, runCrawl, tempDir } from '../fixtures/run-cli.ts';
 import { html, startSite, type TestSite } from '../fixtures/site.ts';
 

@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { iterateWarcFile } from '../../lambdas/core/archive/warc-reader.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/index.ts';
 import { type LoopbackHost, startLoopbackHost } from '../fixtures/loopback-host.ts';
 import { type CrawlRun, runCrawl } from '../fixtures/run-cli.ts';
 

@@ -12,7 +12,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';

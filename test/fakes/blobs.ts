@@ -8,7 +8,7 @@
  * Tests inject faults through `failPuts` and the `beforeWrite` / `afterWrite` hooks (a hook that
  * throws before the write fails it with nothing written; one that throws after loses its answer).
  */
-import type { ResultStore } from '../../lambdas/core/crawl/ports.ts';
+import type { ResultStore } from '../../lambdas/core/crawl/index.ts';
 
 export interface BlobWrite {
   key: string;

@@ -6,15 +6,15 @@
  * test/integration/port-contracts.test.ts (crawlConfigsContract in test/contracts/crawl-configs.ts).
  */
 
-import { PermanentError } from '../../lambdas/core/base/errors.ts';
+import { PermanentError } from '../../lambdas/core/base/index.ts';
+import type { CrawlConfigReader } from '../../lambdas/core/crawl/index.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
-} from '../../lambdas/core/crawl/crawl-config.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/crawl/ports.ts';
-import { bindScope } from '../../lambdas/core/frontier/link-admission.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { bindScope } from '../../lambdas/core/frontier/index.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryCrawlConfigs implements CrawlConfigReader {

@@ -9,16 +9,16 @@
  * `queued` read here includes it.
  */
 
-import type { Outcome } from '../../lambdas/core/base/outcome.ts';
-import { settledTotals } from '../../lambdas/core/batches/completion-check.ts';
-import { frontierHost } from '../../lambdas/core/crawl/politeness.ts';
+import type { Outcome } from '../../lambdas/core/base/index.ts';
+import { settledTotals } from '../../lambdas/core/batches/index.ts';
 import type {
   CounterDeltas,
   CrawlCounters,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierFinalizer,
-} from '../../lambdas/core/crawl/ports.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { frontierHost } from '../../lambdas/core/crawl/index.ts';
 import type { MemoryFrontierUrls } from './frontier-urls.ts';
 import type { MemoryHostVisits } from './host-visits.ts';
 

@@ -8,7 +8,7 @@
  * done), a postponed retry never touches a done item, the first result to finalize a URL wins it. Checked against the DynamoDB adapter on dynalite
  * by test/integration/port-contracts.test.ts (frontierUrlsContract in test/contracts/frontier-urls.ts).
  */
-import { frontierHost } from '../../lambdas/core/crawl/politeness.ts';
+
 import type {
   Admission,
   AdmitOptions,
@@ -19,7 +19,8 @@ import type {
   HostUrl,
   HostUrlPage,
   HostUrlStore,
-} from '../../lambdas/core/crawl/ports.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { frontierHost } from '../../lambdas/core/crawl/index.ts';
 import { Faults } from './faults.ts';
 
 /** The index of the first of the sorted `keys` after `after`. */

@@ -4,7 +4,7 @@
  * pacer's reserve and pushBack arithmetic. Checked against VisitPacer by
  * test/integration/port-contracts.test.ts (hostSlotsContract in test/contracts/host-slots.ts).
  */
-import type { HostSlots } from '../../lambdas/core/crawl/ports.ts';
+import type { HostSlots } from '../../lambdas/core/crawl/index.ts';
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
-import type { Outcome } from '../../lambdas/core/base/outcome.ts';
+import type { Outcome } from '../../lambdas/core/base/index.ts';
 import type {
   HostBusy,
   HostLease,
@@ -20,7 +20,7 @@ import type {
   HostTally,
   HostVisits,
   RenderHold,
-} from '../../lambdas/core/crawl/ports.ts';
+} from '../../lambdas/core/crawl/index.ts';
 import { Faults } from './faults.ts';
 
 /** A host item (`HOST#<host>`) as stored. */

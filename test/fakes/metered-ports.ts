@@ -25,15 +25,14 @@
 
 import { QUEUE } from '../../cdk/limits.ts';
 import { crawlShardPk, shardOf } from '../../lambdas/adapters/frontier-schema.ts';
-import { FRONTIER_SHARDS } from '../../lambdas/core/base/limits.ts';
-import { settledTotals } from '../../lambdas/core/batches/completion-check.ts';
-import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
-import type { CrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import { frontierHost } from '../../lambdas/core/crawl/politeness.ts';
+import { FRONTIER_SHARDS } from '../../lambdas/core/base/index.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/index.ts';
+import { settledTotals } from '../../lambdas/core/batches/index.ts';
 import type {
   Admission,
   AdmitOptions,
   CounterDeltas,
+  CrawlConfig,
   CrawlConfigReader,
   CrawlCounters,
   CrawlStateCheck,
@@ -61,8 +60,9 @@ import type {
   RobotsState,
   RobotsStore,
   TaskSender,
-} from '../../lambdas/core/crawl/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { frontierHost } from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 import { SQS_LIMITS } from '../../local/strict-limits.ts';
 import { type AwsMeter, type AwsRequest, readUnits, writeUnits } from './aws-meter.ts';
 import type { MemoryCrawlConfigs } from './crawl-configs.ts';

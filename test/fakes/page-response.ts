@@ -2,7 +2,7 @@
  * A fetcher's answer as the fakes give it: no socket, sent and answered at `at` (the caller's clock),
  * the request line from the URL's path.
  */
-import type { PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
+import type { PageRequest, PageResponse } from '../../lambdas/core/crawl/index.ts';
 
 export function syntheticResponse(
   request: PageRequest,

@@ -6,16 +6,16 @@
  * against the adapters on the embedded SQS (fauxqs) by test/integration/port-contracts.test.ts
  * (queueContract in test/contracts/queues.ts).
  */
-import type { DrainedSender } from '../../lambdas/core/batches/fetch-batch.ts';
+import type { DrainedSender } from '../../lambdas/core/batches/index.ts';
 import type {
   DeadLetter,
   DeadLetterSender,
   OutgoingVisit,
   ResultSender,
   TaskSender,
-} from '../../lambdas/core/crawl/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { resultMessageBodies } from '../../lambdas/core/results/result-message.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryTaskQueue implements TaskSender {

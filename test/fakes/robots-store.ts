@@ -7,8 +7,8 @@
  */
 import { gzipSync } from 'node:zlib';
 import { INLINE_POLICY_MAX_BYTES, OVERSIZED_POLICY_JSON } from '../../lambdas/adapters/frontier-robots.ts';
-import { ROBOTS_LIMITS } from '../../lambdas/core/base/limits.ts';
-import type { RobotsState, RobotsStore } from '../../lambdas/core/crawl/ports.ts';
+import { ROBOTS_LIMITS } from '../../lambdas/core/base/index.ts';
+import type { RobotsState, RobotsStore } from '../../lambdas/core/crawl/index.ts';
 
 /** The robots item as stored; attributes the adapter keeps but `read` does not show are kept too. */
 export interface RobotsItem {

@@ -15,7 +15,7 @@ import { resultsCommand } from '../../cli/results-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { SqsTaskSender } from '../../lambdas/adapters/queues.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

@@ -13,7 +13,7 @@ import { synthesizeTemplate } from '../../cdk/synth.ts';
 import type { CliIo } from '../../cli/cli-io.ts';
 import { getCommand } from '../../cli/get-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
-import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
+import { indexLine } from '../../lambdas/core/archive/index.ts';
 import { awsCallCounter, diffSnapshots, type OperationCount } from '../../lambdas/shared/aws-call-counter.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';

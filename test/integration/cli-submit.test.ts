@@ -19,7 +19,7 @@ import { UsageError } from '../../cli/usage-error.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { CrawlCancellation, cancelCrawl } from '../../lambdas/adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../../lambdas/adapters/frontier-store.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';

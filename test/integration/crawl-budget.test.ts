@@ -12,7 +12,7 @@ import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { countedCallCost, DynamoCrawlBudget } from '../../lambdas/adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { ATTR, countersKey, num, str } from '../../lambdas/adapters/frontier-schema.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { createAwsClients } from '../../lambdas/shared/aws-clients.ts';
 import { costOf } from '../../lambdas/shared/aws-prices.ts';

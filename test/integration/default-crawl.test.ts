@@ -9,7 +9,7 @@ import { synthesizeTemplate } from '../../cdk/synth.ts';
 import type { CrawlStatus } from '../../cli/status-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl/crawl-config.ts';
+import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl/index.ts';
 import { STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { FrontierHosts, VISIT_GRACE_MS } from '../../lambdas/adapters/frontier-hosts.ts';
 import { crawlShardPk, resolveOptions, shardOf } from '../../lambdas/adapters/frontier-schema.ts';
-import type { HostBusy, HostLease, HostTally } from '../../lambdas/core/crawl/ports.ts';
+import type { HostBusy, HostLease, HostTally } from '../../lambdas/core/crawl/index.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;

@@ -8,7 +8,7 @@ import {
   type FrontierStore,
   OVERSIZED_POLICY_JSON,
 } from '../../lambdas/adapters/frontier-store.ts';
-import { isAllowed, parseRobots } from '../../lambdas/core/robots/robots.ts';
+import { isAllowed, parseRobots } from '../../lambdas/core/robots/index.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 const TABLE = FRONTIER_TABLE;

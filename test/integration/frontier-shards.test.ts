@@ -7,8 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { shardOf } from '../../lambdas/adapters/frontier-schema.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
-import { FRONTIER_LIMITS, FRONTIER_SHARDS } from '../../lambdas/core/base/limits.ts';
-import type { HostLease, HostTally } from '../../lambdas/core/crawl/ports.ts';
+import { FRONTIER_LIMITS, FRONTIER_SHARDS } from '../../lambdas/core/base/index.ts';
+import type { HostLease, HostTally } from '../../lambdas/core/crawl/index.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 let table: FrontierTableFixture;

@@ -12,9 +12,9 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
-import type { Outcome } from '../../lambdas/core/base/outcome.ts';
-import { frontierHost, NO_HOST } from '../../lambdas/core/crawl/politeness.ts';
-import type { FinalizeEntry, FrontierUrl, HostTally, HostUrl } from '../../lambdas/core/crawl/ports.ts';
+import type { Outcome } from '../../lambdas/core/base/index.ts';
+import type { FinalizeEntry, FrontierUrl, HostTally, HostUrl } from '../../lambdas/core/crawl/index.ts';
+import { frontierHost, NO_HOST } from '../../lambdas/core/crawl/index.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 import { allUrls } from '../fixtures/host-urls.ts';
 

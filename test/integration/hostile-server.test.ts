@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FetchLimits, type FetchRequest, HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import { PermanentError, RetryableError } from '../../lambdas/core/base/errors.ts';
-import { headerValue } from '../../lambdas/core/base/http-headers.ts';
-import { decodeContent } from '../../lambdas/core/crawl/page-content.ts';
+import { headerValue, PermanentError, RetryableError } from '../../lambdas/core/base/index.ts';
+import { decodeContent } from '../../lambdas/core/crawl/index.ts';
 import {
   type BombCoding,
   bomb,

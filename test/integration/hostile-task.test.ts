@@ -11,16 +11,12 @@ import assert from 'node:assert/strict';
 import { isIP, type LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import {
-  type CrawlConfig,
-  type CrawlConfigInput,
-  parseCrawlConfig,
-} from '../../lambdas/core/crawl/crawl-config.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
-import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch/fetch-task.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, type CrawlConfigInput, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import {

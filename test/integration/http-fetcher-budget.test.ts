@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type FetchLimits, type FetchRequest, HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import { RetryableError } from '../../lambdas/core/base/errors.ts';
-import { BodyBudget } from '../../lambdas/core/fetch/body-budget.ts';
+import { RetryableError } from '../../lambdas/core/base/index.ts';
+import { BodyBudget } from '../../lambdas/core/fetch/index.ts';
 import { type CountingServer, startHttpServer, startRawServer } from '../fixtures/http-test-server.ts';
 
 const MiB = 1024 * 1024;

@@ -15,8 +15,8 @@ import {
   HttpFetcher,
   socketBlockList,
 } from '../../lambdas/adapters/http-fetcher.ts';
-import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/base/errors.ts';
-import { BLOCKED_SUBNETS, blockedAddressReason } from '../../lambdas/core/urls/address-guard.ts';
+import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/base/index.ts';
+import { BLOCKED_SUBNETS, blockedAddressReason } from '../../lambdas/core/urls/index.ts';
 import { startConnectProxy } from '../fixtures/connect-proxy.ts';
 import {
   type CountingServer,

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { lambdaBrowser } from '../../lambdas/adapters/lambda-browser.ts';
-import { RENDER_LIMITS } from '../../lambdas/core/base/limits.ts';
-import type { PageRenderer } from '../../lambdas/core/crawl/ports.ts';
+import { RENDER_LIMITS } from '../../lambdas/core/base/index.ts';
+import type { PageRenderer } from '../../lambdas/core/crawl/index.ts';
 
 const supported = process.platform === 'linux' && process.arch === 'x64';
 const skip = !supported && process.env.CI !== 'true' && '@sparticuz/chromium is built for x86_64 Linux only';

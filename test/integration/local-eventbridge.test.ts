@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EventBridgeClient, PutEventsCommand, PutRuleCommand } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from '../../lambdas/adapters/eventbridge-publisher.ts';
-import { cancelledEvent, startedEvent } from '../../lambdas/core/batches/crawl-events.ts';
+import { cancelledEvent, startedEvent } from '../../lambdas/core/batches/index.ts';
 import { clientConfig, clientSettings } from '../../local/aws-clients.ts';
 import { type EventEnvelope, LocalEventBus, startEventBridgeServer } from '../../local/eventbridge-server.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';

@@ -20,7 +20,7 @@ import {
   SchedulerClient,
   ValidationException,
 } from '@aws-sdk/client-scheduler';
-import { SCHEDULED_TIME } from '../../lambdas/core/crawl/schedule.ts';
+import { SCHEDULED_TIME } from '../../lambdas/core/crawl/index.ts';
 import { clientConfig, clientSettings } from '../../local/aws-clients.ts';
 import type { RunningServer } from '../../local/fauxqs-server.ts';
 import { LocalScheduler, startSchedulerServer } from '../../local/scheduler-server.ts';

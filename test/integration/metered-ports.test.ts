@@ -15,8 +15,8 @@ import type {
   FrontierUrl,
   HostUrlStore,
   HostVisits,
-} from '../../lambdas/core/crawl/ports.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { AwsCallCounter, countAwsCalls } from '../../lambdas/shared/aws-call-counter.ts';
 import { AwsMeter, PARTITION_LIMITS, THROTTLE_ATTEMPTS, ThrottlingException } from '../fakes/aws-meter.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

@@ -26,10 +26,9 @@ import {
   SqsTaskSender,
 } from '../../lambdas/adapters/queues.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { ROBOTS_LIMITS } from '../../lambdas/core/base/limits.ts';
-import type { DeadLetter } from '../../lambdas/core/crawl/ports.ts';
-import type { VisitMessage } from '../../lambdas/core/crawl/task.ts';
-import { VisitPacer } from '../../lambdas/core/fetch/visit-pacer.ts';
+import { ROBOTS_LIMITS } from '../../lambdas/core/base/index.ts';
+import type { DeadLetter, VisitMessage } from '../../lambdas/core/crawl/index.ts';
+import { VisitPacer } from '../../lambdas/core/fetch/index.ts';
 import { dynamodbConfig, s3Config, sqsConfig } from '../../local/aws-clients.ts';
 import { blobStoreContract } from '../contracts/blob-store.ts';
 import { crawlConfigsContract } from '../contracts/crawl-configs.ts';

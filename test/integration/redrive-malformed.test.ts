@@ -11,7 +11,7 @@ import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/cli
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { redriveCommand } from '../../cli/redrive-command.ts';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl/crawl-config.ts';
+import { DEFAULT_CRAWL_ID } from '../../lambdas/core/crawl/index.ts';
 import { resultsPrefix, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

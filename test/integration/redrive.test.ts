@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { crawlOf, redriveCommand } from '../../cli/redrive-command.ts';
-import { resultMessageBodies } from '../../lambdas/core/results/result-message.ts';
+import { resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';

@@ -12,7 +12,7 @@ import type { LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { BrowserRenderer } from '../../lambdas/adapters/browser-renderer.ts';
 import { guardLookup } from '../../lambdas/adapters/http-fetcher.ts';
-import { RENDER_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { RENDER_LIMITS } from '../../lambdas/core/base/index.ts';
 
 const CHROMIUM = process.env.CRAWLER_CHROMIUM ?? '/usr/bin/chromium';
 const skip = !existsSync(CHROMIUM) && process.env.CI !== 'true' && `no Chromium at ${CHROMIUM}`;

@@ -8,15 +8,15 @@ import type http from 'node:http';
 import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import { RETRY_BACKOFF } from '../../lambdas/core/base/limits.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { RETRY_BACKOFF } from '../../lambdas/core/base/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import {
   checkRobots,
   createRobotsCache,
   MAX_ROBOTS_BYTES,
   type RobotsCache,
   type RobotsGateDeps,
-} from '../../lambdas/core/robots/robots-gate.ts';
+} from '../../lambdas/core/robots/index.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { type CountingServer, startHttpServer, startRawServer } from '../fixtures/http-test-server.ts';

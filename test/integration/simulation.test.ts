@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
-import { readCrawlResults } from '../../lambdas/core/archive/index-reader.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { readCrawlResults } from '../../lambdas/core/archive/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { requestsPerPage } from '../../lambdas/shared/aws-prices.ts';
 import { summaryKey } from '../../lambdas/shared/contracts.ts';

@@ -7,13 +7,13 @@ import type http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import {
   DEFAULT_SITEMAP_CAPS,
   loadSitemaps,
   SitemapError,
   sitemapsFromRobots,
-} from '../../lambdas/core/frontier/sitemap.ts';
+} from '../../lambdas/core/frontier/index.ts';
 import { type CountingServer, startHttpServer } from '../fixtures/http-test-server.ts';
 
 const fetcher = new HttpFetcher();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { hostItemKey } from '../../lambdas/adapters/frontier-schema.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
 import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';

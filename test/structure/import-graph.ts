@@ -4,7 +4,8 @@
  *
  * - `lambdas/shared/contracts.ts`, `lambdas/shared/map-limit.ts`: names and layouts, no dependencies;
  * - `lambdas/core/`: pure crawl logic (no AWS SDK, no sockets, no browser), in folders by concern,
- *   each importing only the folders below it (CORE_FOLDERS, bottom first; lambdas/core/README.md);
+ *   each importing only the folders below it (CORE_FOLDERS, bottom first; lambdas/core/README.md),
+ *   and only through their index (what any code outside a folder imports of it);
  * - `lambdas/shared/` (the rest): what the handlers share (env, clients, logs, metrics);
  * - `lambdas/adapters/`: the core's ports over the SDK, undici and the browser;
  * - `lambdas/submission/`: starting crawls (the CLI's submit and the fetch function's starts);
@@ -131,6 +132,11 @@ export function structureViolations(graph: ImportGraph): string[] {
       const [fromFolder, toFolder] = [coreFolderOf(from), coreFolderOf(to)];
       if (from.startsWith('lambdas/core/') && to.startsWith('lambdas/core/') && fromFolder === undefined)
         problems.push(`${from}:${line}: a core module belongs in a folder (${CORE_FOLDERS.join(', ')})`);
+      // Another folder's modules are reached through its index (its public surface), from anywhere.
+      if (toFolder !== undefined && fromFolder !== toFolder && !to.endsWith(`/${toFolder}/index.ts`))
+        problems.push(
+          `${from}:${line} imports ${to}: another folder's module is imported from lambdas/core/${toFolder}/index.ts`,
+        );
       if (fromFolder !== undefined && toFolder !== undefined && fromFolder !== toFolder) {
         const rank = (folder: string) => CORE_FOLDERS.indexOf(folder as (typeof CORE_FOLDERS)[number]);
         if (rank(toFolder) < 0)

@@ -6,7 +6,7 @@ import {
   hostIpLiteral,
   hostLocalAddressReason,
   literalHostRefusal,
-} from '../../lambdas/core/urls/address-guard.ts';
+} from '../../lambdas/core/urls/index.ts';
 import { fetcherOptions } from '../../lambdas/fetch/fetch-deps.ts';
 
 /** [address, a fragment the reason must contain] */

@@ -9,21 +9,24 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
-import type { Outcome } from '../../lambdas/core/base/outcome.ts';
-import { processResultBatch, type ResultMessage } from '../../lambdas/core/batches/aggregate-batch.ts';
-import type { CrawlEvent, EventPublisher } from '../../lambdas/core/batches/crawl-events.ts';
-import { summaryFromCounters } from '../../lambdas/core/batches/crawl-summary.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { indexLine } from '../../lambdas/core/archive/index.ts';
+import type { Outcome } from '../../lambdas/core/base/index.ts';
+import type { CrawlEvent, EventPublisher } from '../../lambdas/core/batches/index.ts';
+import {
+  processResultBatch,
+  type ResultMessage,
+  summaryFromCounters,
+} from '../../lambdas/core/batches/index.ts';
 import type {
   CounterDeltas,
   CrawlCounters,
   FinalizeEntry,
   FinalizeOutcome,
   FrontierFinalizer,
-} from '../../lambdas/core/crawl/ports.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { resultId, resultMessageBodies } from '../../lambdas/core/results/result-message.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { resultId, resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { mapLimit } from '../../lambdas/shared/map-limit.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';

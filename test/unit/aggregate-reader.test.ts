@@ -8,18 +8,18 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import { SummaryAccumulator } from '../../cli/crawl-summary.ts';
 import { contentCodings, decodeStoredBody } from '../../cli/get-command.ts';
 import { CSV_COLUMNS, csvField, csvHeader, csvRow } from '../../cli/results-csv.ts';
-import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
 import {
   type BlobReader,
   damageWarning,
   findIndexLine,
   type IndexDamage,
   IndexDamageError,
+  indexLine,
   readCrawlResults,
   streamIndex,
-} from '../../lambdas/core/archive/index-reader.ts';
-import { FetchLimitsSchema } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+} from '../../lambdas/core/archive/index.ts';
+import { FetchLimitsSchema } from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 
 class MemoryReader implements BlobReader {
   objects = new Map<string, Uint8Array>();

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { backoffMs, backoffSeconds } from '../../lambdas/core/base/backoff.ts';
-import { retryAfterMs } from '../../lambdas/core/base/http-headers.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../../lambdas/core/base/limits.ts';
+import {
+  AWS_LIMITS,
+  backoffMs,
+  backoffSeconds,
+  RETRY_BACKOFF,
+  retryAfterMs,
+} from '../../lambdas/core/base/index.ts';
 
 test('a failed message waits 2 s doubling per receive, at least half the ceiling, capped at 60 s', () => {
   const policy = RETRY_BACKOFF.failedMessage;

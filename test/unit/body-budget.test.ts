@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BodyBudget, type BodyLease } from '../../lambdas/core/fetch/body-budget.ts';
+import { BodyBudget, type BodyLease } from '../../lambdas/core/fetch/index.ts';
 
 const KiB = 1024;
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -9,17 +9,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import type { IndexLine } from '../../lambdas/core/archive/cdxj.ts';
-import { FRONTIER_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
-import { processResultBatch, type ResultMessage } from '../../lambdas/core/batches/aggregate-batch.ts';
-import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/batches/fetch-batch.ts';
-import { type CrawlConfigInput, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
-import type { TaskMessage } from '../../lambdas/core/crawl/task.ts';
-import { admitLinks } from '../../lambdas/core/frontier/link-admission.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import type { IndexLine } from '../../lambdas/core/archive/index.ts';
+import { FRONTIER_LIMITS, LruSet } from '../../lambdas/core/base/index.ts';
+import {
+  type FetchBatchDeps,
+  processFetchBatch,
+  processResultBatch,
+  type ResultMessage,
+} from '../../lambdas/core/batches/index.ts';
+import type { PageFetcher, PageRequest, PageResponse, TaskMessage } from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfigInput, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { admitLinks } from '../../lambdas/core/frontier/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { resultsPrefix } from '../../lambdas/shared/contracts.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';

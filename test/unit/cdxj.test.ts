@@ -4,10 +4,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CDXIndexer, WARCParser } from 'warcio';
 import { getSurt } from 'warcio/utils';
-import { cdxTimestamp, indexLine, mimeType, sha1HexToDigest } from '../../lambdas/core/archive/cdxj.ts';
-import { WarcFileBuilder } from '../../lambdas/core/archive/warc.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { surt } from '../../lambdas/core/urls/surt.ts';
+import {
+  cdxTimestamp,
+  indexLine,
+  mimeType,
+  sha1HexToDigest,
+  WarcFileBuilder,
+} from '../../lambdas/core/archive/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { surt } from '../../lambdas/core/urls/index.ts';
 
 // The key pywb computes (the Python `surt` library, test/unit/surt.test.ts has its own cases): where
 // warcio's simpler getSurt answers differently, its answer is in the third column.

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { brotliCompressSync, deflateRawSync, gzipSync, zstdCompressSync } from 'node:zlib';
-import { decodeContent as decodeKeepingPrefix } from '../../lambdas/core/base/capped-inflate.ts';
-import { contentCodings, MAX_CONTENT_CODINGS } from '../../lambdas/core/base/content-coding.ts';
-import { decodeContent as decodePage } from '../../lambdas/core/crawl/page-content.ts';
+import {
+  contentCodings,
+  decodeContent as decodeKeepingPrefix,
+  MAX_CONTENT_CODINGS,
+} from '../../lambdas/core/base/index.ts';
+import { decodeContent as decodePage } from '../../lambdas/core/crawl/index.ts';
 
 test('a Content-Encoding list is undone last-applied first; identity and case do not matter', () => {
   assert.deepEqual(contentCodings('gzip, BR'), { ok: true, codings: ['br', 'gzip'] });

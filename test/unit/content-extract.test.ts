@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { htmlContentRecord, textContentRecord } from '../../lambdas/core/content/content-extract.ts';
-import {
-  ContentRecordSchema,
-  contentKind,
-  MAX_TEXT_RECORD_CHARS,
-} from '../../lambdas/core/results/content-record.ts';
+import { htmlContentRecord, textContentRecord } from '../../lambdas/core/content/index.ts';
+import { ContentRecordSchema, contentKind, MAX_TEXT_RECORD_CHARS } from '../../lambdas/core/results/index.ts';
 
 const SOURCE = {
   crawlId: 'c1',

@@ -11,10 +11,10 @@ import {
   cancelledEvent,
   endEvent,
   eventOf,
+  eventSchemaFiles,
   startedEvent,
-} from '../../lambdas/core/batches/crawl-events.ts';
-import { eventSchemaFiles } from '../../lambdas/core/batches/event-schemas.ts';
-import type { CrawlCounters } from '../../lambdas/core/crawl/ports.ts';
+} from '../../lambdas/core/batches/index.ts';
+import type { CrawlCounters } from '../../lambdas/core/crawl/index.ts';
 import { assertValidEvent, SCHEMAS_DIR, schemaValidator } from '../fixtures/event-schemas.ts';
 
 const COUNTERS: CrawlCounters = {

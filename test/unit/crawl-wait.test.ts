@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CrawlProbe, waitForCrawl } from '../../cli/crawl-wait.ts';
-import type { CrawlCounters } from '../../lambdas/core/crawl/ports.ts';
+import type { CrawlCounters } from '../../lambdas/core/crawl/index.ts';
 
 function counters(state: CrawlCounters['state']): CrawlCounters {
   return { queued: 3, done: 1, admitted: 3, bytes: 0, requests: 1, byOutcome: {}, state };

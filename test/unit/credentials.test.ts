@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CREDENTIAL_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { CREDENTIAL_LIMITS } from '../../lambdas/core/base/index.ts';
 import {
   basicAuthHeader,
   type CredentialBundle,
@@ -13,14 +13,15 @@ import {
   CredentialError,
   checkBundleSize,
   credentialHeaders,
+  isProxyUrl,
   parseCookieFile,
   parseCookieOption,
   parseHeaderOption,
+  parseProxyOption,
   REDACTED,
   redactHeaders,
   secretHeaderNames,
-} from '../../lambdas/core/crawl/credentials.ts';
-import { isProxyUrl, parseProxyOption } from '../../lambdas/core/crawl/proxy-url.ts';
+} from '../../lambdas/core/crawl/index.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const NOW = 1_800_000_000;

@@ -17,7 +17,7 @@ import {
   prescanEncoding,
   sniffHtmlEncoding,
   xmlDeclarationEncoding,
-} from '../../lambdas/core/base/encoding-sniff.ts';
+} from '../../lambdas/core/base/index.ts';
 import { encodeLegacy } from '../fixtures/hostile-server.ts';
 
 const bytes = (text: string): Uint8Array => Buffer.from(text, 'latin1');

@@ -6,23 +6,24 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FRONTIER_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
+import { FRONTIER_LIMITS, LruSet } from '../../lambdas/core/base/index.ts';
 import {
   type FetchBatchDeps,
   type FetchBatchReport,
   processFetchBatch,
-} from '../../lambdas/core/batches/fetch-batch.ts';
-import {
-  type CrawlConfigInput,
-  DEFAULT_CRAWL_ID,
-  parseCrawlConfig,
-} from '../../lambdas/core/crawl/crawl-config.ts';
-import type { FrontierUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/batches/index.ts';
+import type {
+  FrontierUrl,
+  PageFetcher,
+  PageRequest,
+  PageResponse,
+  TaskMessage,
+  VisitMessage,
+} from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfigInput, DEFAULT_CRAWL_ID, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

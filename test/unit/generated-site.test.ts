@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, it } from 'node:test';
-import { extractLinks } from '../../lambdas/core/content/links.ts';
-import { isAllowed, parseRobots } from '../../lambdas/core/robots/robots.ts';
-import { normalizeHref, resolveUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { extractLinks } from '../../lambdas/core/content/index.ts';
+import { isAllowed, parseRobots } from '../../lambdas/core/robots/index.ts';
+import { normalizeHref, resolveUrl } from '../../lambdas/core/urls/index.ts';
 import {
   createSiteModel,
   diffAgainstPlan,

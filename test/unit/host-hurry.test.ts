@@ -6,15 +6,19 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
-import { processResultBatch, type ResultMessage } from '../../lambdas/core/batches/aggregate-batch.ts';
-import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/batches/fetch-batch.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
-import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/fetch/host-visit.ts';
-import { hurryAwaitingHosts } from '../../lambdas/core/frontier/host-hurry.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { LruSet } from '../../lambdas/core/base/index.ts';
+import {
+  type FetchBatchDeps,
+  processFetchBatch,
+  processResultBatch,
+  type ResultMessage,
+} from '../../lambdas/core/batches/index.ts';
+import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/fetch/index.ts';
+import { hurryAwaitingHosts } from '../../lambdas/core/frontier/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierFinalizer } from '../fakes/frontier-finalizer.ts';

@@ -6,12 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FETCH_FUNCTION } from '../../cdk/limits.ts';
-import { FRONTIER_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import { addToTally, emptyTally } from '../../lambdas/core/crawl/host-tally.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
-import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/fetch/host-visit.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
+import { FRONTIER_LIMITS } from '../../lambdas/core/base/index.ts';
+import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/index.ts';
+import { addToTally, emptyTally, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/fetch/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { AWS_LATENCY_MS } from '../fakes/aws-meter.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';

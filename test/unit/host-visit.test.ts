@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ADDRESS_BLOCKED, PermanentError } from '../../lambdas/core/base/errors.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { ADDRESS_BLOCKED, PermanentError } from '../../lambdas/core/base/index.ts';
 import type {
   HostUrl,
   HostUrlStore,
   PageFetcher,
   PageRequest,
   PageResponse,
-} from '../../lambdas/core/crawl/ports.ts';
-import { type VisitDecision, visitHost } from '../../lambdas/core/fetch/host-visit.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type VisitDecision, visitHost } from '../../lambdas/core/fetch/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';

@@ -7,12 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { FETCH_EVENT_SOURCE, QUEUE } from '../../cdk/limits.ts';
-import {
-  CONTENT_LIMITS,
-  CRAWL_LIMITS,
-  FETCH_LIMITS,
-  STORAGE_LIMITS,
-} from '../../lambdas/core/base/limits.ts';
+import { CONTENT_LIMITS, CRAWL_LIMITS, FETCH_LIMITS, STORAGE_LIMITS } from '../../lambdas/core/base/index.ts';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 

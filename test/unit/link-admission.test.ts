@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { FrontierUrl } from '../../lambdas/core/crawl/ports.ts';
-import { admitLinks } from '../../lambdas/core/frontier/link-admission.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { LruSet } from '../../lambdas/core/base/index.ts';
+import type { FrontierUrl } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { admitLinks } from '../../lambdas/core/frontier/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryHostVisits } from '../fakes/host-visits.ts';
 

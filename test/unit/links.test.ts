@@ -4,7 +4,7 @@ import {
   createLinkExtractor,
   extractLinks,
   type LinkExtractionResult,
-} from '../../lambdas/core/content/links.ts';
+} from '../../lambdas/core/content/index.ts';
 
 const PAGE = 'https://shop.example.com/catalog/shoes/index.html?page=2#reviews';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { betterHome, llmsEntry, llmsFullSection, llmsTxt } from '../../cli/llms-txt.ts';
-import type { ContentRecord } from '../../lambdas/core/results/content-record.ts';
+import type { ContentRecord } from '../../lambdas/core/results/index.ts';
 
 function record(url: string, extra: Partial<ContentRecord> = {}): ContentRecord {
   return {

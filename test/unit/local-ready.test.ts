@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { describeReady } from '../../cli/local-command.ts';
-import { parseTaskMessage } from '../../lambdas/core/crawl/task.ts';
+import { parseTaskMessage } from '../../lambdas/core/crawl/index.ts';
 import { OUTPUTS } from '../../lambdas/shared/contracts.ts';
 
 test("the ready text's send-message example is a task AWS CLI v1 sends as written", () => {

@@ -11,8 +11,8 @@ import {
   scoreListingPages,
   summariseListing,
 } from '../../bench/listing-recall.ts';
-import { CONTENT_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { extractMainContent } from '../../lambdas/core/content/main-content.ts';
+import { CONTENT_LIMITS } from '../../lambdas/core/base/index.ts';
+import { extractMainContent } from '../../lambdas/core/content/index.ts';
 
 const PAGE = 'https://kitchen.example/cooking/';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Parser } from 'htmlparser2';
-import { extractMainContent } from '../../lambdas/core/content/main-content.ts';
 import {
   type Attributes,
+  extractMainContent,
   type HtmlHandler,
   HtmlReader,
-} from '../../lambdas/core/content/main-content-html.ts';
+} from '../../lambdas/core/content/index.ts';
 
 const PAGE = 'https://news.example.com/2024/05/story.html';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MarkdownDirWriter, markdownDocument } from '../../cli/markdown-files.ts';
-import type { ContentRecord } from '../../lambdas/core/results/content-record.ts';
+import type { ContentRecord } from '../../lambdas/core/results/index.ts';
 import { prng, urlSet } from '../fixtures/adversarial-urls.ts';
 
 function record(url: string, extra: Partial<ContentRecord> = {}): ContentRecord {

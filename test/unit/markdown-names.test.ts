@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import { describe, it } from 'node:test';
 import { MarkdownNames, markdownPath } from '../../cli/markdown-names.ts';
-import { MARKDOWN_NAME_LIMITS } from '../../lambdas/core/base/limits.ts';
+import { MARKDOWN_NAME_LIMITS } from '../../lambdas/core/base/index.ts';
 import { prng, urlSet } from '../fixtures/adversarial-urls.ts';
 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 8);

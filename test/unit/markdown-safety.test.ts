@@ -12,9 +12,9 @@ import MarkdownIt from 'markdown-it';
 import { parse as parseYaml } from 'yaml';
 import { llmsEntry, llmsFullSection, llmsTxt } from '../../cli/llms-txt.ts';
 import { markdownDocument } from '../../cli/markdown-files.ts';
-import { escapeMarkdownText } from '../../lambdas/core/base/markdown-escape.ts';
-import { extractMainContent } from '../../lambdas/core/content/main-content.ts';
-import type { ContentRecord } from '../../lambdas/core/results/content-record.ts';
+import { escapeMarkdownText } from '../../lambdas/core/base/index.ts';
+import { extractMainContent } from '../../lambdas/core/content/index.ts';
+import type { ContentRecord } from '../../lambdas/core/results/index.ts';
 
 const PAGE = 'https://site.example/dir/page.html';
 

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
-import { MAX_CONTENT_CODINGS } from '../../lambdas/core/base/content-coding.ts';
-import { extractLinks } from '../../lambdas/core/content/links.ts';
+import { MAX_CONTENT_CODINGS } from '../../lambdas/core/base/index.ts';
+import { extractLinks } from '../../lambdas/core/content/index.ts';
 import {
   DEFAULT_MAX_DECODE_RATIO,
   DEFAULT_STORE_TYPES,
@@ -16,7 +16,7 @@ import {
   decodeText,
   isStorableType,
   isTypePattern,
-} from '../../lambdas/core/crawl/page-content.ts';
+} from '../../lambdas/core/crawl/index.ts';
 import { BOMB_PREFIX, bomb, encodeLegacy } from '../fixtures/hostile-server.ts';
 
 const MiB = 1024 * 1024;

@@ -9,8 +9,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateSync, inflateSync, constants as zlibConstants } from 'node:zlib';
 import MarkdownIt from 'markdown-it';
-import { extractPdf, PDF_BOUNDS, type PdfExtraction } from '../../lambdas/core/content/pdf-content.ts';
-import { scanPdfStreams } from '../../lambdas/core/content/pdf-streams.ts';
+import {
+  extractPdf,
+  PDF_BOUNDS,
+  type PdfExtraction,
+  scanPdfStreams,
+} from '../../lambdas/core/content/index.ts';
 import {
   ascii85,
   buildPdf,

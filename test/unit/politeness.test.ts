@@ -6,7 +6,7 @@ import {
   hostKey,
   reservedGapMs,
   slotPlan,
-} from '../../lambdas/core/crawl/politeness.ts';
+} from '../../lambdas/core/crawl/index.ts';
 
 const config = { delayMs: 1000, maxCrawlDelayMs: 30_000 };
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { COMMANDS } from '../../cli/main.ts';
-import { OUTCOMES } from '../../lambdas/core/base/outcome.ts';
+import { OUTCOMES } from '../../lambdas/core/base/index.ts';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 

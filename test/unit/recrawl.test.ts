@@ -9,11 +9,9 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import { MAX_DIFF_EDITS, markdownDiff } from '../../cli/markdown-diff.ts';
-import { indexLine } from '../../lambdas/core/archive/cdxj.ts';
-import { formatSha1, WarcFileBuilder } from '../../lambdas/core/archive/warc.ts';
-import { storeWarcFiles } from '../../lambdas/core/archive/warc-batch.ts';
-import { RECRAWL_LIMITS } from '../../lambdas/core/base/limits.ts';
-import type { PageResponse } from '../../lambdas/core/crawl/ports.ts';
+import { formatSha1, indexLine, storeWarcFiles, WarcFileBuilder } from '../../lambdas/core/archive/index.ts';
+import { RECRAWL_LIMITS } from '../../lambdas/core/base/index.ts';
+import type { PageResponse } from '../../lambdas/core/crawl/index.ts';
 import {
   changeOf,
   conditionalHeaders,
@@ -22,8 +20,8 @@ import {
   type PriorCapture,
   priorOf,
   revisitProfileOf,
-} from '../../lambdas/core/crawl/recrawl.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';

@@ -7,17 +7,25 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { iterateWarcFile } from '../../lambdas/core/archive/warc-reader.ts';
-import { RENDER_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
-import { type FetchBatchDeps, processFetchBatch } from '../../lambdas/core/batches/fetch-batch.ts';
-import { processRenderBatch, type RenderBatchDeps } from '../../lambdas/core/batches/render-batch.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { CrawlStateName, PageRenderer, RenderedPage } from '../../lambdas/core/crawl/ports.ts';
-import type { RenderMessage } from '../../lambdas/core/crawl/render-message.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/task.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { iterateWarcFile } from '../../lambdas/core/archive/index.ts';
+import { LruSet, RENDER_LIMITS } from '../../lambdas/core/base/index.ts';
+import {
+  type FetchBatchDeps,
+  processFetchBatch,
+  processRenderBatch,
+  type RenderBatchDeps,
+} from '../../lambdas/core/batches/index.ts';
+import type {
+  CrawlStateName,
+  PageRenderer,
+  RenderedPage,
+  RenderMessage,
+  TaskMessage,
+  VisitMessage,
+} from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { MemoryCrawlConfigs } from '../fakes/crawl-configs.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

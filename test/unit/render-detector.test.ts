@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { renderChoice, renderDecision, renderPage } from '../../lambdas/core/content/page-render.ts';
-import { renderVerdict } from '../../lambdas/core/content/render-detector.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { PageRenderer } from '../../lambdas/core/crawl/ports.ts';
+import { renderChoice, renderDecision, renderPage, renderVerdict } from '../../lambdas/core/content/index.ts';
+import type { PageRenderer } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const page = (body: string, head = '') =>

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { responseVerdict } from '../../lambdas/core/fetch/response-verdict.ts';
+import { responseVerdict } from '../../lambdas/core/fetch/index.ts';
 
 const page = 'https://example.com/dir/page';
 

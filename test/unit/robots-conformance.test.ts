@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { isAllowed, parseRobots } from '../../lambdas/core/robots/robots.ts';
+import { isAllowed, parseRobots } from '../../lambdas/core/robots/index.ts';
 
 interface ConformanceCase {
   name: string;

@@ -5,23 +5,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { FatalError, PermanentError, RetryableError } from '../../lambdas/core/base/errors.ts';
-import { RETRY_BACKOFF } from '../../lambdas/core/base/limits.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import { reservedGapMs } from '../../lambdas/core/crawl/politeness.ts';
-import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/ports.ts';
-import { ALLOW_ALL, parseRobots } from '../../lambdas/core/robots/robots.ts';
+import { FatalError, PermanentError, RETRY_BACKOFF, RetryableError } from '../../lambdas/core/base/index.ts';
+import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig, reservedGapMs } from '../../lambdas/core/crawl/index.ts';
 import {
+  ALLOW_ALL,
   checkRobots,
   createRobotsCache,
   MAX_ROBOTS_BYTES,
+  parseRobots,
   policyFromJson,
   ROBOTS_POLL_MS,
   ROBOTS_TTL_MS,
   type RobotsCache,
   type RobotsGateDeps,
   robotsFetchBudgetMs,
-} from '../../lambdas/core/robots/robots-gate.ts';
+} from '../../lambdas/core/robots/index.ts';
 import { MemoryHostSlots } from '../fakes/host-slots.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 

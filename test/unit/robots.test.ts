@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   ALLOW_ALL,
+  canonicalizePath,
   crawlDelaySeconds,
   DISALLOW_ALL,
   isAllowed,
@@ -9,8 +10,7 @@ import {
   productToken,
   type RobotsPolicy,
   sitemaps,
-} from '../../lambdas/core/robots/robots.ts';
-import { canonicalizePath } from '../../lambdas/core/robots/robots-match.ts';
+} from '../../lambdas/core/robots/index.ts';
 
 const UA = 'FooBot/2.1 (+https://example.com/bot)';
 

@@ -15,7 +15,7 @@ import {
   nextRun,
   parseCron,
   wallClock,
-} from '../../lambdas/core/base/cron.ts';
+} from '../../lambdas/core/base/index.ts';
 import {
   decideRun,
   parseScheduledRun,
@@ -25,7 +25,7 @@ import {
   scheduledRunMessage,
   scheduleTargetInput,
   UNSTARTED_CLAIM_MS,
-} from '../../lambdas/core/crawl/schedule.ts';
+} from '../../lambdas/core/crawl/index.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const values = (set: ReadonlySet<number> | undefined) =>

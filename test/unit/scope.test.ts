@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import {
   compileScope,
   compileScopeKeys,
@@ -8,7 +8,7 @@ import {
   type Scope,
   type ScopeRules,
   seedScopeKey,
-} from '../../lambdas/core/urls/scope.ts';
+} from '../../lambdas/core/urls/index.ts';
 
 function rules(scope: Scope, seeds: string[], extra?: Partial<ScopeRules>): ScopeRules {
   return { scope, seeds, include: [], exclude: [], ...extra };

@@ -15,7 +15,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import { parseSeedSource, SeedSourceError, seedSourceLines } from '../../lambdas/adapters/seed-source.ts';
-import { readSeed, type SeedLine, scanSeeds, seedLines } from '../../lambdas/core/urls/seed-lines.ts';
+import { readSeed, type SeedLine, scanSeeds, seedLines } from '../../lambdas/core/urls/index.ts';
 import { assertLinearAsync } from '../fixtures/linear-time.ts';
 
 let dir: string;

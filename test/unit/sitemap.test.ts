@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
-import { decodeContent, inflateCapped } from '../../lambdas/core/base/capped-inflate.ts';
-import { isGzip } from '../../lambdas/core/base/content-coding.ts';
+import { decodeContent, inflateCapped, isGzip } from '../../lambdas/core/base/index.ts';
 import {
   parseSitemap,
   SITEMAP_MAX_BYTES,
   SITEMAP_MAX_URLS,
   SitemapError,
-} from '../../lambdas/core/frontier/sitemap.ts';
+} from '../../lambdas/core/frontier/index.ts';
 
 const urlset = (locs: string[], extra = ''): string =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${extra}\n${locs

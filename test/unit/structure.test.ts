@@ -66,20 +66,32 @@ describe('the import structure', () => {
       ['lambdas/core/crawl/budget.ts', 'lambdas/shared/aws-clients.ts', /the core may use only/],
       [
         'lambdas/core/robots/robots.ts',
-        'lambdas/core/content/links.ts',
+        'lambdas/core/content/index.ts',
         /core\/robots may import only the folders below it/,
       ],
       [
         'lambdas/core/base/cron.ts',
-        'lambdas/core/results/result.ts',
+        'lambdas/core/results/index.ts',
         /core\/base may import only the folders below it/,
+      ],
+      [
+        'lambdas/adapters/s3-blobs.ts',
+        'lambdas/core/archive/warc.ts',
+        /imported from lambdas\/core\/archive\/index\.ts/,
+      ],
+      [
+        'lambdas/core/fetch/fetch-task.ts',
+        'lambdas/core/robots/robots.ts',
+        /imported from lambdas\/core\/robots\/index\.ts/,
       ],
     ];
     for (const [from, to, why] of cases) {
       const problems = structureViolations(withImport(graph, from, to));
-      assert.equal(problems.length, 1, `${from} -> ${to}: ${problems.join('; ')}`);
-      assert.match(problems[0] ?? '', why);
-      assert.ok(problems[0]?.startsWith(`${from}:999 imports ${to}`));
+      // An import from the core to an adapter also closes a loop (the adapter imports the core).
+      assert.ok(
+        problems.some((problem) => problem.startsWith(`${from}:999 imports ${to}`) && why.test(problem)),
+        `${from} -> ${to}: ${problems.join('; ')}`,
+      );
     }
   });
 });

@@ -18,7 +18,7 @@ import {
   stripQuerySessionId,
   surt,
   unescapeRepeatedly,
-} from '../../lambdas/core/urls/surt.ts';
+} from '../../lambdas/core/urls/index.ts';
 
 type Answer = string | number | null;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { HTML_BODY_REASON, parseTaskMessage } from '../../lambdas/core/crawl/task.ts';
+import { HTML_BODY_REASON, parseTaskMessage } from '../../lambdas/core/crawl/index.ts';
 
 test('a JSON task is parsed with its fields', () => {
   const parsed = parseTaskMessage(

@@ -10,7 +10,7 @@ import {
   stripUserinfo,
   urlKey,
   withoutUserinfo,
-} from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/urls/index.ts';
 
 function norm(input: string | URL, options?: Parameters<typeof normalizeUrl>[1]): string {
   const result = normalizeUrl(input, options);

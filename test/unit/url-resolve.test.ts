@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { resolveUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { resolveUrl } from '../../lambdas/core/urls/index.ts';
 
 interface ResolveCase {
   input: string;

@@ -2,13 +2,12 @@
 // of 100,000 URLs) are checked a bounded number at a time, and none starts past the deadline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CRAWL_LIMITS } from '../../lambdas/core/base/limits.ts';
-import { LruSet } from '../../lambdas/core/base/lru.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/crawl/ports.ts';
-import { visitHost } from '../../lambdas/core/fetch/host-visit.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import { CRAWL_LIMITS, LruSet } from '../../lambdas/core/base/index.ts';
+import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { visitHost } from '../../lambdas/core/fetch/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';

@@ -3,11 +3,11 @@
 // host's release keeps them, so the next visit neither fetches those pages again nor comes too soon.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
-import type { HostUrl } from '../../lambdas/core/crawl/ports.ts';
-import { type VisitDecision, VisitFailedError, visitHost } from '../../lambdas/core/fetch/host-visit.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+import type { HostUrl } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type VisitDecision, VisitFailedError, visitHost } from '../../lambdas/core/fetch/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { VisitPacer } from '../../lambdas/core/fetch/visit-pacer.ts';
+import { VisitPacer } from '../../lambdas/core/fetch/index.ts';
 
 /** A clock that moves only when set or slept on. */
 function manualClock(start: number) {

@@ -3,7 +3,6 @@
 // page, a Crawl-delay that robots.txt just asked for included, is kept within the same round.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/crawl-config.ts';
 import type {
   CrawlConfigReader,
   HostUrl,
@@ -11,10 +10,11 @@ import type {
   PageFetcher,
   PageRequest,
   PageResponse,
-} from '../../lambdas/core/crawl/ports.ts';
-import { visitHost } from '../../lambdas/core/fetch/host-visit.ts';
-import { createRobotsCache } from '../../lambdas/core/robots/robots-gate.ts';
-import { normalizeUrl } from '../../lambdas/core/urls/url-normalize.ts';
+} from '../../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { visitHost } from '../../lambdas/core/fetch/index.ts';
+import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
+import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';

@@ -4,11 +4,17 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
-import { iterateWarcFile, parseHttpMessage, readWarcRecord } from '../../lambdas/core/archive/warc.ts';
-import { type CapturedPage, storeWarcFiles, WarcBatchWriter } from '../../lambdas/core/archive/warc-batch.ts';
-import type { PageResponse } from '../../lambdas/core/crawl/ports.ts';
-import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/results/content-record.ts';
-import type { CrawlResult } from '../../lambdas/core/results/result.ts';
+import {
+  type CapturedPage,
+  iterateWarcFile,
+  parseHttpMessage,
+  readWarcRecord,
+  storeWarcFiles,
+  WarcBatchWriter,
+} from '../../lambdas/core/archive/index.ts';
+import type { PageResponse } from '../../lambdas/core/crawl/index.ts';
+import type { CrawlResult } from '../../lambdas/core/results/index.ts';
+import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/results/index.ts';
 import { contentKey, warcKey } from '../../lambdas/shared/contracts.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';

@@ -15,7 +15,7 @@ import {
   WarcFileBuilder,
   WarcFormatError,
   type WarcRecordRef,
-} from '../../lambdas/core/archive/warc.ts';
+} from '../../lambdas/core/archive/index.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';
 
 const DATE = new Date('2024-05-01T12:34:56.789Z');

@@ -27,8 +27,8 @@
  * after an aggregator crash) keeps the first. `urlkey` is not unique: URLs that the SURT folds together
  * (`/a/` and `/a`, a session id, the order of query arguments) share one, as in any CDX index.
  */
-import type { CrawlResult } from '../results/result.ts';
-import { surt } from '../urls/surt.ts';
+import type { CrawlResult } from '../results/index.ts';
+import { surt } from '../urls/index.ts';
 import { base32Encode } from './warc-digest.ts';
 
 export interface CdxjFields {

@@ -11,8 +11,8 @@
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { resultsPrefix } from '../../shared/contracts.ts';
-import { isGzip, isOutputCapError } from '../base/content-coding.ts';
-import { ResultSchema } from '../results/result.ts';
+import { isGzip, isOutputCapError } from '../base/index.ts';
+import { ResultSchema } from '../results/index.ts';
 import type { IndexLine } from './cdxj.ts';
 
 /** What reading needs from the page store (S3Blobs has it). */

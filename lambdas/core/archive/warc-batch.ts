@@ -14,18 +14,16 @@
  */
 import { gzipSync } from 'node:zlib';
 import { contentKey, warcKey } from '../../shared/contracts.ts';
-import { headerValue } from '../base/http-headers.ts';
-import { STORAGE_LIMITS } from '../base/limits.ts';
-import type { BlobWriter, PageResponse } from '../crawl/ports.ts';
+import { headerValue, STORAGE_LIMITS } from '../base/index.ts';
+import type { BlobWriter, PageResponse } from '../crawl/index.ts';
 import {
   changeOf,
   type IntervalBounds,
   nextInterval,
   type PriorCapture,
   revisitProfileOf,
-} from '../crawl/recrawl.ts';
-import type { ContentRecord } from '../results/content-record.ts';
-import type { CrawlResult, Revisit } from '../results/result.ts';
+} from '../crawl/index.ts';
+import type { ContentRecord, CrawlResult, Revisit } from '../results/index.ts';
 import {
   formatSha1,
   type PreparedResponse,

@@ -9,7 +9,7 @@
  * gzip members all throw WarcFormatError.
  */
 import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
-import { isGzip } from '../base/content-coding.ts';
+import { isGzip } from '../base/index.ts';
 
 export class WarcFormatError extends Error {
   readonly code = 'warc_format';

@@ -61,10 +61,9 @@
 import { gzipSync } from 'node:zlib';
 import { endEventMarkerKey, resultPartKey, resultsPrefix, summaryKey } from '../../shared/contracts.ts';
 import { mapLimit } from '../../shared/map-limit.ts';
-import { type IndexLine, indexLine } from '../archive/cdxj.ts';
-import type { Outcome } from '../base/outcome.ts';
-import { retryStep } from '../base/retry-step.ts';
-import { DEFAULT_CRAWL_ID } from '../crawl/crawl-config.ts';
+import { type IndexLine, indexLine } from '../archive/index.ts';
+import type { Outcome } from '../base/index.ts';
+import { retryStep } from '../base/index.ts';
 import type {
   CounterDeltas,
   CrawlConfigReader,
@@ -72,11 +71,11 @@ import type {
   FinalizeOutcome,
   FrontierFinalizer,
   ResultStore,
-} from '../crawl/ports.ts';
-import { type HurryDeps, hurryAwaitingHosts } from '../frontier/host-hurry.ts';
-import type { CrawlResult } from '../results/result.ts';
-import { bareResult } from '../results/result-builders.ts';
-import { parseResultsMessage } from '../results/result-message.ts';
+} from '../crawl/index.ts';
+import { DEFAULT_CRAWL_ID } from '../crawl/index.ts';
+import { type HurryDeps, hurryAwaitingHosts } from '../frontier/index.ts';
+import type { CrawlResult } from '../results/index.ts';
+import { bareResult, parseResultsMessage } from '../results/index.ts';
 import { type EventPublisher, endEvent, eventOf } from './crawl-events.ts';
 import { summaryFromCounters } from './crawl-summary.ts';
 

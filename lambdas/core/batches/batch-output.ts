@@ -5,25 +5,27 @@
  * (render-batch.ts) from its rendered pages.
  */
 
-import { type CapturedPage, WarcBatchWriter } from '../archive/warc-batch.ts';
-import type { LruSet } from '../base/lru.ts';
-import { retryStep } from '../base/retry-step.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { frontierHost } from '../crawl/politeness.ts';
+import { type CapturedPage, WarcBatchWriter } from '../archive/index.ts';
+import type { LruSet } from '../base/index.ts';
+import { retryStep } from '../base/index.ts';
 import type {
   CrawlBudget,
+  CrawlConfig,
   DeadLetter,
   DeadLetterSender,
   FrontierAdmission,
   FrontierUrl,
   HostVisits,
   OutgoingVisit,
+  PageToRender,
+  RenderMessage,
   RenderSender,
   ResultSender,
+  TaskMessage,
   TaskSender,
-} from '../crawl/ports.ts';
-import type { PageToRender, RenderMessage } from '../crawl/render-message.ts';
-import type { TaskMessage } from '../crawl/task.ts';
+} from '../crawl/index.ts';
+import { frontierHost } from '../crawl/index.ts';
+import type { TaskAdmission } from '../frontier/index.ts';
 import {
   admitEnded,
   admitLinks,
@@ -31,9 +33,8 @@ import {
   confirmSent,
   type DiscoveringPage,
   giveBack,
-} from '../frontier/link-admission.ts';
-import type { TaskAdmission } from '../frontier/task-admission.ts';
-import type { CrawlResult } from '../results/result.ts';
+} from '../frontier/index.ts';
+import type { CrawlResult } from '../results/index.ts';
 
 export type WarcBlobs = ConstructorParameters<typeof WarcBatchWriter>[0];
 

@@ -7,7 +7,7 @@
  * hid from that look was woken by a host that drained during it, whose tally then grew between the
  * two sums (the page that woke it was not done at the first, and is counted by its host's drain).
  */
-import type { HostTally, HostVisits } from '../crawl/ports.ts';
+import type { HostTally, HostVisits } from '../crawl/index.ts';
 
 export type SettledTotals = HostTally & { hosts: number };
 

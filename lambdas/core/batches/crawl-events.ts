@@ -9,8 +9,8 @@
  * is told apart by it (docs/deploy.md, "Events").
  */
 import { z } from 'zod';
-import type { CrawlCounters } from '../crawl/ports.ts';
-import { CHANGES } from '../results/result.ts';
+import type { CrawlCounters } from '../crawl/index.ts';
+import { CHANGES } from '../results/index.ts';
 
 /** The `source` of every event the crawler publishes. */
 export const EVENT_SOURCE = 'serverless-crawler';

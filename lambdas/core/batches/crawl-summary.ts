@@ -1,6 +1,6 @@
 /** A crawl's summary (`crawls/<crawlId>/summary.json`, `crawler status`) from its counters. */
-import { OUTCOMES, type Outcome } from '../base/outcome.ts';
-import type { CrawlCounters } from '../crawl/ports.ts';
+import { OUTCOMES, type Outcome } from '../base/index.ts';
+import type { CrawlCounters } from '../crawl/index.ts';
 
 /**
  * `crawls/<crawlId>/summary.json`: the crawl's final numbers, written once when it completes; for the

@@ -13,12 +13,9 @@
  * of the batch not yet ended: their messages come back and the next visits fetch again what was not
  * reported.
  */
-import { backoffSeconds } from '../base/backoff.ts';
-import { isCrawlError } from '../base/errors.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../base/limits.ts';
-import { retryStep } from '../base/retry-step.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
+import { AWS_LIMITS, backoffSeconds, isCrawlError, RETRY_BACKOFF, retryStep } from '../base/index.ts';
 import type {
+  CrawlConfig,
   CrawlConfigReader,
   CrawlStateCheck,
   FrontierAdmission,
@@ -27,14 +24,12 @@ import type {
   HostUrlStore,
   OutgoingVisit,
   ResultSender,
-} from '../crawl/ports.ts';
-import { parseVisitMessage, type TaskMessage, type VisitMessage } from '../crawl/task.ts';
-import type { BodyBudget } from '../fetch/body-budget.ts';
-import type { UrlStepDeps } from '../fetch/fetch-task.ts';
-import { type VisitEnd, VisitFailedError, visitHost } from '../fetch/host-visit.ts';
-import { visitOf } from '../frontier/link-admission.ts';
-import { admitTaskMessage } from '../frontier/task-admission.ts';
-import type { CrawlResult } from '../results/result.ts';
+} from '../crawl/index.ts';
+import { parseVisitMessage, type TaskMessage, type VisitMessage } from '../crawl/index.ts';
+import type { BodyBudget, UrlStepDeps } from '../fetch/index.ts';
+import { type VisitEnd, VisitFailedError, visitHost } from '../fetch/index.ts';
+import { admitTaskMessage, visitOf } from '../frontier/index.ts';
+import type { CrawlResult } from '../results/index.ts';
 import { BatchOutput, type BatchOutputDeps, type DroppedTask } from './batch-output.ts';
 
 export interface RetryRequest {

@@ -14,22 +14,39 @@
  * once (aggregate-batch.ts).
  */
 
-import type { BlobReader } from '../archive/index-reader.ts';
-import { parseHttpMessage, readWarcRecord } from '../archive/warc-reader.ts';
-import { backoffSeconds } from '../base/backoff.ts';
-import { isCrawlError, RetryableError } from '../base/errors.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../base/limits.ts';
-import { retryStep } from '../base/retry-step.ts';
-import { decodeBody, readHtml } from '../content/page-reading.ts';
-import { type RenderOutcome, type RenderPageDeps, renderPage } from '../content/page-render.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { decodeText, mediaType } from '../crawl/page-content.ts';
-import { frontierHost } from '../crawl/politeness.ts';
-import type { CrawlConfigReader, CrawlStateCheck, PageResponse } from '../crawl/ports.ts';
-import { parseRenderMessage, type RenderMessage } from '../crawl/render-message.ts';
-import type { TaskMessage } from '../crawl/task.ts';
-import { visitOf } from '../frontier/link-admission.ts';
-import type { CrawlResult } from '../results/result.ts';
+import type { BlobReader } from '../archive/index.ts';
+import { parseHttpMessage, readWarcRecord } from '../archive/index.ts';
+import {
+  AWS_LIMITS,
+  backoffSeconds,
+  isCrawlError,
+  RETRY_BACKOFF,
+  RetryableError,
+  retryStep,
+} from '../base/index.ts';
+import {
+  decodeBody,
+  type RenderOutcome,
+  type RenderPageDeps,
+  readHtml,
+  renderPage,
+} from '../content/index.ts';
+import type {
+  CrawlConfig,
+  CrawlConfigReader,
+  CrawlStateCheck,
+  PageResponse,
+  TaskMessage,
+} from '../crawl/index.ts';
+import {
+  decodeText,
+  frontierHost,
+  mediaType,
+  parseRenderMessage,
+  type RenderMessage,
+} from '../crawl/index.ts';
+import { visitOf } from '../frontier/index.ts';
+import type { CrawlResult } from '../results/index.ts';
 import { BatchOutput, type BatchOutputDeps } from './batch-output.ts';
 
 export interface RenderBatchDeps extends BatchOutputDeps, RenderPageDeps {

@@ -2,8 +2,8 @@
  * Builds content records (content-record.ts) in the fetch function, from the decoded text of a page.
  */
 
-import type { ContentMode } from '../crawl/crawl-config.ts';
-import { type ContentRecord, MAX_TEXT_RECORD_CHARS } from '../results/content-record.ts';
+import type { ContentMode } from '../crawl/index.ts';
+import { type ContentRecord, MAX_TEXT_RECORD_CHARS } from '../results/index.ts';
 import { extractMainContent, type MainContentOptions, type PageMetadata } from './main-content.ts';
 import type { PdfExtraction } from './pdf-content.ts';
 

@@ -37,7 +37,7 @@ import {
   type NormalizeOptions,
   normalizeHref,
   resolveUrl,
-} from '../urls/url-normalize.ts';
+} from '../urls/index.ts';
 import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
 
 export type LinkTag = 'a' | 'area';

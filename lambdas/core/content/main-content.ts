@@ -37,9 +37,13 @@
  * Page text is escaped as it goes into the Markdown (markdown-escape.ts): only the constructs made
  * here are Markdown, links are http(s) or mailto, and code fences outgrow their content.
  */
-import { CpuBudget } from '../base/cpu-budget.ts';
-import { CONTENT_LIMITS } from '../base/limits.ts';
-import { escapeMarkdownText, longestBacktickRun, markdownDestination } from '../base/markdown-escape.ts';
+import {
+  CONTENT_LIMITS,
+  CpuBudget,
+  escapeMarkdownText,
+  longestBacktickRun,
+  markdownDestination,
+} from '../base/index.ts';
 import { type Attributes, type HtmlHandler, HtmlReader } from './main-content-html.ts';
 
 export interface PageMetadata {

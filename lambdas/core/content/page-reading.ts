@@ -5,14 +5,12 @@
  * from its rendered DOM (render-batch.ts, with readHtml). Other content is stored but not parsed.
  */
 
-import { headerValue } from '../base/http-headers.ts';
-import { PDF_LIMITS } from '../base/limits.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { type DecodedBody, decodeContent, decodeText, mediaType } from '../crawl/page-content.ts';
-import type { PageResponse } from '../crawl/ports.ts';
-import type { DiscoveredLink } from '../frontier/link-admission.ts';
-import { type ContentRecord, contentKind } from '../results/content-record.ts';
-import type { CrawlResult } from '../results/result.ts';
+import { headerValue, PDF_LIMITS } from '../base/index.ts';
+import type { CrawlConfig, PageResponse } from '../crawl/index.ts';
+import { type DecodedBody, decodeContent, decodeText, mediaType } from '../crawl/index.ts';
+import type { DiscoveredLink } from '../frontier/index.ts';
+import type { CrawlResult } from '../results/index.ts';
+import { type ContentRecord, contentKind } from '../results/index.ts';
 import {
   type ContentSource,
   htmlContentRecord,

@@ -10,12 +10,9 @@
  * - A render that fails or times out leaves the page as fetched, with the reason in its result.
  */
 
-import { describeError } from '../base/errors.ts';
-import { RENDER_LIMITS } from '../base/limits.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { credentialHeaders } from '../crawl/credentials.ts';
-import { hostKey } from '../crawl/politeness.ts';
-import type { CredentialReader, PageRenderer, RenderedPage } from '../crawl/ports.ts';
+import { describeError, RENDER_LIMITS } from '../base/index.ts';
+import type { CrawlConfig, CredentialReader, PageRenderer, RenderedPage } from '../crawl/index.ts';
+import { credentialHeaders, hostKey } from '../crawl/index.ts';
 import { renderVerdict } from './render-detector.ts';
 
 /** Hosts whose pages needed rendering, per crawl (a container's memory: `crawlId host`). */

@@ -13,9 +13,8 @@
 import { setImmediate as nextMacrotask, setTimeout as sleep } from 'node:timers/promises';
 import { getResolvedPDFJS } from 'unpdf';
 import type { PDFDocumentProxy, PDFPageProxy } from 'unpdf/pdfjs';
-import { CONTENT_LIMITS, PDF_LIMITS } from '../base/limits.ts';
-import { escapeMarkdownText } from '../base/markdown-escape.ts';
-import { MAX_TEXT_RECORD_CHARS } from '../results/content-record.ts';
+import { CONTENT_LIMITS, escapeMarkdownText, PDF_LIMITS } from '../base/index.ts';
+import { MAX_TEXT_RECORD_CHARS } from '../results/index.ts';
 import { scanPdfStreams } from './pdf-streams.ts';
 
 /** Bounds of a PDF's extraction (the options' defaults): limits.ts's, and the text bounds of the other records. */

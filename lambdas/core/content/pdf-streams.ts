@@ -11,7 +11,7 @@
  * Not covered: a JPEG as page content, a fake keyword in a string after a /Filter, a filter or length
  * in a compressed object stream.
  */
-import { PDF_LIMITS } from '../base/limits.ts';
+import { PDF_LIMITS } from '../base/index.ts';
 
 const MiB = 1024 * 1024;
 

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import { CRAWL_ID_PATTERN, CRAWL_ID_RULE } from '../../shared/contracts.ts';
-import { CRAWL_LIMITS, FETCH_LIMITS } from '../base/limits.ts';
-import { stripUserinfo } from '../urls/url-normalize.ts';
+import { CRAWL_LIMITS, FETCH_LIMITS } from '../base/index.ts';
+import { stripUserinfo } from '../urls/index.ts';
 import { DEFAULT_MAX_DECODE_RATIO, DEFAULT_STORE_TYPES, isTypePattern } from './page-content.ts';
 import { isProxyUrl } from './proxy-url.ts';
 

@@ -9,7 +9,7 @@
  * - The WARC request record keeps the header's name and `REDACTED` in place of its value.
  */
 import { z } from 'zod';
-import { CREDENTIAL_LIMITS } from '../base/limits.ts';
+import { CREDENTIAL_LIMITS } from '../base/index.ts';
 
 /** What a request record holds in place of a secret header's value. */
 export const REDACTED = 'REDACTED';

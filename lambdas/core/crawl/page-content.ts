@@ -18,10 +18,16 @@ import {
   inflateSync,
   zstdDecompressSync,
 } from 'node:zlib';
-import { type ContentCoding, contentCodings, isOutputCapError } from '../base/content-coding.ts';
-import { decodeAs, type EncodingSource, sniffHtmlEncoding } from '../base/encoding-sniff.ts';
-import { headerValue } from '../base/http-headers.ts';
-import { FETCH_LIMITS } from '../base/limits.ts';
+import {
+  type ContentCoding,
+  contentCodings,
+  decodeAs,
+  type EncodingSource,
+  FETCH_LIMITS,
+  headerValue,
+  isOutputCapError,
+  sniffHtmlEncoding,
+} from '../base/index.ts';
 
 export const HTML_TYPES = ['text/html', 'application/xhtml+xml'];
 

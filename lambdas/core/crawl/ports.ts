@@ -3,8 +3,8 @@
  * these over undici and the AWS SDK; core code never imports either.
  */
 
-import type { Outcome } from '../base/outcome.ts';
-import type { CrawlResult } from '../results/result.ts';
+import type { Outcome } from '../base/index.ts';
+import type { CrawlResult } from '../results/index.ts';
 import type { CrawlConfig, FetchLimits } from './crawl-config.ts';
 import type { CredentialBundle, CredentialCookie } from './credentials.ts';
 import type { PriorCapture } from './recrawl.ts';

@@ -5,8 +5,8 @@
  * the WARC writer turns an unchanged capture into a revisit record.
  */
 import { z } from 'zod';
-import { RECRAWL_LIMITS } from '../base/limits.ts';
-import { type Change, type CrawlResult, type Revisit, WarcPointerSchema } from '../results/result.ts';
+import { RECRAWL_LIMITS } from '../base/index.ts';
+import { type Change, type CrawlResult, type Revisit, WarcPointerSchema } from '../results/index.ts';
 
 /** The earlier capture of a URL, as a re-crawl's URL item carries it (`prior`). */
 export const PriorCaptureSchema = z.object({

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { CRAWL_ID_PATTERN } from '../../shared/contracts.ts';
-import { ResultSchema } from '../results/result.ts';
+import { ResultSchema } from '../results/index.ts';
 import { parseMessageOfKind } from './task.ts';
 
 export const RenderMessageSchema = z.object({

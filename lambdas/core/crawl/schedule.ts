@@ -4,7 +4,7 @@
  * stored once (adapters/schedule-store.ts); the Scheduler message that starts a run names it only.
  */
 import { z } from 'zod';
-import { CronError, checkTimeZone, parseCron } from '../base/cron.ts';
+import { CronError, checkTimeZone, parseCron } from '../base/index.ts';
 import { CrawlConfigSchema } from './crawl-config.ts';
 import { parseMessageOfKind } from './task.ts';
 

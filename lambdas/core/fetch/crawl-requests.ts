@@ -5,15 +5,14 @@
  * a visit goes around it.
  */
 
-import { PermanentError } from '../base/errors.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
+import { PermanentError } from '../base/index.ts';
+import type { CrawlConfig, CredentialReader, PageFetcher, PageRequest } from '../crawl/index.ts';
 import {
   type CredentialBundle,
   credentialHeaders,
   redactHeaders,
   secretHeaderNames,
-} from '../crawl/credentials.ts';
-import type { CredentialReader, PageFetcher, PageRequest } from '../crawl/ports.ts';
+} from '../crawl/index.ts';
 
 /** `fetcher` with the crawl's credentials and proxy applied to every request. */
 export function crawlRequests(

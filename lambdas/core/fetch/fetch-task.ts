@@ -6,32 +6,45 @@
  * retry on the URL's item, and the batch does all the sending.
  */
 import { createHash } from 'node:crypto';
-import type { CapturedPage } from '../archive/warc-batch.ts';
-import { backoffSeconds } from '../base/backoff.ts';
+import type { CapturedPage } from '../archive/index.ts';
 import {
   ADDRESS_BLOCKED,
+  AWS_LIMITS,
+  backoffSeconds,
   describeError,
+  headerValue,
   isCrawlError,
   OutOfTime,
   type PermanentError,
+  RETRY_BACKOFF,
   type RetryableError,
-} from '../base/errors.ts';
-import { headerValue } from '../base/http-headers.ts';
-import { AWS_LIMITS, RETRY_BACKOFF } from '../base/limits.ts';
-import { readPage } from '../content/page-reading.ts';
-import type { RenderedHosts } from '../content/page-render.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { isStorableType, mediaType } from '../crawl/page-content.ts';
-import { effectiveDelayMs, hostKey, reservedGapMs } from '../crawl/politeness.ts';
-import type { CredentialReader, HostSlots, HostUrl, PageFetcher, RobotsStore } from '../crawl/ports.ts';
-import { conditionalHeaders, keptValidator, revisitProfileOf } from '../crawl/recrawl.ts';
-import type { PageToRender } from '../crawl/render-message.ts';
-import type { DiscoveredLink } from '../frontier/link-admission.ts';
-import type { ContentRecord } from '../results/content-record.ts';
-import type { CrawlResult } from '../results/result.ts';
-import { bareResult } from '../results/result-builders.ts';
-import { checkRobots, type RobotsCache } from '../robots/robots-gate.ts';
-import { normalizeUrl } from '../urls/url-normalize.ts';
+} from '../base/index.ts';
+import type { RenderedHosts } from '../content/index.ts';
+import { readPage } from '../content/index.ts';
+import type {
+  CrawlConfig,
+  CredentialReader,
+  HostSlots,
+  HostUrl,
+  PageFetcher,
+  PageToRender,
+  RobotsStore,
+} from '../crawl/index.ts';
+import {
+  conditionalHeaders,
+  effectiveDelayMs,
+  hostKey,
+  isStorableType,
+  keptValidator,
+  mediaType,
+  reservedGapMs,
+  revisitProfileOf,
+} from '../crawl/index.ts';
+import type { DiscoveredLink } from '../frontier/index.ts';
+import type { ContentRecord, CrawlResult } from '../results/index.ts';
+import { bareResult } from '../results/index.ts';
+import { checkRobots, type RobotsCache } from '../robots/index.ts';
+import { normalizeUrl } from '../urls/index.ts';
 import { responseVerdict } from './response-verdict.ts';
 
 export interface UrlStepDeps {

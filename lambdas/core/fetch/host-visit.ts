@@ -12,20 +12,18 @@
  * hands it back with a delay, or drops the message.
  */
 
-import { ADDRESS_BLOCKED, OutOfTime, PermanentError } from '../base/errors.ts';
-import { FRONTIER_LIMITS, RENDER_LIMITS } from '../base/limits.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { cancelledResult, crawlClosed } from '../crawl/crawl-state.ts';
-import { addToTally, emptyTally } from '../crawl/host-tally.ts';
+import { ADDRESS_BLOCKED, FRONTIER_LIMITS, OutOfTime, PermanentError, RENDER_LIMITS } from '../base/index.ts';
 import type {
+  CrawlConfig,
   CrawlStateCheck,
   HostTally,
   HostUrl,
   HostUrlStore,
   PageFetcher,
+  PageToRender,
   RenderHold,
-} from '../crawl/ports.ts';
-import type { PageToRender } from '../crawl/render-message.ts';
+} from '../crawl/index.ts';
+import { addToTally, cancelledResult, crawlClosed, emptyTally } from '../crawl/index.ts';
 import { crawlRequests } from './crawl-requests.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';

@@ -1,6 +1,6 @@
 /** What a received HTTP status means for the crawl: keep it, follow it, retry it, or record a failure. */
-import { headerValue, retryAfterMs } from '../base/http-headers.ts';
-import { stripUserinfo, withoutUserinfo } from '../urls/url-normalize.ts';
+import { headerValue, retryAfterMs } from '../base/index.ts';
+import { stripUserinfo, withoutUserinfo } from '../urls/index.ts';
 
 export type ResponseVerdict =
   | { kind: 'fetched' }

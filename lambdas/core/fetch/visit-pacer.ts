@@ -7,7 +7,7 @@
  * Retry-After pace through it; the visit saves `nextAt` and `pausedUntil` on the host item when it
  * ends.
  */
-import type { HostSlots } from '../crawl/ports.ts';
+import type { HostSlots } from '../crawl/index.ts';
 
 export interface PaceState {
   /** Earliest time (epoch ms) the host's next request may leave. */

@@ -12,7 +12,7 @@
  * its own message, as before. Nothing here can lose or repeat a URL.
  */
 
-import type { HostVisits, OutgoingVisit, TaskSender } from '../crawl/ports.ts';
+import type { HostVisits, OutgoingVisit, TaskSender } from '../crawl/index.ts';
 import { visitOf } from './link-admission.ts';
 
 export interface HurryDeps {

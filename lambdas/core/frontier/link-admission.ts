@@ -8,17 +8,19 @@
  * the others (and the page budget's) are admitted held, woken, and get a `skipped` result each.
  */
 
-import { FRONTIER_LIMITS } from '../base/limits.ts';
-import type { LruSet } from '../base/lru.ts';
-import { retryStep } from '../base/retry-step.ts';
-import { type CrawlConfig, hasSeeds } from '../crawl/crawl-config.ts';
-import { frontierHost } from '../crawl/politeness.ts';
-import type { FrontierAdmission, FrontierUrl, HostVisits, OutgoingVisit } from '../crawl/ports.ts';
-import type { PriorCapture } from '../crawl/recrawl.ts';
-import type { CarriedLink, CrawlResult } from '../results/result.ts';
-import { bareResult } from '../results/result-builders.ts';
-import { type CompiledScope, compileScope, compileScopeKeys } from '../urls/scope.ts';
-import { normalizeUrl } from '../urls/url-normalize.ts';
+import type { LruSet } from '../base/index.ts';
+import { FRONTIER_LIMITS, retryStep } from '../base/index.ts';
+import type {
+  FrontierAdmission,
+  FrontierUrl,
+  HostVisits,
+  OutgoingVisit,
+  PriorCapture,
+} from '../crawl/index.ts';
+import { type CrawlConfig, frontierHost, hasSeeds } from '../crawl/index.ts';
+import type { CarriedLink, CrawlResult } from '../results/index.ts';
+import { bareResult } from '../results/index.ts';
+import { type CompiledScope, compileScope, compileScopeKeys, normalizeUrl } from '../urls/index.ts';
 
 export interface DiscoveredLink {
   url: string;

@@ -26,14 +26,18 @@
 
 import zlib from 'node:zlib';
 import { Parser } from 'htmlparser2';
-import { decodeContent } from '../base/capped-inflate.ts';
-import { isGzip, isOutputCapError } from '../base/content-coding.ts';
-import { describeError, FatalError, isCrawlError } from '../base/errors.ts';
-import { headerValue } from '../base/http-headers.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { hostKey } from '../crawl/politeness.ts';
-import type { PageFetcher, PageResponse } from '../crawl/ports.ts';
-import { DEFAULT_MAX_ROBOTS_BYTES, parseRobots, sitemaps as robotsSitemaps } from '../robots/robots.ts';
+import {
+  decodeContent,
+  describeError,
+  FatalError,
+  headerValue,
+  isCrawlError,
+  isGzip,
+  isOutputCapError,
+} from '../base/index.ts';
+import type { CrawlConfig, PageFetcher, PageResponse } from '../crawl/index.ts';
+import { hostKey } from '../crawl/index.ts';
+import { DEFAULT_MAX_ROBOTS_BYTES, parseRobots, sitemaps as robotsSitemaps } from '../robots/index.ts';
 
 /** The protocol's limit on entries per file (urlset or index). */
 export const SITEMAP_MAX_URLS = 50_000;

@@ -4,14 +4,12 @@
  * which wakes its host's visit. What cannot be admitted ends here with its result or reason.
  */
 
-import { isCrawlError } from '../base/errors.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import { cancelledResult, crawlClosed } from '../crawl/crawl-state.ts';
-import type { CrawlConfigReader, CrawlStateCheck } from '../crawl/ports.ts';
-import { parseTaskMessage, type TaskMessage } from '../crawl/task.ts';
-import type { CrawlResult } from '../results/result.ts';
-import { bareResult, invalidTaskKey } from '../results/result-builders.ts';
-import { normalizeUrl, stripUserinfo } from '../urls/url-normalize.ts';
+import { isCrawlError } from '../base/index.ts';
+import type { CrawlConfig, CrawlConfigReader, CrawlStateCheck } from '../crawl/index.ts';
+import { cancelledResult, crawlClosed, parseTaskMessage, type TaskMessage } from '../crawl/index.ts';
+import type { CrawlResult } from '../results/index.ts';
+import { bareResult, invalidTaskKey } from '../results/index.ts';
+import { normalizeUrl, stripUserinfo } from '../urls/index.ts';
 import type { DiscoveringPage } from './link-admission.ts';
 
 export type TaskAdmission =

@@ -1,6 +1,6 @@
 /** Result records that carry no response (invalid tasks, skips, blocks, failures before a response). */
 import { createHash } from 'node:crypto';
-import type { Outcome } from '../base/outcome.ts';
+import type { Outcome } from '../base/index.ts';
 import type { CrawlResult } from './result.ts';
 
 export interface ResultSubject {

@@ -10,7 +10,7 @@
  * finalizes the same whether it came alone or packed, delivered once or again.
  */
 import { createHash } from 'node:crypto';
-import { AWS_LIMITS } from '../base/limits.ts';
+import { AWS_LIMITS } from '../base/index.ts';
 import { type CrawlResult, ResultSchema } from './result.ts';
 
 export interface ResultsRecord {

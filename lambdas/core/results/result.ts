@@ -1,6 +1,6 @@
 /** One result record per finished URL: what the aggregate function indexes. */
 import { z } from 'zod';
-import { OUTCOMES } from '../base/outcome.ts';
+import { OUTCOMES } from '../base/index.ts';
 
 /** A gzip member of an object in the page bucket: one ranged GET of `offset` .. `offset + length - 1`. */
 export const WarcPointerSchema = z.object({

@@ -53,30 +53,32 @@
  * message retried).
  */
 
-import { backoffMs } from '../base/backoff.ts';
-import { decodeContent } from '../base/capped-inflate.ts';
 import {
   ADDRESS_BLOCKED,
+  backoffMs,
+  decodeContent,
   describeError,
   FatalError,
+  headerValue,
   isCrawlError,
   OutOfTime,
   PermanentError,
+  RETRY_BACKOFF,
   RetryableError,
-} from '../base/errors.ts';
-import { headerValue, retryAfterMs } from '../base/http-headers.ts';
-import { RETRY_BACKOFF, ROBOTS_LIMITS } from '../base/limits.ts';
-import { retryStep } from '../base/retry-step.ts';
-import type { CrawlConfig } from '../crawl/crawl-config.ts';
-import {
-  DEFAULT_MAX_WAIT_MS,
-  effectiveDelayMs,
-  hostKey,
-  reservedGapMs,
-  slotPlan,
-} from '../crawl/politeness.ts';
-import type { HostSlots, PageFetcher, PageResponse, RobotsState, RobotsStore } from '../crawl/ports.ts';
-import { literalHostRefusal } from '../urls/address-guard.ts';
+  ROBOTS_LIMITS,
+  retryAfterMs,
+  retryStep,
+} from '../base/index.ts';
+import type {
+  CrawlConfig,
+  HostSlots,
+  PageFetcher,
+  PageResponse,
+  RobotsState,
+  RobotsStore,
+} from '../crawl/index.ts';
+import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from '../crawl/index.ts';
+import { literalHostRefusal } from '../urls/index.ts';
 import {
   ALLOW_ALL,
   crawlDelaySeconds,

@@ -1,0 +1,5 @@
+// The public surface of core/robots (README.md): every other folder, and code outside the core, imports it from here.
+
+export * from './robots.ts';
+export * from './robots-gate.ts';
+export * from './robots-match.ts';

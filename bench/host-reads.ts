@@ -14,15 +14,15 @@
 import { parseArgs } from 'node:util';
 import { LruSet } from '../lambdas/core/base/index.ts';
 import { processFetchBatch } from '../lambdas/core/batches/index.ts';
-import type {
-  HostUrl,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
-  TaskMessage,
-  VisitMessage,
+import {
+  type HostUrl,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
+  type TaskMessage,
+  type VisitMessage,
 } from '../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 import { createRobotsCache } from '../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../test/fakes/blobs.ts';

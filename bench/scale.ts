@@ -34,8 +34,7 @@ import {
   type ResultMessage,
   type VisitOutcome,
 } from '../lambdas/core/batches/index.ts';
-import type { TaskSender } from '../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig, type TaskSender } from '../lambdas/core/crawl/index.ts';
 import { admitLinks } from '../lambdas/core/frontier/index.ts';
 import { createRobotsCache } from '../lambdas/core/robots/index.ts';
 import { costOf, perMillionPages } from '../lambdas/shared/aws-prices.ts';

@@ -18,8 +18,7 @@ import {
   parseJsonLine,
   prefetchInOrder,
 } from '../lambdas/core/archive/index.ts';
-import type { WarcPointer } from '../lambdas/core/results/index.ts';
-import { type ContentRecord, ContentRecordSchema } from '../lambdas/core/results/index.ts';
+import { type ContentRecord, ContentRecordSchema, type WarcPointer } from '../lambdas/core/results/index.ts';
 import { contentPrefix } from '../lambdas/shared/contracts.ts';
 
 export interface StoredContent {

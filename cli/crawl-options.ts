@@ -6,12 +6,12 @@ import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseSeedSource, type SeedSource } from '../lambdas/adapters/seed-source.ts';
 import { CRAWL_LIMITS } from '../lambdas/core/base/index.ts';
-import type { CredentialBundle } from '../lambdas/core/crawl/index.ts';
 import {
   ADAPTIVE_BOUNDS,
   CONTENT_MODES,
   type ContentMode,
   type CrawlConfigInput,
+  type CredentialBundle,
   DEFAULT_USER_AGENT,
   RENDER_MODES,
   type RenderMode,

@@ -6,8 +6,7 @@
  */
 
 import type { Outcome } from '../lambdas/core/base/index.ts';
-import type { CrawlConfig } from '../lambdas/core/crawl/index.ts';
-import { frontierHost } from '../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, frontierHost } from '../lambdas/core/crawl/index.ts';
 
 export const PROGRESS_MODES = ['auto', 'line', 'json', 'none'] as const;
 export type ProgressMode = (typeof PROGRESS_MODES)[number];

@@ -27,11 +27,11 @@ import { CrawlConfigStore } from '../lambdas/adapters/crawl-config-store.ts';
 import { createFrontierStore } from '../lambdas/adapters/frontier-store.ts';
 import { FrontierUrlLookup } from '../lambdas/adapters/frontier-url-lookup.ts';
 import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
-import type { IndexLine } from '../lambdas/core/archive/index.ts';
 import {
   type BlobReader,
   damageWarning,
   type HttpMessage,
+  type IndexLine,
   parseHttpMessage,
   readWarcRecord,
   type WarcRecord,

@@ -5,11 +5,11 @@
  * cannot say (the item expired or was never written, a crawl from before `part`, a part that is
  * missing or damaged) is the whole index scanned, and the caller is told why first.
  */
-import type { IndexLine } from '../lambdas/core/archive/index.ts';
 import {
   type BlobReader,
   findIndexLine,
   findLineInPart,
+  type IndexLine,
   type OnDamage,
 } from '../lambdas/core/archive/index.ts';
 

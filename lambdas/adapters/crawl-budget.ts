@@ -7,8 +7,13 @@
  */
 import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { cancelledEvent, type EventPublisher } from '../core/batches/index.ts';
-import type { CrawlBudget, CrawlConfigReader } from '../core/crawl/index.ts';
-import { budgetSpent, MICRO_USD_PER_USD, splitCharge } from '../core/crawl/index.ts';
+import {
+  budgetSpent,
+  type CrawlBudget,
+  type CrawlConfigReader,
+  MICRO_USD_PER_USD,
+  splitCharge,
+} from '../core/crawl/index.ts';
 import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
 import type { AwsClients } from '../shared/aws-clients.ts';
 import { costOf } from '../shared/aws-prices.ts';

@@ -1,10 +1,10 @@
 /** Crawl configs in the FrontierTable: one item per crawl, cached per warm container. */
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { PermanentError } from '../core/base/index.ts';
-import type { CrawlConfigReader } from '../core/crawl/index.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
+  type CrawlConfigReader,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
 } from '../core/crawl/index.ts';

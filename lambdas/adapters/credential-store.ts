@@ -8,8 +8,7 @@
  */
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { CREDENTIAL_LIMITS, PermanentError, RetryableError } from '../core/base/index.ts';
-import type { CredentialReader } from '../core/crawl/index.ts';
-import { type CredentialBundle, CredentialBundleSchema } from '../core/crawl/index.ts';
+import { type CredentialBundle, CredentialBundleSchema, type CredentialReader } from '../core/crawl/index.ts';
 
 /** Answers SSM gives when retrying cannot help: the parameter is gone or not ours to read. */
 const GONE = new Set([

@@ -13,8 +13,7 @@ import {
   QueryCommand,
 } from '@aws-sdk/client-dynamodb';
 import { backoffPause, RETRY_BACKOFF } from '../core/base/index.ts';
-import type { CrawlCounters } from '../core/crawl/index.ts';
-import { DEFAULT_CRAWL_ID } from '../core/crawl/index.ts';
+import { type CrawlCounters, DEFAULT_CRAWL_ID } from '../core/crawl/index.ts';
 import {
   ATTR,
   CRAWL_PK_PREFIX,

@@ -5,17 +5,19 @@
  */
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { OUTCOMES, type Outcome, retryStep } from '../core/base/index.ts';
-import type {
-  Admission,
-  AdmitOptions,
-  FinalizeEntry,
-  FinalizeOutcome,
-  FrontierUrl,
-  HostUrl,
-  HostUrlPage,
-  HostUrlStore,
+import {
+  type Admission,
+  type AdmitOptions,
+  type FinalizeEntry,
+  type FinalizeOutcome,
+  type FrontierUrl,
+  frontierHost,
+  type HostUrl,
+  type HostUrlPage,
+  type HostUrlStore,
+  type PriorCapture,
+  PriorCaptureSchema,
 } from '../core/crawl/index.ts';
-import { frontierHost, type PriorCapture, PriorCaptureSchema } from '../core/crawl/index.ts';
 import {
   ATTR,
   expiresAt,

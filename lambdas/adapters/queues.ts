@@ -12,8 +12,7 @@ import type {
   Task,
   TaskSender,
 } from '../core/crawl/index.ts';
-import type { CrawlResult } from '../core/results/index.ts';
-import { resultMessageBodies } from '../core/results/index.ts';
+import { type CrawlResult, resultMessageBodies } from '../core/results/index.ts';
 import {
   MAX_MESSAGE_BYTES,
   messageBytes,

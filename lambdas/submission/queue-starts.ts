@@ -3,8 +3,12 @@
  * (`{"kind":"scheduled"}`) and a JSON task with `since` for a crawl not stored yet. The fetch function
  * hands them here before its batch; what is left is the batch's.
  */
-import type { DeadLetterSender } from '../core/crawl/index.ts';
-import { parseScheduledRun, parseTaskMessage, type TaskMessage } from '../core/crawl/index.ts';
+import {
+  type DeadLetterSender,
+  parseScheduledRun,
+  parseTaskMessage,
+  type TaskMessage,
+} from '../core/crawl/index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { runScheduled } from './scheduled-run.ts';
 import type { StackHandles } from './stack-handles.ts';

@@ -9,8 +9,7 @@
 import { listCrawls } from '../adapters/frontier-crawls.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
-import type { CrawlStateName } from '../core/crawl/index.ts';
-import { DEFAULT_CRAWL_ID } from '../core/crawl/index.ts';
+import { type CrawlStateName, DEFAULT_CRAWL_ID } from '../core/crawl/index.ts';
 import { OUTPUTS, summaryKey } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import type { StackHandles } from './stack-handles.ts';

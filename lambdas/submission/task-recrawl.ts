@@ -8,8 +8,7 @@
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { isConditionFailed } from '../adapters/frontier-schema.ts';
 import { isCrawlError } from '../core/base/index.ts';
-import type { Task } from '../core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig, type Task } from '../core/crawl/index.ts';
 import { crawlScope } from '../core/frontier/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { isCrawlError, PermanentError } from '../../lambdas/core/base/index.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/crawl/index.ts';
 import {
   type CrawlConfig,
+  type CrawlConfigReader,
   DEFAULT_CRAWL_ID,
   parseCrawlConfig,
   seedCount,

@@ -7,10 +7,10 @@
  */
 
 import { PermanentError } from '../../lambdas/core/base/index.ts';
-import type { CrawlConfigReader } from '../../lambdas/core/crawl/index.ts';
 import {
   type CrawlConfig,
   type CrawlConfigInput,
+  type CrawlConfigReader,
   CrawlConfigSchema,
   DEFAULT_CRAWL_ID,
 } from '../../lambdas/core/crawl/index.ts';

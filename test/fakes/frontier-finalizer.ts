@@ -11,14 +11,14 @@
 
 import type { Outcome } from '../../lambdas/core/base/index.ts';
 import { settledTotals } from '../../lambdas/core/batches/index.ts';
-import type {
-  CounterDeltas,
-  CrawlCounters,
-  FinalizeEntry,
-  FinalizeOutcome,
-  FrontierFinalizer,
+import {
+  type CounterDeltas,
+  type CrawlCounters,
+  type FinalizeEntry,
+  type FinalizeOutcome,
+  type FrontierFinalizer,
+  frontierHost,
 } from '../../lambdas/core/crawl/index.ts';
-import { frontierHost } from '../../lambdas/core/crawl/index.ts';
 import type { MemoryFrontierUrls } from './frontier-urls.ts';
 import type { MemoryHostVisits } from './host-visits.ts';
 

@@ -9,18 +9,18 @@
  * by test/integration/port-contracts.test.ts (frontierUrlsContract in test/contracts/frontier-urls.ts).
  */
 
-import type {
-  Admission,
-  AdmitOptions,
-  FinalizeEntry,
-  FinalizeOutcome,
-  FrontierAdmission,
-  FrontierUrl,
-  HostUrl,
-  HostUrlPage,
-  HostUrlStore,
+import {
+  type Admission,
+  type AdmitOptions,
+  type FinalizeEntry,
+  type FinalizeOutcome,
+  type FrontierAdmission,
+  type FrontierUrl,
+  frontierHost,
+  type HostUrl,
+  type HostUrlPage,
+  type HostUrlStore,
 } from '../../lambdas/core/crawl/index.ts';
-import { frontierHost } from '../../lambdas/core/crawl/index.ts';
 import { Faults } from './faults.ts';
 
 /** The index of the first of the sorted `keys` after `after`. */

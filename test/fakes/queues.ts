@@ -14,8 +14,7 @@ import type {
   ResultSender,
   TaskSender,
 } from '../../lambdas/core/crawl/index.ts';
-import type { CrawlResult } from '../../lambdas/core/results/index.ts';
-import { resultMessageBodies } from '../../lambdas/core/results/index.ts';
+import { type CrawlResult, resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { Faults } from './faults.ts';
 
 export class MemoryTaskQueue implements TaskSender {

@@ -22,10 +22,8 @@ import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { readCrawlResults, WarcFileBuilder } from '../../lambdas/core/archive/index.ts';
 import type { DrainedRecord } from '../../lambdas/core/batches/index.ts';
-import type { HostTally } from '../../lambdas/core/crawl/index.ts';
-import { addToTally, emptyTally, frontierHost } from '../../lambdas/core/crawl/index.ts';
-import type { CrawlResult } from '../../lambdas/core/results/index.ts';
-import { resultId, resultMessageBodies } from '../../lambdas/core/results/index.ts';
+import { addToTally, emptyTally, frontierHost, type HostTally } from '../../lambdas/core/crawl/index.ts';
+import { type CrawlResult, resultId, resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { resultPartKey, STACK_NAME, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';

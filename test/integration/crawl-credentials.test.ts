@@ -24,8 +24,7 @@ import {
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { SsmCredentialStore } from '../../lambdas/adapters/credential-store.ts';
 import { CREDENTIAL_LIMITS, PermanentError } from '../../lambdas/core/base/index.ts';
-import type { CredentialBundle } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type CredentialBundle, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { credentialsPrefix, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import { clientConfig, clientSettings } from '../../local/aws-clients.ts';

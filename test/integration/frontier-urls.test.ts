@@ -13,8 +13,14 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
 import type { Outcome } from '../../lambdas/core/base/index.ts';
-import type { FinalizeEntry, FrontierUrl, HostTally, HostUrl } from '../../lambdas/core/crawl/index.ts';
-import { frontierHost, NO_HOST } from '../../lambdas/core/crawl/index.ts';
+import {
+  type FinalizeEntry,
+  type FrontierUrl,
+  frontierHost,
+  type HostTally,
+  type HostUrl,
+  NO_HOST,
+} from '../../lambdas/core/crawl/index.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 import { allUrls } from '../fixtures/host-urls.ts';
 

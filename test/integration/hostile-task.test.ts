@@ -11,8 +11,13 @@ import assert from 'node:assert/strict';
 import { isIP, type LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { HttpFetcher } from '../../lambdas/adapters/http-fetcher.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, type CrawlConfigInput, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import {
+  type CrawlConfig,
+  type CrawlConfigInput,
+  type HostUrl,
+  type PageFetcher,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl/index.ts';
 import { fetchUrl, type UrlDecision } from '../../lambdas/core/fetch/index.ts';
 import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';

@@ -11,22 +11,23 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { indexLine } from '../../lambdas/core/archive/index.ts';
 import type { Outcome } from '../../lambdas/core/base/index.ts';
-import type { CrawlEvent, EventPublisher } from '../../lambdas/core/batches/index.ts';
 import {
+  type CrawlEvent,
+  type EventPublisher,
   processResultBatch,
   type ResultMessage,
   summaryFromCounters,
 } from '../../lambdas/core/batches/index.ts';
-import type {
-  CounterDeltas,
-  CrawlCounters,
-  FinalizeEntry,
-  FinalizeOutcome,
-  FrontierFinalizer,
+import {
+  type CounterDeltas,
+  type CrawlConfig,
+  type CrawlCounters,
+  type FinalizeEntry,
+  type FinalizeOutcome,
+  type FrontierFinalizer,
+  parseCrawlConfig,
 } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
-import type { CrawlResult } from '../../lambdas/core/results/index.ts';
-import { resultId, resultMessageBodies } from '../../lambdas/core/results/index.ts';
+import { type CrawlResult, resultId, resultMessageBodies } from '../../lambdas/core/results/index.ts';
 import { resultPartKey, summaryKey } from '../../lambdas/shared/contracts.ts';
 import { mapLimit } from '../../lambdas/shared/map-limit.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';

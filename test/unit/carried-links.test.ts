@@ -17,8 +17,14 @@ import {
   processResultBatch,
   type ResultMessage,
 } from '../../lambdas/core/batches/index.ts';
-import type { PageFetcher, PageRequest, PageResponse, TaskMessage } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfigInput, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import {
+  type CrawlConfigInput,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
+  type TaskMessage,
+} from '../../lambdas/core/crawl/index.ts';
 import { admitLinks } from '../../lambdas/core/frontier/index.ts';
 import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';

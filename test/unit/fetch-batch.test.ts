@@ -12,15 +12,17 @@ import {
   type FetchBatchReport,
   processFetchBatch,
 } from '../../lambdas/core/batches/index.ts';
-import type {
-  FrontierUrl,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
-  TaskMessage,
-  VisitMessage,
+import {
+  type CrawlConfigInput,
+  DEFAULT_CRAWL_ID,
+  type FrontierUrl,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
+  type TaskMessage,
+  type VisitMessage,
 } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfigInput, DEFAULT_CRAWL_ID, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import type { CrawlResult } from '../../lambdas/core/results/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

@@ -13,8 +13,7 @@ import {
   processResultBatch,
   type ResultMessage,
 } from '../../lambdas/core/batches/index.ts';
-import type { TaskMessage, VisitMessage } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { parseCrawlConfig, type TaskMessage, type VisitMessage } from '../../lambdas/core/crawl/index.ts';
 import { INFLIGHT_RECHECK_MS } from '../../lambdas/core/fetch/index.ts';
 import { hurryAwaitingHosts } from '../../lambdas/core/frontier/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';

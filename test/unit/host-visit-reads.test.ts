@@ -7,8 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FETCH_FUNCTION } from '../../cdk/limits.ts';
 import { FRONTIER_LIMITS } from '../../lambdas/core/base/index.ts';
-import type { HostUrl, PageFetcher } from '../../lambdas/core/crawl/index.ts';
-import { addToTally, emptyTally, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import {
+  addToTally,
+  emptyTally,
+  type HostUrl,
+  type PageFetcher,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl/index.ts';
 import { type VisitDecision, type VisitReport, visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { AWS_LATENCY_MS } from '../fakes/aws-meter.ts';

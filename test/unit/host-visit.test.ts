@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ADDRESS_BLOCKED, PermanentError } from '../../lambdas/core/base/index.ts';
-import type {
-  HostUrl,
-  HostUrlStore,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
+import {
+  type CrawlConfig,
+  type HostUrl,
+  type HostUrlStore,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
 } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { type VisitDecision, visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LruSet } from '../../lambdas/core/base/index.ts';
-import type { FrontierUrl } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type FrontierUrl, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { admitLinks } from '../../lambdas/core/frontier/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';

@@ -11,12 +11,12 @@ import { WARCParser } from 'warcio';
 import { MAX_DIFF_EDITS, markdownDiff } from '../../cli/markdown-diff.ts';
 import { formatSha1, indexLine, storeWarcFiles, WarcFileBuilder } from '../../lambdas/core/archive/index.ts';
 import { RECRAWL_LIMITS } from '../../lambdas/core/base/index.ts';
-import type { PageResponse } from '../../lambdas/core/crawl/index.ts';
 import {
   changeOf,
   conditionalHeaders,
   isDue,
   nextInterval,
+  type PageResponse,
   type PriorCapture,
   priorOf,
   revisitProfileOf,

@@ -15,15 +15,15 @@ import {
   processRenderBatch,
   type RenderBatchDeps,
 } from '../../lambdas/core/batches/index.ts';
-import type {
-  CrawlStateName,
-  PageRenderer,
-  RenderedPage,
-  RenderMessage,
-  TaskMessage,
-  VisitMessage,
+import {
+  type CrawlStateName,
+  type PageRenderer,
+  parseCrawlConfig,
+  type RenderedPage,
+  type RenderMessage,
+  type TaskMessage,
+  type VisitMessage,
 } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';

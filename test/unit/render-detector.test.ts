@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { renderChoice, renderDecision, renderPage, renderVerdict } from '../../lambdas/core/content/index.ts';
-import type { PageRenderer } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type PageRenderer, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { assertLinear } from '../fixtures/linear-time.ts';
 
 const page = (body: string, head = '') =>

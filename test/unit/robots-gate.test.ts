@@ -6,8 +6,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { FatalError, PermanentError, RETRY_BACKOFF, RetryableError } from '../../lambdas/core/base/index.ts';
-import type { PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig, reservedGapMs } from '../../lambdas/core/crawl/index.ts';
+import {
+  type CrawlConfig,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
+  reservedGapMs,
+} from '../../lambdas/core/crawl/index.ts';
 import {
   ALLOW_ALL,
   checkRobots,

@@ -3,8 +3,14 @@
 // handed back.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HostUrl, PageFetcher, PageRequest, PageResponse } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import {
+  type CrawlConfig,
+  type HostUrl,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl/index.ts';
 import { visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

@@ -3,8 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CRAWL_LIMITS, LruSet } from '../../lambdas/core/base/index.ts';
-import type { HostUrl, HostUrlStore, PageFetcher } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import {
+  type HostUrl,
+  type HostUrlStore,
+  type PageFetcher,
+  parseCrawlConfig,
+} from '../../lambdas/core/crawl/index.ts';
 import { visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

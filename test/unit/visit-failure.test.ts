@@ -3,8 +3,7 @@
 // host's release keeps them, so the next visit neither fetches those pages again nor comes too soon.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HostUrl } from '../../lambdas/core/crawl/index.ts';
-import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
+import { type HostUrl, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { type VisitDecision, VisitFailedError, visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

@@ -3,15 +3,16 @@
 // page, a Crawl-delay that robots.txt just asked for included, is kept within the same round.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type {
-  CrawlConfigReader,
-  HostUrl,
-  HostUrlStore,
-  PageFetcher,
-  PageRequest,
-  PageResponse,
+import {
+  type CrawlConfig,
+  type CrawlConfigReader,
+  type HostUrl,
+  type HostUrlStore,
+  type PageFetcher,
+  type PageRequest,
+  type PageResponse,
+  parseCrawlConfig,
 } from '../../lambdas/core/crawl/index.ts';
-import { type CrawlConfig, parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
 import { visitHost } from '../../lambdas/core/fetch/index.ts';
 import { createRobotsCache } from '../../lambdas/core/robots/index.ts';
 import { normalizeUrl } from '../../lambdas/core/urls/index.ts';

@@ -13,8 +13,11 @@ import {
   WarcBatchWriter,
 } from '../../lambdas/core/archive/index.ts';
 import type { PageResponse } from '../../lambdas/core/crawl/index.ts';
-import type { CrawlResult } from '../../lambdas/core/results/index.ts';
-import { type ContentRecord, ContentRecordSchema } from '../../lambdas/core/results/index.ts';
+import {
+  type ContentRecord,
+  ContentRecordSchema,
+  type CrawlResult,
+} from '../../lambdas/core/results/index.ts';
 import { contentKey, warcKey } from '../../lambdas/shared/contracts.ts';
 import { MemoryBlobs } from '../fakes/blobs.ts';
 import { verifyWarc } from '../fixtures/warc-verify.ts';

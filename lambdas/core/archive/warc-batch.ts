@@ -15,11 +15,12 @@
 import { gzipSync } from 'node:zlib';
 import { contentKey, warcKey } from '../../shared/contracts.ts';
 import { headerValue, STORAGE_LIMITS } from '../base/index.ts';
-import type { BlobWriter, PageResponse } from '../crawl/index.ts';
 import {
+  type BlobWriter,
   changeOf,
   type IntervalBounds,
   nextInterval,
+  type PageResponse,
   type PriorCapture,
   revisitProfileOf,
 } from '../crawl/index.ts';

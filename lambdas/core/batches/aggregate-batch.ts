@@ -62,20 +62,18 @@ import { gzipSync } from 'node:zlib';
 import { endEventMarkerKey, resultPartKey, resultsPrefix, summaryKey } from '../../shared/contracts.ts';
 import { mapLimit } from '../../shared/map-limit.ts';
 import { type IndexLine, indexLine } from '../archive/index.ts';
-import type { Outcome } from '../base/index.ts';
-import { retryStep } from '../base/index.ts';
-import type {
-  CounterDeltas,
-  CrawlConfigReader,
-  CrawlCounters,
-  FinalizeOutcome,
-  FrontierFinalizer,
-  ResultStore,
+import { type Outcome, retryStep } from '../base/index.ts';
+import {
+  type CounterDeltas,
+  type CrawlConfigReader,
+  type CrawlCounters,
+  DEFAULT_CRAWL_ID,
+  type FinalizeOutcome,
+  type FrontierFinalizer,
+  type ResultStore,
 } from '../crawl/index.ts';
-import { DEFAULT_CRAWL_ID } from '../crawl/index.ts';
 import { type HurryDeps, hurryAwaitingHosts } from '../frontier/index.ts';
-import type { CrawlResult } from '../results/index.ts';
-import { bareResult, parseResultsMessage } from '../results/index.ts';
+import { bareResult, type CrawlResult, parseResultsMessage } from '../results/index.ts';
 import { type EventPublisher, endEvent, eventOf } from './crawl-events.ts';
 import { summaryFromCounters } from './crawl-summary.ts';
 

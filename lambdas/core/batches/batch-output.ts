@@ -6,26 +6,24 @@
  */
 
 import { type CapturedPage, WarcBatchWriter } from '../archive/index.ts';
-import type { LruSet } from '../base/index.ts';
-import { retryStep } from '../base/index.ts';
-import type {
-  CrawlBudget,
-  CrawlConfig,
-  DeadLetter,
-  DeadLetterSender,
-  FrontierAdmission,
-  FrontierUrl,
-  HostVisits,
-  OutgoingVisit,
-  PageToRender,
-  RenderMessage,
-  RenderSender,
-  ResultSender,
-  TaskMessage,
-  TaskSender,
+import { type LruSet, retryStep } from '../base/index.ts';
+import {
+  type CrawlBudget,
+  type CrawlConfig,
+  type DeadLetter,
+  type DeadLetterSender,
+  type FrontierAdmission,
+  type FrontierUrl,
+  frontierHost,
+  type HostVisits,
+  type OutgoingVisit,
+  type PageToRender,
+  type RenderMessage,
+  type RenderSender,
+  type ResultSender,
+  type TaskMessage,
+  type TaskSender,
 } from '../crawl/index.ts';
-import { frontierHost } from '../crawl/index.ts';
-import type { TaskAdmission } from '../frontier/index.ts';
 import {
   admitEnded,
   admitLinks,
@@ -33,6 +31,7 @@ import {
   confirmSent,
   type DiscoveringPage,
   giveBack,
+  type TaskAdmission,
 } from '../frontier/index.ts';
 import type { CrawlResult } from '../results/index.ts';
 

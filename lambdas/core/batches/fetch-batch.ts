@@ -14,20 +14,27 @@
  * reported.
  */
 import { AWS_LIMITS, backoffSeconds, isCrawlError, RETRY_BACKOFF, retryStep } from '../base/index.ts';
-import type {
-  CrawlConfig,
-  CrawlConfigReader,
-  CrawlStateCheck,
-  FrontierAdmission,
-  HostLease,
-  HostRelease,
-  HostUrlStore,
-  OutgoingVisit,
-  ResultSender,
+import {
+  type CrawlConfig,
+  type CrawlConfigReader,
+  type CrawlStateCheck,
+  type FrontierAdmission,
+  type HostLease,
+  type HostRelease,
+  type HostUrlStore,
+  type OutgoingVisit,
+  parseVisitMessage,
+  type ResultSender,
+  type TaskMessage,
+  type VisitMessage,
 } from '../crawl/index.ts';
-import { parseVisitMessage, type TaskMessage, type VisitMessage } from '../crawl/index.ts';
-import type { BodyBudget, UrlStepDeps } from '../fetch/index.ts';
-import { type VisitEnd, VisitFailedError, visitHost } from '../fetch/index.ts';
+import {
+  type BodyBudget,
+  type UrlStepDeps,
+  type VisitEnd,
+  VisitFailedError,
+  visitHost,
+} from '../fetch/index.ts';
 import { admitTaskMessage, visitOf } from '../frontier/index.ts';
 import type { CrawlResult } from '../results/index.ts';
 import { BatchOutput, type BatchOutputDeps, type DroppedTask } from './batch-output.ts';

@@ -14,8 +14,7 @@
  * once (aggregate-batch.ts).
  */
 
-import type { BlobReader } from '../archive/index.ts';
-import { parseHttpMessage, readWarcRecord } from '../archive/index.ts';
+import { type BlobReader, parseHttpMessage, readWarcRecord } from '../archive/index.ts';
 import {
   AWS_LIMITS,
   backoffSeconds,
@@ -31,19 +30,17 @@ import {
   readHtml,
   renderPage,
 } from '../content/index.ts';
-import type {
-  CrawlConfig,
-  CrawlConfigReader,
-  CrawlStateCheck,
-  PageResponse,
-  TaskMessage,
-} from '../crawl/index.ts';
 import {
+  type CrawlConfig,
+  type CrawlConfigReader,
+  type CrawlStateCheck,
   decodeText,
   frontierHost,
   mediaType,
+  type PageResponse,
   parseRenderMessage,
   type RenderMessage,
+  type TaskMessage,
 } from '../crawl/index.ts';
 import { visitOf } from '../frontier/index.ts';
 import type { CrawlResult } from '../results/index.ts';

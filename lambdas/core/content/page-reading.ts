@@ -6,11 +6,16 @@
  */
 
 import { headerValue, PDF_LIMITS } from '../base/index.ts';
-import type { CrawlConfig, PageResponse } from '../crawl/index.ts';
-import { type DecodedBody, decodeContent, decodeText, mediaType } from '../crawl/index.ts';
+import {
+  type CrawlConfig,
+  type DecodedBody,
+  decodeContent,
+  decodeText,
+  mediaType,
+  type PageResponse,
+} from '../crawl/index.ts';
 import type { DiscoveredLink } from '../frontier/index.ts';
-import type { CrawlResult } from '../results/index.ts';
-import { type ContentRecord, contentKind } from '../results/index.ts';
+import { type ContentRecord, type CrawlResult, contentKind } from '../results/index.ts';
 import {
   type ContentSource,
   htmlContentRecord,

@@ -11,8 +11,14 @@
  */
 
 import { describeError, RENDER_LIMITS } from '../base/index.ts';
-import type { CrawlConfig, CredentialReader, PageRenderer, RenderedPage } from '../crawl/index.ts';
-import { credentialHeaders, hostKey } from '../crawl/index.ts';
+import {
+  type CrawlConfig,
+  type CredentialReader,
+  credentialHeaders,
+  hostKey,
+  type PageRenderer,
+  type RenderedPage,
+} from '../crawl/index.ts';
 import { renderVerdict } from './render-detector.ts';
 
 /** Hosts whose pages needed rendering, per crawl (a container's memory: `crawlId host`). */

@@ -3,8 +3,7 @@
  * (task-admission.ts) and a host visit (host-visit.ts) alike.
  */
 
-import type { CrawlResult } from '../results/index.ts';
-import { bareResult, type ResultSubject } from '../results/index.ts';
+import { bareResult, type CrawlResult, type ResultSubject } from '../results/index.ts';
 import { DEFAULT_CRAWL_ID } from './crawl-config.ts';
 import type { CrawlStateName } from './ports.ts';
 

@@ -6,10 +6,13 @@
  */
 
 import { PermanentError } from '../base/index.ts';
-import type { CrawlConfig, CredentialReader, PageFetcher, PageRequest } from '../crawl/index.ts';
 import {
+  type CrawlConfig,
   type CredentialBundle,
+  type CredentialReader,
   credentialHeaders,
+  type PageFetcher,
+  type PageRequest,
   redactHeaders,
   secretHeaderNames,
 } from '../crawl/index.ts';

@@ -19,30 +19,26 @@ import {
   RETRY_BACKOFF,
   type RetryableError,
 } from '../base/index.ts';
-import type { RenderedHosts } from '../content/index.ts';
-import { readPage } from '../content/index.ts';
-import type {
-  CrawlConfig,
-  CredentialReader,
-  HostSlots,
-  HostUrl,
-  PageFetcher,
-  PageToRender,
-  RobotsStore,
-} from '../crawl/index.ts';
+import { type RenderedHosts, readPage } from '../content/index.ts';
 import {
+  type CrawlConfig,
+  type CredentialReader,
   conditionalHeaders,
   effectiveDelayMs,
+  type HostSlots,
+  type HostUrl,
   hostKey,
   isStorableType,
   keptValidator,
   mediaType,
+  type PageFetcher,
+  type PageToRender,
+  type RobotsStore,
   reservedGapMs,
   revisitProfileOf,
 } from '../crawl/index.ts';
 import type { DiscoveredLink } from '../frontier/index.ts';
-import type { ContentRecord, CrawlResult } from '../results/index.ts';
-import { bareResult } from '../results/index.ts';
+import { bareResult, type ContentRecord, type CrawlResult } from '../results/index.ts';
 import { checkRobots, type RobotsCache } from '../robots/index.ts';
 import { normalizeUrl } from '../urls/index.ts';
 import { responseVerdict } from './response-verdict.ts';

@@ -13,17 +13,20 @@
  */
 
 import { ADDRESS_BLOCKED, FRONTIER_LIMITS, OutOfTime, PermanentError, RENDER_LIMITS } from '../base/index.ts';
-import type {
-  CrawlConfig,
-  CrawlStateCheck,
-  HostTally,
-  HostUrl,
-  HostUrlStore,
-  PageFetcher,
-  PageToRender,
-  RenderHold,
+import {
+  addToTally,
+  type CrawlConfig,
+  type CrawlStateCheck,
+  cancelledResult,
+  crawlClosed,
+  emptyTally,
+  type HostTally,
+  type HostUrl,
+  type HostUrlStore,
+  type PageFetcher,
+  type PageToRender,
+  type RenderHold,
 } from '../crawl/index.ts';
-import { addToTally, cancelledResult, crawlClosed, emptyTally } from '../crawl/index.ts';
 import { crawlRequests } from './crawl-requests.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';

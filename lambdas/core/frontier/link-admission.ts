@@ -8,18 +8,18 @@
  * the others (and the page budget's) are admitted held, woken, and get a `skipped` result each.
  */
 
-import type { LruSet } from '../base/index.ts';
-import { FRONTIER_LIMITS, retryStep } from '../base/index.ts';
-import type {
-  FrontierAdmission,
-  FrontierUrl,
-  HostVisits,
-  OutgoingVisit,
-  PriorCapture,
+import { FRONTIER_LIMITS, type LruSet, retryStep } from '../base/index.ts';
+import {
+  type CrawlConfig,
+  type FrontierAdmission,
+  type FrontierUrl,
+  frontierHost,
+  type HostVisits,
+  hasSeeds,
+  type OutgoingVisit,
+  type PriorCapture,
 } from '../crawl/index.ts';
-import { type CrawlConfig, frontierHost, hasSeeds } from '../crawl/index.ts';
-import type { CarriedLink, CrawlResult } from '../results/index.ts';
-import { bareResult } from '../results/index.ts';
+import { bareResult, type CarriedLink, type CrawlResult } from '../results/index.ts';
 import { type CompiledScope, compileScope, compileScopeKeys, normalizeUrl } from '../urls/index.ts';
 
 export interface DiscoveredLink {

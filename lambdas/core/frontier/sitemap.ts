@@ -35,8 +35,7 @@ import {
   isGzip,
   isOutputCapError,
 } from '../base/index.ts';
-import type { CrawlConfig, PageFetcher, PageResponse } from '../crawl/index.ts';
-import { hostKey } from '../crawl/index.ts';
+import { type CrawlConfig, hostKey, type PageFetcher, type PageResponse } from '../crawl/index.ts';
 import { DEFAULT_MAX_ROBOTS_BYTES, parseRobots, sitemaps as robotsSitemaps } from '../robots/index.ts';
 
 /** The protocol's limit on entries per file (urlset or index). */

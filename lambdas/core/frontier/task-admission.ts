@@ -5,10 +5,16 @@
  */
 
 import { isCrawlError } from '../base/index.ts';
-import type { CrawlConfig, CrawlConfigReader, CrawlStateCheck } from '../crawl/index.ts';
-import { cancelledResult, crawlClosed, parseTaskMessage, type TaskMessage } from '../crawl/index.ts';
-import type { CrawlResult } from '../results/index.ts';
-import { bareResult, invalidTaskKey } from '../results/index.ts';
+import {
+  type CrawlConfig,
+  type CrawlConfigReader,
+  type CrawlStateCheck,
+  cancelledResult,
+  crawlClosed,
+  parseTaskMessage,
+  type TaskMessage,
+} from '../crawl/index.ts';
+import { bareResult, type CrawlResult, invalidTaskKey } from '../results/index.ts';
 import { normalizeUrl, stripUserinfo } from '../urls/index.ts';
 import type { DiscoveringPage } from './link-admission.ts';
 

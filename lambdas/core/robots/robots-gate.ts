@@ -69,15 +69,19 @@ import {
   retryAfterMs,
   retryStep,
 } from '../base/index.ts';
-import type {
-  CrawlConfig,
-  HostSlots,
-  PageFetcher,
-  PageResponse,
-  RobotsState,
-  RobotsStore,
+import {
+  type CrawlConfig,
+  DEFAULT_MAX_WAIT_MS,
+  effectiveDelayMs,
+  type HostSlots,
+  hostKey,
+  type PageFetcher,
+  type PageResponse,
+  type RobotsState,
+  type RobotsStore,
+  reservedGapMs,
+  slotPlan,
 } from '../crawl/index.ts';
-import { DEFAULT_MAX_WAIT_MS, effectiveDelayMs, hostKey, reservedGapMs, slotPlan } from '../crawl/index.ts';
 import { literalHostRefusal } from '../urls/index.ts';
 import {
   ALLOW_ALL,

@@ -45,7 +45,9 @@ const message = (body: unknown): TaskMessage => ({
 
 class RenderQueue {
   readonly sent: RenderMessage[] = [];
+  failing = false;
   async sendRenders(messages: readonly RenderMessage[]): Promise<void> {
+    if (this.failing) throw new Error('SQS is down');
     this.sent.push(...messages);
   }
 }
@@ -335,6 +337,29 @@ describe('a page to render, from the fetch batch to the render function', () => 
     assert.deepEqual(calls, [], 'the host is no longer held: the browser must not reach it');
     assert.equal(w.results.results.length, 2, 'sent again (finalized once)');
     assert.equal(w.results.results[1]?.code, 'render-expired');
+  });
+
+  it('a render message that cannot be sent leaves no hold standing: the visit comes back and fetches the page again', async () => {
+    const w = await world();
+    w.renderQueue.failing = true;
+    const normalized = normalizeUrl(w.seed);
+    assert.ok(normalized.ok);
+    await w.frontier.admit(CRAWL, 'seed', [{ key: normalized.key, url: normalized.url, depth: 0 }]);
+    const ticket = await w.hosts.wake(CRAWL, w.host, Date.now());
+    assert.ok(ticket);
+    const visit: VisitMessage = { v: 1, kind: 'visit', crawlId: CRAWL, host: w.host, ticket };
+    const report = await processFetchBatch([message(visit)], w.fetchDeps());
+    assert.equal(report.retries.length, 1, 'the visit message comes back');
+    assert.ok((w.hosts.host(CRAWL, w.host)?.rendering?.until ?? 0) <= Date.now(), 'the hold has lapsed');
+    // Once the lease has run out, the visit comes back, finds the hold lapsed and fetches the page again.
+    const item = w.hosts.host(CRAWL, w.host);
+    assert.ok(item);
+    delete item.lease;
+    w.renderQueue.failing = false;
+    const again = await processFetchBatch([message(visit)], w.fetchDeps());
+    assert.deepEqual(again.retries, []);
+    assert.equal(w.renderQueue.sent.length, 1, 'sent this time');
+    assert.equal(w.web.requests.filter((request) => request.path === '/').length, 2);
   });
 
   it('a hold that cannot be ended (a visit holds the host) is tried three times a second apart, then the message comes back', async () => {

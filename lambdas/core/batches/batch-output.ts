@@ -332,12 +332,12 @@ export class BatchOutput {
   }
 
   /** Puts the render's hold on its host, which this batch's visit holds (a lost lease fails the flush). */
-  private async holdHost(render: RenderMessage): Promise<void> {
+  private async holdHost(render: RenderMessage, until = render.holdUntil): Promise<void> {
     const held = await this.deps.hosts.holdForRender(
       render.crawlId,
       frontierHost(render.result.url),
       this.deps.invocationId,
-      { token: render.hold, until: render.holdUntil },
+      { token: render.hold, until },
     );
     if (!held)
       throw new Error(
@@ -407,7 +407,12 @@ export class BatchOutput {
     // finds their hosts held (host-visit.ts), which it is to end.
     if (renders.length > 0) {
       await Promise.all(renders.map((render) => retryStep(() => this.holdHost(render))));
-      await retryStep(() => sendRenders(deps.renderQueue, renders));
+      await retryStep(() => sendRenders(deps.renderQueue, renders)).catch(async (error: unknown) => {
+        // No render is coming to end these holds: they are made to lapse at once, so the visits
+        // that come back for the batch's output fetch the pages again instead of waiting an hour.
+        await Promise.all(renders.map((render) => this.holdHost(render, 0).catch(() => {})));
+        throw error;
+      });
     }
     await retryStep(() => deps.results.sendResults(results));
     if (invalid.length > 0) await retryStep(() => deps.deadLetters.send(invalid));

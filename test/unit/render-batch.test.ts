@@ -149,15 +149,19 @@ async function world(state: CrawlStateName = 'running') {
 
 type World = Awaited<ReturnType<typeof world>>;
 
-/** The seed admitted and its host woken; the fetch batch visits it and sends the seed to render. */
-async function fetchSeed(w: World): Promise<RenderMessage> {
+/** The seed admitted and its host woken: the visit message its wake sent. */
+async function seedVisit(w: World): Promise<VisitMessage> {
   const normalized = normalizeUrl(w.seed);
   assert.ok(normalized.ok);
   await w.frontier.admit(CRAWL, 'seed', [{ key: normalized.key, url: normalized.url, depth: 0 }]);
   const ticket = await w.hosts.wake(CRAWL, w.host, Date.now());
   assert.ok(ticket);
-  const visit: VisitMessage = { v: 1, kind: 'visit', crawlId: CRAWL, host: w.host, ticket };
-  const report = await processFetchBatch([message(visit)], w.fetchDeps());
+  return { v: 1, kind: 'visit', crawlId: CRAWL, host: w.host, ticket };
+}
+
+/** The fetch batch visits the seed's host and sends the seed to render. */
+async function fetchSeed(w: World): Promise<RenderMessage> {
+  const report = await processFetchBatch([message(await seedVisit(w))], w.fetchDeps());
   assert.deepEqual(report.retries, []);
   assert.equal(w.renderQueue.sent.length, 1);
   const [render] = w.renderQueue.sent;
@@ -342,12 +346,7 @@ describe('a page to render, from the fetch batch to the render function', () => 
   it('a render message that cannot be sent leaves no hold standing: the visit comes back and fetches the page again', async () => {
     const w = await world();
     w.renderQueue.failing = true;
-    const normalized = normalizeUrl(w.seed);
-    assert.ok(normalized.ok);
-    await w.frontier.admit(CRAWL, 'seed', [{ key: normalized.key, url: normalized.url, depth: 0 }]);
-    const ticket = await w.hosts.wake(CRAWL, w.host, Date.now());
-    assert.ok(ticket);
-    const visit: VisitMessage = { v: 1, kind: 'visit', crawlId: CRAWL, host: w.host, ticket };
+    const visit = await seedVisit(w);
     const report = await processFetchBatch([message(visit)], w.fetchDeps());
     assert.equal(report.retries.length, 1, 'the visit message comes back');
     assert.ok((w.hosts.host(CRAWL, w.host)?.rendering?.until ?? 0) <= Date.now(), 'the hold has lapsed');

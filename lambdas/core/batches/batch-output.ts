@@ -32,6 +32,7 @@ import {
   type DiscoveringPage,
   giveBack,
   type TaskAdmission,
+  type WakingHosts,
 } from '../frontier/index.ts';
 import type { CrawlResult } from '../results/index.ts';
 
@@ -124,7 +125,7 @@ export class BatchOutput {
   /** Wakes of each host (`<crawlId>\n<host>`) by this batch's admissions. */
   private readonly wakes = new Map<string, number>();
   /** The hosts as admission uses them, counting each host's wakes (wokenCount). */
-  private readonly wakingHosts: HostVisits;
+  private readonly wakingHosts: WakingHosts;
 
   constructor(deps: BatchOutputDeps) {
     this.deps = deps;
@@ -138,16 +139,6 @@ export class BatchOutput {
       },
       unwake: (...args) => hosts.unwake(...args),
       confirmSent: (...args) => hosts.confirmSent(...args),
-      acquire: (...args) => hosts.acquire(...args),
-      release: (...args) => hosts.release(...args),
-      drain: (...args) => hosts.drain(...args),
-      anyActive: (...args) => hosts.anyActive(...args),
-      doneTotals: (...args) => hosts.doneTotals(...args),
-      awaiting: (...args) => hosts.awaiting(...args),
-      hurry: (...args) => hosts.hurry(...args),
-      holdForRender: (...args) => hosts.holdForRender(...args),
-      renderHold: (...args) => hosts.renderHold(...args),
-      endRender: (...args) => hosts.endRender(...args),
     };
   }
 

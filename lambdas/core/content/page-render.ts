@@ -66,6 +66,11 @@ function patternsOf(config: Pick<CrawlConfig, 'renderPatterns'>): RegExp[] {
   return patterns;
 }
 
+/** Whether any page of the crawl may be rendered (its mode, or a --render-pattern). */
+export function mayRender(config: Pick<CrawlConfig, 'render' | 'renderPatterns'>): boolean {
+  return config.render !== 'never' || config.renderPatterns.length > 0;
+}
+
 /** Whether `url`'s page is rendered, and why. */
 export function renderDecision(
   config: Pick<CrawlConfig, 'render' | 'renderPatterns'>,

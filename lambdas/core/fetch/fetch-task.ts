@@ -19,7 +19,7 @@ import {
   RETRY_BACKOFF,
   type RetryableError,
 } from '../base/index.ts';
-import { type RenderedHosts, readPage } from '../content/index.ts';
+import { mayRender, type RenderedHosts, readPage } from '../content/index.ts';
 import {
   type CrawlConfig,
   type CredentialReader,
@@ -288,8 +288,10 @@ export async function fetchUrl(
     return { kind: 'result', result: { ...base, outcome: 'skipped', code: 'content-type', reason } };
   }
   // A re-crawl's page the server sends unchanged is stored as a revisit (recrawl.ts, as the WARC
-  // writer decides): its content is the earlier capture's, so it is not rendered again.
+  // writer decides): its content is the earlier capture's, so it is not rendered again. Hashed here
+  // only in a crawl that may render: the writer hashes every body anyway.
   const unchanged =
+    mayRender(config) &&
     config.since !== undefined &&
     item.prior !== undefined &&
     revisitProfileOf(response.status, createHash('sha1').update(response.body).digest('hex'), item.prior) !==

@@ -112,11 +112,14 @@ export function bindScope(config: CrawlConfig, keys: Iterable<string>): void {
   scopes.set(config, compileScopeKeys({ ...rulesOf(config), keys }));
 }
 
+/** What admission does with hosts: wakes them, and gives back or confirms the visits it claimed. */
+export type WakingHosts = Pick<HostVisits, 'wake' | 'unwake' | 'confirmSent'>;
+
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
   deps: {
     frontier: FrontierAdmission;
-    hosts: HostVisits;
+    hosts: WakingHosts;
     seen: LruSet;
     now: Date;
     /**
@@ -279,7 +282,7 @@ export interface HostToWake {
 /** Wakes each host after its URLs are put: a visit that reads the partition after the wake sees them. */
 export async function wakeHosts(
   hosts: Iterable<HostToWake>,
-  deps: { hosts: HostVisits; now: Date },
+  deps: { hosts: WakingHosts; now: Date },
 ): Promise<OutgoingVisit[]> {
   const now = deps.now.getTime();
   const visits: OutgoingVisit[] = [];
@@ -301,7 +304,7 @@ export async function wakeHosts(
 }
 
 /** Gives back the wake claims of visits that will not be sent (each tried as hard as a send). */
-export async function giveBack(visits: readonly OutgoingVisit[], hosts: HostVisits): Promise<void> {
+export async function giveBack(visits: readonly OutgoingVisit[], hosts: WakingHosts): Promise<void> {
   await Promise.all(
     visits.map(({ visit }) =>
       retryStep(() => hosts.unwake(visit.crawlId, visit.host, visit.ticket ?? '')).catch(() => {}),
@@ -314,7 +317,7 @@ export async function giveBack(visits: readonly OutgoingVisit[], hosts: HostVisi
  * A confirm that fails leaves its claim to expire after VISIT_GRACE_MS: at worst one more visit
  * message, whose copy is stale.
  */
-export async function confirmSent(visits: readonly OutgoingVisit[], hosts: HostVisits): Promise<void> {
+export async function confirmSent(visits: readonly OutgoingVisit[], hosts: WakingHosts): Promise<void> {
   await Promise.all(
     visits.map(({ visit }) =>
       visit.ticket === undefined
@@ -330,7 +333,7 @@ export async function confirmSent(visits: readonly OutgoingVisit[], hosts: HostV
  */
 export async function admitEnded(
   ended: ReadonlyArray<{ crawlId: string; url: FrontierUrl }>,
-  deps: { frontier: FrontierAdmission; hosts: HostVisits; now: Date },
+  deps: { frontier: FrontierAdmission; hosts: WakingHosts; now: Date },
 ): Promise<OutgoingVisit[]> {
   const woken = new Map<string, { crawlId: string; host: string }>();
   for (const [crawlId, entries] of Map.groupBy(ended, (entry) => entry.crawlId)) {

@@ -109,7 +109,7 @@ describe('HttpFetcher: body budget', () => {
             assert.equal(hold.bytes, MiB, 'the body is charged to the hold');
             heldAtOnce = Math.max(heldAtOnce, budget.usedBytes);
             // E.g. link extraction and the WARC write, before the body is dropped.
-            await new Promise((resolve) => setTimeout(resolve, 5));
+            for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
             return response.body.byteLength;
           } finally {
             hold.release();
@@ -161,10 +161,19 @@ describe('HttpFetcher: body budget', () => {
   });
 
   it('gives the bytes back when a response fails mid-body or is cut, also one that was waiting', async () => {
+    let resetSoon!: () => void;
+    const resetSoonDone = new Promise<void>((resolve) => {
+      resetSoon = resolve;
+    });
     const raw = await startRawServer((socket, head) => {
       socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2097152\r\n\r\n');
       if (head.startsWith('GET /reset-soon')) {
-        socket.write(BIG.subarray(0, 1000), () => setTimeout(() => socket.destroy(), 200));
+        socket.write(BIG.subarray(0, 1000), () =>
+          setTimeout(() => {
+            socket.destroy();
+            resetSoon();
+          }, 200),
+        );
         return;
       }
       socket.write(BIG.subarray(0, 600 * 1024), () => setTimeout(() => socket.destroy(), 50));
@@ -184,7 +193,9 @@ describe('HttpFetcher: body budget', () => {
       await hold.run(() => fetcher.fetch(request(server.url(`/fixed?size=${MiB}`))));
       const waiting = fetcher.fetch(request(raw.url('/reset-soon')));
       while (budget.waiting === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The server has reset it, and the loop has turned since: a response that read on would have failed by now.
+      await resetSoonDone;
+      for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
       assert.equal(budget.waiting, 1);
       hold.release();
       await assert.rejects(waiting, (error) => {

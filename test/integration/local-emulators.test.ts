@@ -21,6 +21,7 @@ import {
   s3Config,
 } from '../../local/aws-clients.ts';
 import { startEmulators } from '../../local/emulators.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 describe('startEmulators', () => {
   it('serves SQS, path-style S3 and DynamoDB on 127.0.0.1', async (t) => {
@@ -55,9 +56,15 @@ describe('startEmulators', () => {
         AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const table = await clients.dynamodb.send(new DescribeTableCommand({ TableName: 'frontier' }));
-    assert.equal(table.Table?.TableStatus, 'ACTIVE');
+    // Like DynamoDB, dynalite answers CREATING first, then ACTIVE.
+    const status = await waitFor(
+      async () => {
+        const table = await clients.dynamodb.send(new DescribeTableCommand({ TableName: 'frontier' }));
+        return table.Table?.TableStatus === 'ACTIVE' ? table.Table.TableStatus : undefined;
+      },
+      { what: 'the table to become ACTIVE', timeoutMs: 30_000, intervalMs: 5 },
+    );
+    assert.equal(status, 'ACTIVE');
   });
 
   it('keeps S3 objects as files under s3Dir, across restarts', async () => {

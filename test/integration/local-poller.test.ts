@@ -16,6 +16,7 @@ import type { InvocationReport } from '../../local/event-source-poller.ts';
 import { type LocalAws, type LocalAwsOptions, startLocalAws } from '../../local/local-aws.ts';
 import { type Recorder, recorder } from '../fixtures/local-handler.ts';
 import { DLQ, FUNCTION, MAPPING, patchProperties, QUEUE, testTemplate } from '../fixtures/local-template.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 interface Runtime {
   aws: LocalAws;
@@ -87,6 +88,17 @@ async function drainDlq(aws: LocalAws): Promise<string[]> {
     }),
   );
   return (out.Messages ?? []).map((m) => m.Body ?? '');
+}
+
+/** Messages received from the task queue and not yet deleted (taken by the poller). */
+async function inFlight(aws: LocalAws): Promise<number> {
+  const out = await aws.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: aws.outputs.TaskQueueUrl ?? '',
+      AttributeNames: ['ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
 }
 
 async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -195,7 +207,11 @@ describe('event-source poller: batching and concurrency', () => {
     const { aws, rec, send } = await runtime(t, { concurrencyOverride: { [FUNCTION]: 1 } });
     await aws.start();
     await send(['a']);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // 'a' is taken (in flight, inside the window) before the others are sent.
+    await waitFor(async () => (await inFlight(aws)) === 1, {
+      what: "the poller to receive 'a'",
+      timeoutMs: 20_000,
+    });
     await send(['b', 'c']);
     await aws.waitForIdle(idle);
     assert.deepEqual(

@@ -1187,7 +1187,7 @@ describe('helpers', () => {
     const settled = await mapLimit([1, 2, 3, 4, 5, 6, 7], 3, async (n) => {
       inFlight++;
       most = Math.max(most, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
       inFlight--;
       if (n === 4) throw new Error('four');
       return n * 2;

@@ -82,12 +82,16 @@ function page(crawlId: string, n: number, body: Uint8Array, extra: Partial<Crawl
 class WarcBlobs extends MemoryBlobs {
   fail: (key: string, call: number) => boolean = () => false;
   gate: Promise<void> | undefined;
+  /** Writes that have reached the gate and not yet passed it. */
+  atGate = 0;
 
   constructor() {
     super();
     this.beforeWrite = async ({ key, call, contentType }) => {
       assert.equal(contentType, key.startsWith('content/') ? 'application/x-ndjson' : 'application/warc');
+      this.atGate++;
       await this.gate;
+      this.atGate--;
       if (this.fail(key, call)) throw Object.assign(new Error(`put ${key} refused`), { status: 413 });
     };
   }
@@ -254,7 +258,9 @@ describe('WarcBatchWriter', () => {
     const waiting = writer.ready().then(() => {
       ready = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Once the closed files' uploads wait at the gate, and a few turns of the loop later, ready() still waits.
+    while (blobs.atGate === 0) await new Promise((resolve) => setImmediate(resolve));
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(ready, false);
     open();
     await waiting;

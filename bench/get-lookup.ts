@@ -10,10 +10,11 @@ import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { synthesizeTemplate } from '../cdk/synth.ts';
 import { getCommand } from '../cli/get-command.ts';
-import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { startLocalAws } from '../local/local-aws.ts';
+import { processMeters } from '../local/process-meters.ts';
 import { LOCAL_INSTANCE_ID } from '../local/state-dir.ts';
 import { plainPages, writeSyntheticCrawl } from '../test/fixtures/synthetic-crawl.ts';
 
@@ -61,14 +62,14 @@ try {
     const index = Math.round((i * (urls - 1)) / (lookups - 1));
     const stdout = new Sink();
     const stderr = new Sink();
-    const from = awsCallCounter.snapshot();
+    const from = processMeters.counter.snapshot();
     const started = performance.now();
     const code = await getCommand([pages[index]!.url, '--crawl', crawlId, '--endpoint', aws.endpoints.s3], {
       stdout,
       stderr,
     });
     const ms = performance.now() - started;
-    const ops = diffSnapshots(from, awsCallCounter.snapshot()).operations;
+    const ops = diffSnapshots(from, processMeters.counter.snapshot()).operations;
     if (code !== 0 || stdout.text !== Buffer.from(pages[index]!.body).toString())
       throw new Error(`get of URL ${index} failed (exit ${code}): ${stderr.text}`);
     times.push(ms);

@@ -19,7 +19,7 @@ import { S3Blobs } from '../lambdas/adapters/s3-blobs.ts';
 import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
 import { damageWarning } from '../lambdas/core/archive/index.ts';
 import { type CrawlConfig, parseCrawlConfig, seedCount } from '../lambdas/core/crawl/index.ts';
-import { awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
 import { crawlCostReport, type LambdaUsage } from '../lambdas/shared/aws-prices.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { requiredOutput } from '../lambdas/shared/required-output.ts';
@@ -27,6 +27,7 @@ import { SinceError } from '../lambdas/submission/since-crawl.ts';
 import { sinceNote, submitCrawl } from '../lambdas/submission/submit-crawl.ts';
 import { parseTemplate } from '../local/cfn-template.ts';
 import { StateDirError, startLocalAws } from '../local/local-aws.ts';
+import { processMeters } from '../local/process-meters.ts';
 import { stackTemplate } from '../local/stack-template.ts';
 import { resolveStateDir } from '../local/state-dir.ts';
 import { write } from './cli-io.ts';
@@ -139,7 +140,7 @@ export const crawlCommand = defineCommand({
         const table = requiredOutput(local.outputs, OUTPUTS.frontierTableName);
         const frontier = createFrontierStore(local.clients.dynamodb, table);
         // The crawl's AWS calls: from the submission to the end of the run (not provisioning, not the copy-out).
-        const countedFrom = awsCallCounter.snapshot();
+        const countedFrom = processMeters.counter.snapshot();
         let config: CrawlConfig;
         /** Seeds the crawl was submitted with (a seeds file's included). */
         let seeds: number;
@@ -220,7 +221,7 @@ export const crawlCommand = defineCommand({
             await windingDown;
           }
           endedAt = new Date();
-          counted = diffSnapshots(countedFrom, awsCallCounter.snapshot());
+          counted = diffSnapshots(countedFrom, processMeters.counter.snapshot());
           const blobs = new S3Blobs(local.clients.s3, requiredOutput(local.outputs, OUTPUTS.pageBucketName));
           written = await writeCrawlOutput(blobs, crawlId, outDir, {
             seeds: config.seeds, // without any user:pass@ the command line had

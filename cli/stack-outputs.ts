@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/client-cloudformation';
 import { OPERATOR, recordAwsCalls } from '../lambdas/shared/aws-call-ledger.ts';
 import { awsRegion, clientSettings, LOCAL_ACCOUNT_ID } from '../local/aws-clients.ts';
+import { processMeters } from '../local/process-meters.ts';
 import type { DescribeStackOutputs } from '../local/stack-locator.ts';
 
 export interface StackOutputsOptions {
@@ -69,7 +70,7 @@ export function stackOutputsReader(endpoint?: string): DescribeStackOutputs {
 function operatorClient(endpoint: string | undefined): CloudFormationClient {
   const tag =
     endpoint === undefined ? { principal: OPERATOR } : { principal: OPERATOR, accountId: LOCAL_ACCOUNT_ID };
-  return recordAwsCalls(new CloudFormationClient(cloudFormationConfig(endpoint)), tag);
+  return recordAwsCalls(new CloudFormationClient(cloudFormationConfig(endpoint)), tag, processMeters.ledger);
 }
 
 export function cloudFormationConfig(endpoint?: string): CloudFormationClientConfig {

@@ -13,6 +13,7 @@ import {
   recordAwsCalls,
 } from '../lambdas/shared/aws-call-ledger.ts';
 import type { AwsTransport } from '../lambdas/shared/aws-clients.ts';
+import { processMeters } from './process-meters.ts';
 
 export interface Endpoints {
   sqs: string;
@@ -110,7 +111,8 @@ const LOCAL_OPERATOR: LedgerTag = { principal: OPERATOR, accountId: LOCAL_ACCOUN
 
 /** Counted (lambdas/shared/aws-call-counter.ts) and recorded under `tag` (aws-call-ledger.ts). */
 function watch<T extends LedgerClient & Parameters<typeof countAwsCalls>[0]>(client: T, tag: LedgerTag): T {
-  return recordAwsCalls(countAwsCalls(client), tag);
+  const { counter, ledger, reportCapacity } = processMeters;
+  return recordAwsCalls(countAwsCalls(client, counter, { reportCapacity }), tag, ledger);
 }
 
 /**

@@ -5,7 +5,7 @@ import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import type { LocalFunction } from './stack-model.ts';
 
 export type HandlerInstance = (event: SQSEvent, context: Context) => unknown;
-/** `wiring` only in this thread: a worker's handler reaches the AWS over the wire. */
+/** `wiring`: the runtime's meters, its browser, and in this thread its transport (a worker's handler reaches the AWS over the wire). */
 export type HandlerFactory = (
   env: Record<string, string>,
   wiring?: HandlerWiring,

@@ -2,11 +2,11 @@
 // instance at its first invocation (the cold start), runs invocations posted to it, and relays what
 // its thread counted (worker-relays.ts) often enough that a terminated worker loses little.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { PageRenderer } from '../lambdas/core/crawl/index.ts';
-import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
+import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
 import { type HandlerInstance, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext } from './lambda-context.ts';
 import { localRenderer } from './local-renderer.ts';
+import { processMeters } from './process-meters.ts';
 import type { FromWorker, ToWorker, WorkerData } from './worker-container.ts';
 import { createRelays, takeAll } from './worker-relays.ts';
 
@@ -16,7 +16,7 @@ const RELAY_EVERY_MS = 50;
 const port = parentPort;
 if (!port) throw new Error('handler-worker.ts runs only as a worker thread');
 const data = workerData as WorkerData;
-if (data.ledger) awsCallLedger.enable();
+if (data.ledger) processMeters.ledger.enable();
 const relays = createRelays();
 const post = (message: FromWorker) => port.postMessage(message);
 const relay = () => {
@@ -27,10 +27,10 @@ setInterval(relay, RELAY_EVERY_MS).unref();
 
 let instance: HandlerInstance | undefined;
 
-/** This worker's browser: it ends with the worker (its pipe to Chromium closes). */
-function renderWiring(): { renderer?: PageRenderer } {
-  const renderer = localRenderer();
-  return renderer === undefined ? {} : { renderer };
+/** This thread's meters, relayed to the main thread's; and for the render function, this worker's browser (it ends with the worker: its pipe to Chromium closes). */
+function wiring(): HandlerWiring {
+  const renderer = data.render ? localRenderer() : undefined;
+  return renderer === undefined ? { meters: processMeters } : { meters: processMeters, renderer };
 }
 // Init: the module imported before any invocation (Lambda does not count it against the timeout).
 const loaded = loadHandlerModule(data.fn);
@@ -43,7 +43,7 @@ port.on('message', async (message: ToWorker) => {
   try {
     if (!instance) {
       const { factory } = await loaded;
-      instance = await factory(data.env, data.render ? renderWiring() : undefined);
+      instance = await factory(data.env, wiring());
     }
     const context = createLambdaContext(data.fn, message.deadline, message.stream, message.requestId);
     const value = await instance(message.event, context);

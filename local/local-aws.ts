@@ -32,6 +32,7 @@ import {
 import type { LocalEventBus } from './eventbridge-server.ts';
 import { depths, holdsNothing, type IdleSnapshot, type WaitForIdleOptions, waitForIdle } from './idle.ts';
 import { localRenderer } from './local-renderer.ts';
+import { processMeters } from './process-meters.ts';
 import { provisionStack } from './provision.ts';
 import type { LocalScheduler } from './scheduler-server.ts';
 import type { LocalFunction, ProvisionedStack } from './stack-model.ts';
@@ -313,14 +314,14 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
             : {}),
           ...(options.eagerBatches ? { eagerBatches: true } : {}),
           ...(options.inProcessHandlers ? { inProcess: true } : {}),
-          ...(options.inProcessHandlers
-            ? {
-                wiring: {
-                  ...(settings.transport ? { awsTransport: settings.transport } : {}),
-                  ...(fn.handlerModule === HANDLERS.render && renderer ? { renderer } : {}),
-                },
-              }
-            : {}),
+          // Handlers in this thread count into the process's meters (a worker's, into its own, relayed).
+          wiring: {
+            meters: processMeters,
+            ...(options.inProcessHandlers && settings.transport ? { awsTransport: settings.transport } : {}),
+            ...(options.inProcessHandlers && fn.handlerModule === HANDLERS.render && renderer
+              ? { renderer }
+              : {}),
+          },
           // A worker's handler starts its own browser (objects do not cross threads).
           ...(fn.handlerModule === HANDLERS.render && renderer ? { render: true } : {}),
           ...(options.log ? { log: options.log } : {}),

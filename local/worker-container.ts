@@ -4,8 +4,8 @@
 // new worker. What the worker counts reaches this thread through the relays (worker-relays.ts).
 import { Worker } from 'node:worker_threads';
 import type { SQSEvent } from 'aws-lambda';
-import { awsCallLedger } from '../lambdas/shared/aws-call-ledger.ts';
 import type { Container, RawOutcome } from './container.ts';
+import { processMeters } from './process-meters.ts';
 import type { LocalFunction } from './stack-model.ts';
 import { absorbAll, createRelays } from './worker-relays.ts';
 
@@ -60,7 +60,7 @@ export function workerContainer(fn: LocalFunction, env: Record<string, string>, 
 
   const start = (): Worker => {
     const started = new Worker(WORKER_URL, {
-      workerData: { fn, env, ledger: awsCallLedger.enabled, render } satisfies WorkerData,
+      workerData: { fn, env, ledger: processMeters.ledger.enabled, render } satisfies WorkerData,
     });
     let initDone: (error?: Error) => void = () => {};
     ready = new Promise<void>((resolve, reject) => {

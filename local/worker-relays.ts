@@ -1,8 +1,9 @@
 // What a handler's worker thread counts that the main thread must see (local/worker-container.ts): each
 // relay takes what accumulated in the worker since its last take, and absorbs it on the main thread.
 // Another process-wide tally is one more entry in RELAYS.
-import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
-import { type AwsCallLedger, awsCallLedger, type LedgerSnapshot } from '../lambdas/shared/aws-call-ledger.ts';
+import { type AwsCallCounter, diffSnapshots } from '../lambdas/shared/aws-call-counter.ts';
+import type { AwsCallLedger, LedgerSnapshot } from '../lambdas/shared/aws-call-ledger.ts';
+import { processMeters } from './process-meters.ts';
 
 export interface Relay<T> {
   name: string;
@@ -14,7 +15,7 @@ export interface Relay<T> {
 
 /** The AWS call counter (cost figures): windows of the worker's counter added to the main one's. */
 export function counterRelay(
-  counter: AwsCallCounter = awsCallCounter,
+  counter: AwsCallCounter = processMeters.counter,
 ): Relay<ReturnType<AwsCallCounter['snapshot']>> {
   let last = counter.snapshot();
   return {
@@ -30,7 +31,7 @@ export function counterRelay(
 }
 
 /** The IAM ledger (test/integration/iam-calls.test.ts): the worker's entries, handed over and cleared. */
-export function ledgerRelay(ledger: AwsCallLedger = awsCallLedger): Relay<LedgerSnapshot> {
+export function ledgerRelay(ledger: AwsCallLedger = processMeters.ledger): Relay<LedgerSnapshot> {
   return {
     name: 'aws-call-ledger',
     take() {

@@ -14,7 +14,7 @@ import {
   MICRO_USD_PER_USD,
   splitCharge,
 } from '../core/crawl/index.ts';
-import { type AwsCallCounter, awsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
+import { type AwsCallCounter, diffSnapshots } from '../shared/aws-call-counter.ts';
 import type { AwsClients } from '../shared/aws-clients.ts';
 import { costOf } from '../shared/aws-prices.ts';
 import { EventBridgePublisher } from './eventbridge-publisher.ts';
@@ -24,9 +24,11 @@ import { ATTR, countersKey, names, num } from './frontier-schema.ts';
 /**
  * The list-price cost, in micro-dollars, of the AWS calls `counter` counted since the meter's last
  * reading (the first reading: since it was made). In Lambda the counter is the container's: one
- * invocation at a time, so these are this function's own calls.
+ * invocation at a time, so these are this function's own calls. No counter (`CRAWLER_CALL_COUNTING=off`):
+ * nothing is charged.
  */
-export function countedCallCost(counter: AwsCallCounter = awsCallCounter): () => number {
+export function countedCallCost(counter: AwsCallCounter | undefined): () => number {
+  if (counter === undefined) return () => 0;
   let last = counter.snapshot();
   return () => {
     const now = counter.snapshot();
@@ -41,13 +43,13 @@ export function countedCallCost(counter: AwsCallCounter = awsCallCounter): () =>
  * crawl it stops announced `Crawl Cancelled` on `bus` when the stack names one.
  */
 export function functionBudget(
-  clients: Pick<AwsClients, 'dynamodb' | 'eventbridge'>,
+  clients: Pick<AwsClients, 'dynamodb' | 'eventbridge' | 'counter'>,
   table: string,
   configs: CrawlConfigReader,
   bus: string | undefined,
 ): DynamoCrawlBudget {
   const events = bus === undefined ? undefined : new EventBridgePublisher(clients.eventbridge, bus);
-  return new DynamoCrawlBudget(clients.dynamodb, table, configs, undefined, events);
+  return new DynamoCrawlBudget(clients.dynamodb, table, configs, countedCallCost(clients.counter), events);
 }
 
 /** DynamoDB keeps 38 digits; a pico-dollar is far below any one call's price. */
@@ -65,7 +67,7 @@ export class DynamoCrawlBudget implements CrawlBudget {
     dynamodb: DynamoDBClient,
     table: string,
     configs: CrawlConfigReader,
-    meter: () => number = countedCallCost(),
+    meter: () => number,
     events?: EventPublisher,
   ) {
     this.events = events;

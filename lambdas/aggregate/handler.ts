@@ -31,7 +31,7 @@ import {
 
 export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
   const env = loadEnv(AggregateEnvSchema, rawEnv, 'aggregate function');
-  const clients = createAwsClients(env, wiring.awsTransport);
+  const clients = createAwsClients(env, wiring);
   const blobs = new S3Blobs(clients.s3, env.PAGE_BUCKET, { singleAttempt: clients.singleAttempt.s3 });
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE, {
     singleAttemptClient: clients.singleAttempt.dynamodb,

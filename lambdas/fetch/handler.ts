@@ -21,7 +21,7 @@ import { fetchDeps, type HandlerOverrides } from './fetch-deps.ts';
 
 export function createHandler(rawEnv: Env, overrides: HandlerOverrides = {}) {
   const env = loadEnv(FetchEnvSchema, rawEnv, 'fetch function');
-  const clients = createAwsClients(env, overrides.awsTransport);
+  const clients = createAwsClients(env, overrides);
   const { log, metrics } = handlerTelemetry('fetch', rawEnv.LOG_LEVEL);
   const redelivery = new SqsRedelivery(clients.sqs, env.TASK_QUEUE_URL);
   const deps = fetchDeps(env, clients, log, overrides);

@@ -32,7 +32,7 @@ const SEEN_CACHE_ENTRIES = 10_000;
 
 export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
   const env = loadEnv(RenderEnvSchema, rawEnv, 'render function');
-  const clients = createAwsClients(env, wiring.awsTransport);
+  const clients = createAwsClients(env, wiring);
   const { log, metrics } = handlerTelemetry('render', rawEnv.LOG_LEVEL);
   const redelivery = new SqsRedelivery(clients.sqs, env.RENDER_QUEUE_URL);
   const frontier = createFrontierStore(clients.dynamodb, env.FRONTIER_TABLE);

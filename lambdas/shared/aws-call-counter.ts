@@ -10,17 +10,18 @@
  *   an empty ReceiveMessage is one request and is also counted under `ReceiveMessage(empty)`;
  * - S3 requests fall into the PUT class (PUT, COPY, POST, LIST, multipart) or the GET class (GET,
  *   HEAD and the rest); DELETE and aborts are free;
- * - DynamoDB: data-plane calls ask for `ReturnConsumedCapacity: TOTAL` and the capacity units the
- *   service reports are added up as write (WRU) or read (RRU) request units. When none is reported (a
- *   failed conditional write, which AWS bills all the same, or an emulator that does not report it)
- *   they are estimated from the item size in the request: writes 1 WRU per started KiB, reads 1 RRU
- *   per started 4 KiB (half for eventually consistent reads) — see `estimateItemBytes`.
+ * - DynamoDB: with `reportCapacity`, data-plane calls ask for `ReturnConsumedCapacity: TOTAL` and the
+ *   capacity units the service reports are added up as write (WRU) or read (RRU) request units. When
+ *   none is reported (not asked for; a failed conditional write, which AWS bills all the same; an
+ *   emulator that does not report it) they are estimated from the item size in the request: writes 1
+ *   WRU per started KiB, reads 1 RRU per started 4 KiB (half for eventually consistent reads) — see
+ *   `estimateItemBytes`.
  *
- * One counter per process (`awsCallCounter`, kept on globalThis so every module instance of this file
- * shares it): the local runtime runs every function's handlers and the CLI in one process, so the
- * counter sees all of them. `snapshot()` and `diffSnapshots()` cut out a window (e.g. one crawl).
- * Handlers the local runtime runs in worker threads count in the worker's own counter; the runtime
- * relays each window to this one with `absorb()` (local/worker-relays.ts).
+ * A counter is an object its owner passes around, never a global: a function's clients count into
+ * their own (lambdas/shared/aws-clients.ts, as `CRAWLER_CALL_COUNTING` says), the local runtime into
+ * the one its process shares with the CLI (local/process-meters.ts). `snapshot()` and
+ * `diffSnapshots()` cut out a window (e.g. one crawl); `absorb()` adds a window counted elsewhere (a
+ * worker thread's, local/worker-relays.ts).
  */
 
 export type S3RequestClass = 'put' | 'get' | 'free';
@@ -198,15 +199,6 @@ export function diffSnapshots(before: CounterSnapshot, after: CounterSnapshot): 
   return { operations };
 }
 
-const GLOBAL_KEY = Symbol.for('serverless-crawler.aws-call-counter');
-
-/** The process-wide counter every client built by createAwsClients / createClients reports to. */
-export const awsCallCounter: AwsCallCounter = (() => {
-  const holder = globalThis as unknown as Record<symbol, AwsCallCounter | undefined>;
-  holder[GLOBAL_KEY] ??= new AwsCallCounter();
-  return holder[GLOBAL_KEY];
-})();
-
 // --- the middleware ---------------------------------------------------------------------------
 
 /** The parts of an SDK v3 client's middleware stack this module uses (structural, so no @smithy import). */
@@ -238,11 +230,21 @@ function names(context: MiddlewareContext): { service: string; operation: string
   return { service, operation };
 }
 
-/**
- * Attaches the counting middleware to `client` (once; a second call is a no-op). Counts go to
- * `counter` (default: the process-wide one).
- */
-export function countAwsCalls<T extends CountableClient>(client: T, counter = awsCallCounter): T {
+export interface CountOptions {
+  /**
+   * Add `ReturnConsumedCapacity: TOTAL` to DynamoDB's data-plane calls, so their units are the ones
+   * the service reports; without it they are estimated from item sizes and the request goes out as
+   * the caller wrote it.
+   */
+  reportCapacity?: boolean;
+}
+
+/** Attaches the counting middleware to `client` (once; a second call is a no-op). Counts go to `counter`. */
+export function countAwsCalls<T extends CountableClient>(
+  client: T,
+  counter: AwsCallCounter,
+  options: CountOptions = {},
+): T {
   if (counted.has(client)) return client;
   counted.add(client);
   const initialize =
@@ -250,6 +252,7 @@ export function countAwsCalls<T extends CountableClient>(client: T, counter = aw
     async (args: MiddlewareArgs): Promise<{ output: unknown }> => {
       const { service, operation } = names(context);
       if (
+        options.reportCapacity === true &&
         service === 'DynamoDB' &&
         wantsCapacity(operation) &&
         args.input.ReturnConsumedCapacity === undefined

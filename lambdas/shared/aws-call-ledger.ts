@@ -8,9 +8,10 @@
  * several permissions (a BatchGetItem on two tables; a GetObject of a missing key, which answers 404
  * instead of 403 only with s3:ListBucket on the bucket). `permissionsFor` is the mapping, pure.
  *
- * One ledger per process (`awsCallLedger`, on globalThis like the call counter), off until `enable()`.
- * `snapshot()` is plain data, and `absorb(snapshot)` adds one recorded elsewhere (a worker thread)
- * into this one.
+ * A ledger is passed to the clients that record into it, never a global: the local runtime's process
+ * has one (local/process-meters.ts), off until `enable()`; a function on Lambda has none, and its
+ * clients carry no recording middleware. `snapshot()` is plain data, and `absorb(snapshot)` adds one
+ * recorded elsewhere (a worker thread) into this one.
  */
 
 /** The principal of the CLI's clients: whoever runs `crawler submit/status/...` (docs/deploy.md). */
@@ -311,15 +312,6 @@ export class AwsCallLedger {
   }
 }
 
-const GLOBAL_KEY = Symbol.for('serverless-crawler.aws-call-ledger');
-
-/** The process-wide ledger every client built by createAwsClients / createClients records to. */
-export const awsCallLedger: AwsCallLedger = (() => {
-  const holder = globalThis as unknown as Record<symbol, AwsCallLedger | undefined>;
-  holder[GLOBAL_KEY] ??= new AwsCallLedger();
-  return holder[GLOBAL_KEY];
-})();
-
 // --- the middleware -----------------------------------------------------------------------------
 
 /** The parts of an SDK v3 client this module uses (structural, so no @smithy import). */
@@ -345,7 +337,7 @@ const MIDDLEWARE_NAME = 'awsCallLedger';
 const recorded = new WeakSet<object>();
 
 /** Attaches the recording middleware to `client` (once; a second call is a no-op). */
-export function recordAwsCalls<T extends LedgerClient>(client: T, tag: LedgerTag, ledger = awsCallLedger): T {
+export function recordAwsCalls<T extends LedgerClient>(client: T, tag: LedgerTag, ledger: AwsCallLedger): T {
   if (recorded.has(client)) return client;
   recorded.add(client);
   const regionOf = async (): Promise<string> => {

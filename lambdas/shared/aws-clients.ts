@@ -9,8 +9,8 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestSigner } from '@smithy/types';
 import type { PageRenderer } from '../core/crawl/index.ts';
-import { countAwsCalls } from './aws-call-counter.ts';
-import { type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
+import { AwsCallCounter, countAwsCalls } from './aws-call-counter.ts';
+import { type AwsCallLedger, type LedgerClient, recordAwsCalls } from './aws-call-ledger.ts';
 import type { AwsEnv } from './env.ts';
 
 export interface AwsClients {
@@ -26,6 +26,16 @@ export interface AwsClients {
    * counter twice or write an object twice. Their callers retry only what they know did not happen.
    */
   singleAttempt: { s3: S3Client; dynamodb: DynamoDBClient };
+  /** What counts these clients' calls (the function's budget charges it); none when counting is off. */
+  counter: AwsCallCounter | undefined;
+}
+
+/** What counts a function's AWS calls (aws-call-counter.ts) and records their permissions (aws-call-ledger.ts). */
+export interface AwsMeters {
+  counter: AwsCallCounter;
+  /** DynamoDB's units as the service reports them (`ReturnConsumedCapacity`), not estimated. */
+  reportCapacity: boolean;
+  ledger?: AwsCallLedger;
 }
 
 /** An SDK v3 client's `requestHandler`, as NodeHttpHandler is one. */
@@ -51,13 +61,29 @@ export interface HandlerWiring {
   awsTransport?: AwsTransport;
   /** The local runtime's browser for the render function (local/local-renderer.ts); on Lambda, @sparticuz/chromium's. */
   renderer?: PageRenderer;
+  /** The local runtime's meters, shared with its process (local/process-meters.ts); on Lambda, the function's own. */
+  meters?: AwsMeters;
+}
+
+/** A function's own meters on Lambda, as `CRAWLER_CALL_COUNTING` says (contracts.ts CALL_COUNTING). */
+function functionMeters(env: AwsEnv): AwsMeters | undefined {
+  const mode = env.CRAWLER_CALL_COUNTING;
+  return mode === 'off' ? undefined : { counter: new AwsCallCounter(), reportCapacity: mode === 'reported' };
 }
 
 /** The principal of clients built outside Lambda without a function name (tests, benchmarks). */
 export const UNNAMED_FUNCTION = 'unnamed-function';
 
-/** `transport`: how the calls travel; the SDK's own (signed HTTP) when absent. */
-export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClients {
+/**
+ * `wiring.awsTransport`: how the calls travel, the SDK's own (signed HTTP) when absent;
+ * `wiring.meters`: what counts them, the function's own (functionMeters) when absent.
+ */
+export function createAwsClients(
+  env: AwsEnv,
+  wiring: Pick<HandlerWiring, 'awsTransport' | 'meters'> = {},
+): AwsClients {
+  const transport = wiring.awsTransport;
+  const meters = wiring.meters ?? functionMeters(env);
   const credentials =
     env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
       ? {
@@ -76,10 +102,14 @@ export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClie
     const url = specific ?? env.AWS_ENDPOINT_URL;
     return url ? { endpoint: url } : {};
   };
-  // Every call is recorded with the IAM permission it needs, under the function's name (its role).
+  // Where there is a ledger, every call is recorded with the IAM permission it needs, under the
+  // function's name (its role).
   const tag = { principal: env.AWS_LAMBDA_FUNCTION_NAME ?? UNNAMED_FUNCTION, accountId: env.AWS_ACCOUNT_ID };
-  const watch = <T extends LedgerClient & Parameters<typeof countAwsCalls>[0]>(client: T): T =>
-    recordAwsCalls(countAwsCalls(client), tag);
+  const watch = <T extends LedgerClient & Parameters<typeof countAwsCalls>[0]>(client: T): T => {
+    if (meters === undefined) return client;
+    countAwsCalls(client, meters.counter, { reportCapacity: meters.reportCapacity });
+    return meters.ledger === undefined ? client : recordAwsCalls(client, tag, meters.ledger);
+  };
   const s3 = (maxAttempts?: number) =>
     watch(
       new S3Client({
@@ -97,7 +127,7 @@ export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClie
         ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB),
       }),
     );
-  // Every call is counted (aws-call-counter.ts): requests per page and cost per million pages.
+  // Counted (aws-call-counter.ts): requests per page, cost per million pages, crawl budgets.
   return {
     sqs: watch(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),
     s3: s3(),
@@ -105,5 +135,6 @@ export function createAwsClients(env: AwsEnv, transport?: AwsTransport): AwsClie
     eventbridge: watch(new EventBridgeClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_EVENTBRIDGE) })),
     ssm: watch(new SSMClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SSM) })),
     singleAttempt: { s3: s3(1), dynamodb: dynamodb(1) },
+    counter: meters?.counter,
   };
 }

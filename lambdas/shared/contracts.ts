@@ -97,7 +97,19 @@ export const FUNCTION_ENV = {
   renderQueueUrl: 'RENDER_QUEUE_URL',
   /** A malformed render message is moved here at once, with its reason. */
   renderDlqUrl: 'RENDER_DLQ_URL',
+  /** How a function counts its AWS calls (CALL_COUNTING); the stack leaves it unset. */
+  callCounting: 'CRAWLER_CALL_COUNTING',
 } as const;
+
+/**
+ * How a function on Lambda counts its AWS calls (lambdas/shared/aws-call-counter.ts), the default
+ * first: `estimated` counts every call, DynamoDB's units estimated from item sizes, which is what
+ * `--max-cost-usd` charges; `reported` also asks DynamoDB for the units it consumed
+ * (`ReturnConsumedCapacity` on every data-plane call); `off` counts nothing, and budgets charge
+ * nothing. The local runtime counts as `reported` whatever this says.
+ */
+export const CALL_COUNTING = ['estimated', 'reported', 'off'] as const;
+export type CallCounting = (typeof CALL_COUNTING)[number];
 
 /** A crawl id: it is part of S3 keys, DynamoDB keys and MessageGroupIds. */
 export const CRAWL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { CrawlConfigSchema } from '../core/crawl/index.ts';
-import { FUNCTION_ENV } from './contracts.ts';
+import { CALL_COUNTING, FUNCTION_ENV } from './contracts.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -23,6 +23,8 @@ const AwsEnvSchema = z.object({
   AWS_ACCESS_KEY_ID: z.string().optional(),
   AWS_SECRET_ACCESS_KEY: z.string().optional(),
   AWS_SESSION_TOKEN: z.string().optional(),
+  /** How the function counts its AWS calls (contracts.ts CALL_COUNTING). */
+  [FUNCTION_ENV.callCounting]: z.enum(CALL_COUNTING).default('estimated'),
   /** Set by Lambda: the function's name, the principal its calls are recorded under (aws-call-ledger.ts). */
   AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),
   /** The account of the stack's resources where a call names none (DynamoDB tables); set by the local runtime. */

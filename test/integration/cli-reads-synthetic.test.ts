@@ -14,10 +14,11 @@ import type { CliIo } from '../../cli/cli-io.ts';
 import { getCommand } from '../../cli/get-command.ts';
 import { resultsCommand } from '../../cli/results-command.ts';
 import { indexLine } from '../../lambdas/core/archive/index.ts';
-import { awsCallCounter, diffSnapshots, type OperationCount } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots, type OperationCount } from '../../lambdas/shared/aws-call-counter.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { processMeters } from '../../local/process-meters.ts';
 import { LOCAL_INSTANCE_ID } from '../../local/state-dir.ts';
 import { Capture } from '../fixtures/capture.ts';
 import {
@@ -38,9 +39,9 @@ async function cli(
 ): Promise<{ code: number; stdout: Capture; stderr: Capture; ops: Record<string, OperationCount> }> {
   const stdout = new Capture();
   const stderr = new Capture();
-  const from = awsCallCounter.snapshot();
+  const from = processMeters.counter.snapshot();
   const code = await command([...args, '--endpoint', aws.endpoints.s3], { stdout, stderr });
-  return { code, stdout, stderr, ops: diffSnapshots(from, awsCallCounter.snapshot()).operations };
+  return { code, stdout, stderr, ops: diffSnapshots(from, processMeters.counter.snapshot()).operations };
 }
 
 const calls = (ops: Record<string, OperationCount>, op: string) => ops[op]?.calls ?? 0;

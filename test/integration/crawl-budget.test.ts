@@ -13,7 +13,7 @@ import { countedCallCost, DynamoCrawlBudget } from '../../lambdas/adapters/crawl
 import { CrawlConfigStore } from '../../lambdas/adapters/crawl-config-store.ts';
 import { ATTR, countersKey, num, str } from '../../lambdas/adapters/frontier-schema.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { createAwsClients } from '../../lambdas/shared/aws-clients.ts';
 import { costOf } from '../../lambdas/shared/aws-prices.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
@@ -69,11 +69,11 @@ describe('the crawl budget charges counted AWS cost', () => {
     const b = `budget-b-${Date.now()}`;
     const configs = await submitted(a, 100);
     await submitted(b, 100);
-    const meter = countedCallCost();
-    const start = awsCallCounter.snapshot();
+    const meter = countedCallCost(clients.counter);
+    const start = clients.counter!.snapshot();
     await puts(40);
     // What summary.json's figures make of the same calls.
-    const expected = costOf(diffSnapshots(start, awsCallCounter.snapshot())).total * 1e6;
+    const expected = costOf(diffSnapshots(start, clients.counter!.snapshot())).total * 1e6;
     assert.ok(expected >= 40 * 5, `40 PUTs at $0.005 per 1,000 are at least 200 µ$, counted ${expected}`);
     const budget = new DynamoCrawlBudget(clients.dynamodb, table, configs, meter);
     assert.deepEqual(
@@ -90,9 +90,9 @@ describe('the crawl budget charges counted AWS cost', () => {
     assert.ok(Math.abs(chargedA - (expected * 3) / 4) < 1e-5, `a: ${chargedA} µ$ of ${expected}`);
     assert.ok(Math.abs(chargedB - expected / 4) < 1e-5, `b: ${chargedB} µ$ of ${expected}`);
     // The next charge counts only what came after this one (the charge's own writes included).
-    const second = awsCallCounter.snapshot();
+    const second = clients.counter!.snapshot();
     await puts(4);
-    const more = costOf(diffSnapshots(second, awsCallCounter.snapshot())).total * 1e6;
+    const more = costOf(diffSnapshots(second, clients.counter!.snapshot())).total * 1e6;
     await budget.charge(new Map([[a, 1]]));
     const after = (await counters(a)).charged!;
     assert.ok(after - chargedA >= more, `charged ${after - chargedA} µ$ for calls of at least ${more}`);
@@ -104,7 +104,7 @@ describe('the crawl budget charges counted AWS cost', () => {
     const large = `budget-large-${Date.now()}`;
     const configs = await submitted(small, 0.0001); // 100 µ$: less than 40 S3 PUTs
     await submitted(large, 100);
-    const budget = new DynamoCrawlBudget(clients.dynamodb, table, configs, countedCallCost());
+    const budget = new DynamoCrawlBudget(clients.dynamodb, table, configs, countedCallCost(clients.counter));
     await puts(40);
     assert.deepEqual(
       await budget.charge(
@@ -122,7 +122,7 @@ describe('the crawl budget charges counted AWS cost', () => {
   it('charges nothing to a crawl without a budget', async () => {
     const free = `budget-free-${Date.now()}`;
     const configs = await submitted(free);
-    const budget = new DynamoCrawlBudget(clients.dynamodb, table, configs, countedCallCost());
+    const budget = new DynamoCrawlBudget(clients.dynamodb, table, configs, countedCallCost(clients.counter));
     await puts(10);
     assert.deepEqual(await budget.charge(new Map([[free, 5]])), []);
     assert.equal((await counters(free)).charged, undefined);

@@ -6,8 +6,9 @@ import { waitingReason } from '../../cli/crawl-progress.ts';
 import { localProgressSource } from '../../cli/crawl-progress-source.ts';
 import { CrawlProgressReader, WAIT_ITEMS_LIMIT } from '../../lambdas/adapters/crawl-progress-reader.ts';
 import { createFrontierStore, type FrontierStore } from '../../lambdas/adapters/frontier-store.ts';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { emptyPollerStats } from '../../local/event-source-poller.ts';
+import { processMeters } from '../../local/process-meters.ts';
 import { FRONTIER_TABLE, type FrontierTableFixture, startFrontierTable } from '../fixtures/frontier-table.ts';
 
 let table: FrontierTableFixture;
@@ -95,7 +96,7 @@ test("the CLI's progress source: its reads are not counted into the crawl's AWS 
     },
     'p-4',
   );
-  const before = awsCallCounter.snapshot();
+  const before = processMeters.counter.snapshot();
   try {
     assert.deepEqual(await source.read(), {
       done: 1,
@@ -108,5 +109,5 @@ test("the CLI's progress source: its reads are not counted into the crawl's AWS 
   } finally {
     source.close?.();
   }
-  assert.deepEqual(diffSnapshots(before, awsCallCounter.snapshot()).operations, {});
+  assert.deepEqual(diffSnapshots(before, processMeters.counter.snapshot()).operations, {});
 });

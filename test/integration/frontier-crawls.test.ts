@@ -9,7 +9,7 @@ import { BatchWriteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb'
 import { synthesizeTemplate } from '../../cdk/synth.ts';
 import { listCrawls, registerCrawl } from '../../lambdas/adapters/frontier-crawls.ts';
 import { countersKey, urlKey } from '../../lambdas/adapters/frontier-schema.ts';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { createAwsClients } from '../../lambdas/shared/aws-clients.ts';
 import { STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
@@ -73,10 +73,10 @@ describe('listCrawls', () => {
         }),
       );
     }
-    const before = awsCallCounter.snapshot();
+    const before = clients.counter!.snapshot();
     const listed = [];
     for await (const crawl of listCrawls(clients.dynamodb, table)) listed.push(crawl);
-    const calls = diffSnapshots(before, awsCallCounter.snapshot()).operations;
+    const calls = diffSnapshots(before, clients.counter!.snapshot()).operations;
     assert.deepEqual(listed.map((c) => c.crawlId).sort(), [...ids, 'default'].sort());
     assert.ok(listed.every((c) => c.counters.state === 'running' && c.counters.queued === 1));
     assert.deepEqual(

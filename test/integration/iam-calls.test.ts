@@ -35,11 +35,12 @@ import { resultsCommand } from '../../cli/results-command.ts';
 import { scheduleCommand } from '../../cli/schedule-command.ts';
 import { statusCommand } from '../../cli/status-command.ts';
 import { submitCommand } from '../../cli/submit-command.ts';
-import { awsCallLedger, type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
+import { type LedgerEntry, OPERATOR } from '../../lambdas/shared/aws-call-ledger.ts';
 import { IDS, OUTPUTS, STACK_NAME } from '../../lambdas/shared/contracts.ts';
 import { AggregateEnvSchema, FetchEnvSchema, RenderEnvSchema } from '../../lambdas/shared/env.ts';
 import { parseTemplate } from '../../local/cfn-template.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { processMeters } from '../../local/process-meters.ts';
 import { roleName } from '../../local/provision.ts';
 import { resource } from '../cdk/template.ts';
 import { Capture } from '../fixtures/capture.ts';
@@ -173,8 +174,8 @@ before(async () => {
     aws.endpoints.s3,
   );
   // On from here: provisioning is CloudFormation's work, not a principal's of the stack.
-  awsCallLedger.reset();
-  awsCallLedger.enable();
+  processMeters.ledger.reset();
+  processMeters.ledger.enable();
   await aws.start();
 
   // A whole crawl, read back every way the CLI reads.
@@ -320,7 +321,7 @@ before(async () => {
     /tasks: moved 1 message\(s\) back[\s\S]*results: moved 1 message\(s\) back[\s\S]*renders: moved 1 message\(s\) back/,
   );
 
-  entries = awsCallLedger.snapshot().entries;
+  entries = processMeters.ledger.snapshot().entries;
   policies = principalPolicies(template, aws.stack, {
     principal: OPERATOR,
     outputKey: OUTPUTS.operatorPolicyArn,

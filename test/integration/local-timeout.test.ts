@@ -6,9 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { HeadObjectCommand, NotFound } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import type { InvocationReport } from '../../local/event-source-poller.ts';
 import { type LocalAws, startLocalAws } from '../../local/local-aws.ts';
+import { processMeters } from '../../local/process-meters.ts';
 import { LATE_EFFECT_HANDLER_MODULE } from '../fixtures/late-effect-handler.ts';
 import { BUCKET, FUNCTION, testTemplate } from '../fixtures/local-template.ts';
 
@@ -60,13 +61,13 @@ const of = (id: string) => reports.filter((report) => report.messageIds.includes
 
 describe('local runtime: a timed-out invocation is cut off', () => {
   it('runs a handler module in a worker, and its AWS calls reach the process-wide counter', async () => {
-    const before = awsCallCounter.snapshot();
+    const before = processMeters.counter.snapshot();
     const key = randomUUID();
     const id = await send({ do: 'now', key });
     await until(() => of(id).length > 0, 30_000);
     assert.equal(of(id)[0]!.outcome, 'success');
     assert.equal(await exists(key), true);
-    const puts = diffSnapshots(before, awsCallCounter.snapshot()).operations['S3:PutObject'];
+    const puts = diffSnapshots(before, processMeters.counter.snapshot()).operations['S3:PutObject'];
     assert.ok(puts && puts.calls >= 1, 'the worker’s PutObject was counted here');
   });
 

@@ -11,11 +11,12 @@ import { after, before, describe, it } from 'node:test';
 import { S3Blobs } from '../../lambdas/adapters/s3-blobs.ts';
 import { readCrawlResults } from '../../lambdas/core/archive/index.ts';
 import { parseCrawlConfig } from '../../lambdas/core/crawl/index.ts';
-import { awsCallCounter, diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
+import { diffSnapshots } from '../../lambdas/shared/aws-call-counter.ts';
 import { requestsPerPage } from '../../lambdas/shared/aws-prices.ts';
 import { summaryKey } from '../../lambdas/shared/contracts.ts';
 import { submitCrawl } from '../../lambdas/submission/submit-crawl.ts';
 import type { LocalAws } from '../../local/local-aws.ts';
+import { processMeters } from '../../local/process-meters.ts';
 import { startSyntheticAws } from '../fixtures/synthetic-aws.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
@@ -40,13 +41,13 @@ describe('simulation: 200 hosts at default politeness, synthetic network', () =>
     // pages); per-URL scheduling reaches about a third of that, less on a busy machine. Twenty times
     // it, plus start-up.
     const boundSeconds = (PAGES_PER_HOST + 1) * (config.delayMs / 1000);
-    const from = awsCallCounter.snapshot();
+    const from = processMeters.counter.snapshot();
     const started = Date.now();
     await submitCrawl(local, config);
     await local.start();
     await local.waitForIdle({ timeoutMs: 60_000 + 20 * 1000 * boundSeconds });
     const seconds = (Date.now() - started) / 1000;
-    const counted = diffSnapshots(from, awsCallCounter.snapshot());
+    const counted = diffSnapshots(from, processMeters.counter.snapshot());
 
     // Exact: every page once, robots.txt once per host, nothing else.
     const perTarget = new Map<string, number>();

@@ -6,17 +6,14 @@
  * is left, and its totals are the sum of the `DONE#` items: O(hosts), never O(URLs).
  *
  * Every step is one conditional write on one item (no transactions: dynalite has none).
+ *
+ * This module has the visits' own steps on host items (wake, lease, hand-back, drain, the takeover's
+ * sweep); the crawl-wide reads are frontier-host-scans.ts, the render holds frontier-render-holds.ts,
+ * the host item's codec frontier-host-item.ts. FrontierHosts is the whole HostVisits port over them.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  type AttributeValue,
-  DeleteItemCommand,
-  GetItemCommand,
-  PutItemCommand,
-  QueryCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
-import { FRONTIER_LIMITS, OUTCOMES, type Outcome, retryStep } from '../core/base/index.ts';
+import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { OUTCOMES, retryStep } from '../core/base/index.ts';
 import type {
   HostBusy,
   HostLease,
@@ -26,14 +23,13 @@ import type {
   HostVisits,
   RenderHold,
 } from '../core/crawl/index.ts';
-import { mapLimit } from '../shared/map-limit.ts';
+import { HostItemAdapter, holdOf, NO_LIVE_LEASE, paceOf, Update } from './frontier-host-item.ts';
+import { FrontierHostScans } from './frontier-host-scans.ts';
+import { FrontierRenderHolds } from './frontier-render-holds.ts';
 import {
   ATTR,
-  crawlShardPks,
-  DONE_SK_PREFIX,
   doneKey,
   expiresAt,
-  FrontierTableAdapter,
   HOST_SK_PREFIX,
   hostItemKey,
   type Item,
@@ -43,7 +39,6 @@ import {
   num,
   outcomeAttr,
   S,
-  SHARD_READ_ATTEMPTS,
   str,
 } from './frontier-schema.ts';
 
@@ -58,10 +53,6 @@ import {
  */
 export const VISIT_GRACE_MS = 120_000;
 
-/** Crawls whose last active shard a container remembers (FrontierHosts.anyActive). */
-const LAST_SHARD_CRAWLS = 1_000;
-
-const NO_LIVE_LEASE = `(attribute_not_exists(#${ATTR.lease}) OR #${ATTR.lease} < :now)`;
 const NO_RECENT_VISIT = `(attribute_not_exists(#${ATTR.visitAt}) OR #${ATTR.visitAt} < :stale)`;
 /** No visit claimed, or one claimed before `:stale` whose send was never confirmed. */
 const NO_VISIT_ON_ITS_WAY = `(attribute_not_exists(#${ATTR.visitAt}) OR (attribute_not_exists(#${ATTR.sent}) AND #${ATTR.visitAt} < :stale))`;
@@ -77,58 +68,12 @@ function needsVisit(item: Item | undefined, now: number): boolean {
   );
 }
 
-function holdOf(item: Item | undefined): RenderHold | undefined {
-  const token = str(item, ATTR.renderHold);
-  const until = num(item, ATTR.renderHoldUntil);
-  return token === undefined || until === undefined ? undefined : { token, until };
-}
+export class FrontierHosts extends HostItemAdapter implements HostVisits {
+  /** anyActive, doneTotals and awaiting: frontier-host-scans.ts (its shard memory is this object's). */
+  private readonly scans = new FrontierHostScans(this.dynamodb, this.table, this.options);
+  /** holdForRender, renderHold and endRender: frontier-render-holds.ts. */
+  private readonly renders = new FrontierRenderHolds(this.dynamodb, this.table, this.options);
 
-function paceOf(item: Item | undefined): HostPace {
-  const pace: HostPace = { nextAt: num(item, ATTR.next) ?? 0 };
-  const pausedUntil = num(item, ATTR.pausedUntil);
-  if (pausedUntil !== undefined) pace.pausedUntil = pausedUntil;
-  return pace;
-}
-
-/** An update expression built clause by clause, with only the names and values it uses. */
-class Update {
-  readonly set: string[] = [];
-  readonly remove: string[] = [];
-  readonly attrs = new Set<string>();
-  readonly values: Item = {};
-
-  setAttr(attr: string, value: AttributeValue): this {
-    this.attrs.add(attr);
-    this.set.push(`#${attr} = :${attr}`);
-    this.values[`:${attr}`] = value;
-    return this;
-  }
-
-  removeAttr(attr: string): this {
-    this.attrs.add(attr);
-    this.remove.push(`#${attr}`);
-    return this;
-  }
-
-  /** The pace and inflight a visit saves. Absent ones are removed: DynamoDB has no empty sets. */
-  state(state: HostPace & { inflight: readonly string[] }): this {
-    this.setAttr(ATTR.next, N(state.nextAt));
-    if (state.pausedUntil === undefined) this.removeAttr(ATTR.pausedUntil);
-    else this.setAttr(ATTR.pausedUntil, N(state.pausedUntil));
-    const inflight = [...new Set(state.inflight)];
-    if (inflight.length === 0) this.removeAttr(ATTR.inflight);
-    else this.setAttr(ATTR.inflight, { SS: inflight });
-    return this;
-  }
-
-  get expression(): string {
-    const set = this.set.length > 0 ? `SET ${this.set.join(', ')}` : '';
-    const remove = this.remove.length > 0 ? ` REMOVE ${this.remove.join(', ')}` : '';
-    return `${set}${remove}`.trim();
-  }
-}
-
-export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
   /**
    * `ADD wake 1` always: a visit that leased the host before this admission can then no longer drain
    * it (drain is conditional on the wake it saw), so the admitted URL is never stranded. An active
@@ -446,77 +391,16 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     return claimed;
   }
 
-  /** Per crawl, the shard where this container last found a host: where the next look starts. */
-  private readonly lastActiveShard = new Map<string, number>();
-
-  /**
-   * Whether any shard holds a `HOST#` item: one consistent Query `Limit 1` per shard (each tried
-   * SHARD_READ_ATTEMPTS times). The shard where the last look found a host is read first, alone, so
-   * a crawl of few hosts costs one Query a look, not up to 32 (a running crawl of many hosts finds
-   * one at once anyway); the others `shardReadsAtOnce` at a time, none started once one found a host.
-   * The shards are not read at one instant, so a false answer alone proves nothing: docs/frontier.md,
-   * "Completion".
-   */
-  async anyActive(crawlId: string): Promise<boolean> {
-    const pks = crawlShardPks(crawlId);
-    const first = this.lastActiveShard.get(crawlId) ?? 0;
-    if (await this.holdsHost(crawlId, pks, first)) return true;
-    const rest = pks.map((_, i) => (first + 1 + i) % pks.length).slice(0, -1);
-    let found = false;
-    const looks = await mapLimit(rest, FRONTIER_LIMITS.shardReadsAtOnce, async (shard) => {
-      if (!found && (await this.holdsHost(crawlId, pks, shard))) found = true;
-    });
-    if (found) return true;
-    const failed = looks.find((look) => look.status === 'rejected');
-    if (failed) throw failed.reason;
-    return false;
+  anyActive(crawlId: string): Promise<boolean> {
+    return this.scans.anyActive(crawlId);
   }
 
-  private async holdsHost(crawlId: string, pks: readonly string[], shard: number): Promise<boolean> {
-    const query = new QueryCommand({
-      TableName: this.table,
-      ConsistentRead: true,
-      KeyConditionExpression: `#${ATTR.pk} = :pk AND begins_with(#${ATTR.sk}, :prefix)`,
-      ProjectionExpression: `#${ATTR.pk}, #${ATTR.sk}`,
-      ExpressionAttributeNames: names(ATTR.pk, ATTR.sk),
-      ExpressionAttributeValues: { ':pk': S(pks[shard] as string), ':prefix': S(HOST_SK_PREFIX) },
-      Limit: 1,
-    });
-    const out = await retryStep(() => this.dynamodb.send(query), SHARD_READ_ATTEMPTS);
-    if ((out.Items?.length ?? 0) === 0) return false;
-    // Bounded: a container serves few crawls at once, and forgetting one costs only a longer look.
-    if (this.lastActiveShard.size >= LAST_SHARD_CRAWLS) this.lastActiveShard.clear();
-    this.lastActiveShard.set(crawlId, shard);
-    return true;
+  doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
+    return this.scans.doneTotals(crawlId);
   }
 
-  async doneTotals(crawlId: string): Promise<HostTally & { hosts: number }> {
-    const byOutcome: Partial<Record<Outcome, number>> = {};
-    const totals = { hosts: 0, total: 0, byOutcome, bytes: 0, requests: 0 };
-    const parts = new Set<string>();
-    const projected = [ATTR.total, ATTR.bytes, ATTR.requests, ATTR.parts, ...OUTCOMES.map(outcomeAttr)];
-    const items = this.queryShards(crawlId, DONE_SK_PREFIX, projected);
-    for await (const item of items) {
-      totals.hosts++;
-      totals.total += num(item, ATTR.total) ?? 0;
-      totals.bytes += num(item, ATTR.bytes) ?? 0;
-      totals.requests += num(item, ATTR.requests) ?? 0;
-      for (const outcome of OUTCOMES) {
-        const count = num(item, outcomeAttr(outcome));
-        if (count !== undefined) byOutcome[outcome] = (byOutcome[outcome] ?? 0) + count;
-      }
-      for (const part of item[ATTR.parts]?.SS ?? []) parts.add(part);
-    }
-    return { ...totals, parts: [...parts] };
-  }
-
-  /** The host items of every shard, `shardReadsAtOnce` shards at a time, projected to `awaiting`. */
-  async awaiting(crawlId: string): Promise<string[]> {
-    const found: string[] = [];
-    for await (const item of this.queryShards(crawlId, HOST_SK_PREFIX, [ATTR.sk, ATTR.awaiting]))
-      if (item[ATTR.awaiting]?.BOOL === true)
-        found.push((str(item, ATTR.sk) ?? '').slice(HOST_SK_PREFIX.length));
-    return found;
+  awaiting(crawlId: string): Promise<string[]> {
+    return this.scans.awaiting(crawlId);
   }
 
   /** One conditional write: `awaiting` goes, and the expected ticket comes back. */
@@ -540,93 +424,21 @@ export class FrontierHosts extends FrontierTableAdapter implements HostVisits {
     }
   }
 
-  async holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
-    const update = new Update()
-      .setAttr(ATTR.renderHold, S(hold.token))
-      .setAttr(ATTR.renderHoldUntil, N(hold.until));
-    try {
-      await this.updateHeld(crawlId, host, holder, update);
-      return true;
-    } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
-    }
+  holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
+    return this.renders.holdForRender(crawlId, host, holder, hold);
   }
 
-  async renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
-    return holdOf(await this.read(hostItemKey(crawlId, host), [ATTR.renderHold, ATTR.renderHoldUntil]));
+  renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
+    return this.renders.renderHold(crawlId, host);
   }
 
-  /**
-   * One conditional write, with `next` moved on to `nextAt` if that is later (else a second write
-   * without it: DynamoDB has no max, and the condition says which holds).
-   */
-  async endRender(
+  endRender(
     crawlId: string,
     host: string,
     token: string,
     nextAt: number,
     now: number,
   ): Promise<string | undefined> {
-    const attempt = async (moveNext: boolean): Promise<string | undefined> => {
-      const out = await this.dynamodb.send(
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: hostItemKey(crawlId, host),
-          UpdateExpression: `${moveNext ? `SET #${ATTR.next} = :nextAt ` : ''}REMOVE #${ATTR.renderHold}, #${ATTR.renderHoldUntil}, #${ATTR.awaiting}`,
-          ConditionExpression: `#${ATTR.renderHold} = :token AND attribute_exists(#${ATTR.visitBy}) AND ${NO_LIVE_LEASE}${moveNext ? ` AND (attribute_not_exists(#${ATTR.next}) OR #${ATTR.next} < :nextAt)` : ''}`,
-          ExpressionAttributeNames: names(
-            ATTR.renderHold,
-            ATTR.renderHoldUntil,
-            ATTR.awaiting,
-            ATTR.visitBy,
-            ATTR.lease,
-            ...(moveNext ? [ATTR.next] : []),
-          ),
-          ExpressionAttributeValues: {
-            ':token': S(token),
-            ':now': N(now),
-            ...(moveNext ? { ':nextAt': N(nextAt) } : {}),
-          },
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      return str(out.Attributes, ATTR.visitBy);
-    };
-    for (const moveNext of [true, false]) {
-      try {
-        return await attempt(moveNext);
-      } catch (err) {
-        if (!isConditionFailed(err)) throw err;
-      }
-    }
-    return undefined;
-  }
-
-  /** An update of the host item by the visit holding it (fails its condition otherwise). */
-  private async updateHeld(crawlId: string, host: string, holder: string, update: Update): Promise<void> {
-    await this.dynamodb.send(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: hostItemKey(crawlId, host),
-        UpdateExpression: update.expression,
-        ConditionExpression: `#${ATTR.holder} = :holder`,
-        ExpressionAttributeNames: names(ATTR.holder, ...update.attrs),
-        ExpressionAttributeValues: { ...update.values, ':holder': S(holder) },
-      }),
-    );
-  }
-
-  private async read(key: Item, attrs: string[]): Promise<Item | undefined> {
-    const out = await this.dynamodb.send(
-      new GetItemCommand({
-        TableName: this.table,
-        Key: key,
-        ConsistentRead: true,
-        ProjectionExpression: attrs.map((attr) => `#${attr}`).join(', '),
-        ExpressionAttributeNames: names(...attrs),
-      }),
-    );
-    return out.Item;
+    return this.renders.endRender(crawlId, host, token, nextAt, now);
   }
 }

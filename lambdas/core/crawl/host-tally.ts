@@ -2,7 +2,8 @@
  * A drained host's exact counts (HostTally, its `DONE#` item), added up URL item by URL item as the
  * visit's pass over the host's partition meets them (host-visit.ts).
  */
-import type { HostTally, HostUrl } from './ports.ts';
+import type { HostUrl } from './frontier-ports.ts';
+import type { HostTally } from './host-visit-ports.ts';
 
 /**
  * No parts: the visit drains a host only once every part its URLs name is written (host-visit.ts),

@@ -216,7 +216,7 @@ export const RENDER_LIMITS = {
   /** Characters of the rendered DOM kept (its WARC record, links and content). */
   maxDomChars: 5_000_000,
   /**
-   * A page sent to the render function holds its host (ports.ts RenderHold): no visit fetches from
+   * A page sent to the render function holds its host (crawl/host-visit-ports.ts RenderHold): no visit fetches from
    * it until the render function ends the hold (core/batches/render-batch.ts). A held host is looked at this
    * often meanwhile, in case that end was missed; the visit finds the hold and hands it back again.
    */

@@ -15,7 +15,7 @@ export const RenderMessageSchema = z.object({
   crawlId: z.string().regex(CRAWL_ID_PATTERN),
   /** Why the page is rendered (page-render.ts renderDecision). */
   reason: z.string().max(200),
-  /** The token of the hold on the page's host (ports.ts RenderHold): the render ends it. */
+  /** The token of the hold on the page's host (host-visit-ports.ts RenderHold): the render ends it. */
   hold: z.string().min(1).max(64),
   /** When that hold lapses (epoch ms). */
   holdUntil: z.number().int(),

@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import type { HandlerWiring } from '../lambdas/shared/aws-clients.ts';
-import { type Container, inProcessContainer } from './container.ts';
+import { type Container, inProcessContainer, type RawOutcome } from './container.ts';
 import { type HandlerModule, loadHandlerModule } from './handler-module.ts';
 import { createLambdaContext, logStreamName } from './lambda-context.ts';
 import { judgeResponse, toSqsRecord } from './sqs-event.ts';
@@ -125,61 +125,118 @@ export function emptyPollerStats(): PollerStats {
 }
 
 export function createEventSourcePoller(options: EventSourcePollerOptions): EventSourcePoller {
-  const { sqs, eventSource: source, fn } = options;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const label = `[local ${fn.logicalId}]`;
-  const waitSeconds = options.receiveWaitSeconds ?? 1;
-  const stats = emptyPollerStats();
-  let handlerModule: HandlerModule | undefined;
-  let stopping = false;
-  /** windDown() was called: every invocation's remaining time is 0 from then on. */
-  let windingDown = false;
-  let slots: Promise<void>[] = [];
-  let busy = 0;
-  let running = 0;
-  let activity = 0;
-  /** Ends the long polls in flight at stop(): a process that is done need not wait out their second. */
-  let receives = new AbortController();
+  return new SqsEventSourcePoller(options);
+}
 
-  async function receive(max: number, wait: number): Promise<Message[]> {
+/** One mapping's poller: `concurrency` slots, each receiving, invoking its container and settling. */
+class SqsEventSourcePoller implements EventSourcePoller {
+  readonly eventSource: LocalEventSource;
+  readonly concurrency: number;
+  readonly #options: EventSourcePollerOptions;
+  readonly #fn: LocalFunction;
+  readonly #log: (line: string) => void;
+  readonly #label: string;
+  readonly #waitSeconds: number;
+  readonly #stats = emptyPollerStats();
+  #handlerModule: HandlerModule | undefined;
+  #stopping = false;
+  /** windDown() was called: every invocation's remaining time is 0 from then on. */
+  #windingDown = false;
+  #slots: Promise<void>[] = [];
+  #busy = 0;
+  #running = 0;
+  #activity = 0;
+  /** Ends the long polls in flight at stop(): a process that is done need not wait out their second. */
+  #receives = new AbortController();
+
+  constructor(options: EventSourcePollerOptions) {
+    this.#options = options;
+    this.eventSource = options.eventSource;
+    this.#fn = options.fn;
+    this.concurrency = options.concurrency;
+    this.#log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    this.#label = `[local ${options.fn.logicalId}]`;
+    this.#waitSeconds = options.receiveWaitSeconds ?? 1;
+  }
+
+  async start(): Promise<void> {
+    if (this.#slots.length > 0 || !this.eventSource.enabled) return;
+    this.#handlerModule = await loadHandlerModule(this.#fn);
+    this.#stopping = false;
+    this.#windingDown = false;
+    // A poller started again after stop() polls with a controller not yet aborted.
+    if (this.#receives.signal.aborted) this.#receives = new AbortController();
+    this.#slots = Array.from({ length: this.concurrency }, (_, slot) => this.#runSlot(slot));
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    // A receive cut off as a message arrived leaves it hidden for the queue's visibility timeout
+    // (nothing is lost: it comes back then). windDown() lets its receives end on their own.
+    this.#receives.abort();
+    await Promise.all(this.#slots);
+    this.#slots = [];
+  }
+
+  async windDown(): Promise<void> {
+    this.#windingDown = true;
+    this.#stopping = true;
+    await Promise.all(this.#slots);
+    this.#slots = [];
+  }
+
+  stats(): PollerStats {
+    return { ...this.#stats };
+  }
+
+  busySlots(): number {
+    return this.#busy;
+  }
+
+  activity(): number {
+    return this.#activity;
+  }
+
+  async #receive(max: number, wait: number): Promise<Message[]> {
     try {
-      const out = await sqs.send(
+      const out = await this.#options.sqs.send(
         new ReceiveMessageCommand({
-          QueueUrl: source.queueUrl,
+          QueueUrl: this.eventSource.queueUrl,
           MaxNumberOfMessages: Math.min(MAX_RECEIVE, max),
           WaitTimeSeconds: wait,
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
-        { abortSignal: receives.signal },
+        { abortSignal: this.#receives.signal },
       );
       const messages = out.Messages ?? [];
       if (messages.length > 0) {
-        stats.messagesReceived += messages.length;
-        activity++;
+        this.#stats.messagesReceived += messages.length;
+        this.#activity++;
       }
       return messages;
     } catch (err) {
-      if (stopping) return [];
-      stats.receiveErrors++;
-      log(`${label} ReceiveMessage failed: ${describe(err)}`);
+      if (this.#stopping) return [];
+      this.#stats.receiveErrors++;
+      this.#log(`${this.#label} ReceiveMessage failed: ${describe(err)}`);
       await sleep(500);
       return [];
     }
   }
 
   // Lambda: invoke when the batch is full, the batching window has passed, or (window 0) after one poll.
-  async function gather(onFirst: () => void): Promise<Message[]> {
-    const batch = await receive(source.batchSize, waitSeconds);
+  async #gather(onFirst: () => void): Promise<Message[]> {
+    const source = this.eventSource;
+    const batch = await this.#receive(source.batchSize, this.#waitSeconds);
     if (batch.length === 0) return batch;
     onFirst();
     const windowMs = source.maximumBatchingWindowInSeconds * 1000;
-    const eager = options.eagerBatches === true;
+    const eager = this.#options.eagerBatches === true;
     const deadline = Date.now() + windowMs;
-    while (batch.length < source.batchSize && !stopping) {
+    while (batch.length < source.batchSize && !this.#stopping) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
-      const more = await receive(source.batchSize - batch.length, remaining >= 1000 && !eager ? 1 : 0);
+      const more = await this.#receive(source.batchSize - batch.length, remaining >= 1000 && !eager ? 1 : 0);
       batch.push(...more);
       if (more.length === 0 && eager) break;
       if (more.length === 0 && remaining < 1000) await sleep(Math.min(remaining, 50));
@@ -187,39 +244,40 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     return batch;
   }
 
-  function newContainer(): Container {
-    if (!handlerModule) throw new Error('poller not started');
-    return handlerModule.inProcess || options.inProcess
-      ? inProcessContainer(handlerModule.factory, options.env, options.wiring)
-      : workerContainer(fn, { ...options.env }, options.render ?? false);
+  #newContainer(): Container {
+    const options = this.#options;
+    if (!this.#handlerModule) throw new Error('poller not started');
+    return this.#handlerModule.inProcess || options.inProcess
+      ? inProcessContainer(this.#handlerModule.factory, options.env, options.wiring)
+      : workerContainer(this.#fn, { ...options.env }, options.render ?? false);
   }
 
-  async function runSlot(slot: number): Promise<void> {
+  async #runSlot(slot: number): Promise<void> {
     // The first slot's container starts its Init now, while the queue fills: the first batch need not
     // wait for the handler module's import. The others start at their first batch.
-    const container = newContainer();
+    const container = this.#newContainer();
     if (slot === 0) container.init().catch(() => {});
     let stream = logStreamName();
     try {
-      while (!stopping) {
+      while (!this.#stopping) {
         let holding = false;
         try {
-          const messages = await gather(() => {
+          const messages = await this.#gather(() => {
             holding = true;
-            busy++;
+            this.#busy++;
           });
           if (messages.length === 0) continue;
-          const result = await invoke(slot, messages, container, stream);
+          const result = await this.#invoke(slot, messages, container, stream);
           if (result.recycle) {
             // Lambda resets an execution environment after a timeout: next batch is a cold start.
             await container.dispose();
             stream = logStreamName();
           }
         } catch (err) {
-          log(`${label} slot ${slot}: unexpected error: ${describe(err)}`);
+          this.#log(`${this.#label} slot ${slot}: unexpected error: ${describe(err)}`);
           await sleep(200);
         } finally {
-          if (holding) busy--;
+          if (holding) this.#busy--;
         }
       }
     } finally {
@@ -227,16 +285,18 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     }
   }
 
-  async function invoke(
+  async #invoke(
     slot: number,
     messages: Message[],
     container: Container,
     stream: string,
   ): Promise<{ recycle: boolean }> {
+    const fn = this.#fn;
+    const stats = this.#stats;
     stats.invocations++;
-    running++;
-    activity++;
-    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, running);
+    this.#running++;
+    this.#activity++;
+    stats.maxConcurrentInvocations = Math.max(stats.maxConcurrentInvocations, this.#running);
     // Init (a new worker importing the module) happens before the invocation's clock starts.
     const initError = await container.init().then(
       () => undefined,
@@ -246,79 +306,53 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
     const deadline = started + fn.timeoutSeconds * 1000;
     const context = createLambdaContext(fn, deadline, stream);
     const remaining = context.getRemainingTimeInMillis;
-    context.getRemainingTimeInMillis = () => (windingDown ? 0 : remaining());
-    const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source.queueArn, options.region)) };
+    context.getRemainingTimeInMillis = () => (this.#windingDown ? 0 : remaining());
+    const event: SQSEvent = {
+      Records: messages.map((m) => toSqsRecord(m, this.eventSource.queueArn, this.#options.region)),
+    };
     const ids = event.Records.map((r) => r.messageId);
     const { raw, coldStart } =
       initError === undefined
         ? await container.invoke(event, context, deadline)
         : { raw: { kind: 'threw' as const, error: initError }, coldStart: true };
     if (coldStart) stats.coldStarts++;
-    running--;
+    this.#running--;
 
-    let outcome: InvocationOutcome;
-    let deleteIds: string[] = [];
-    let error: unknown;
-    let ignored = 0;
-    if (raw.kind === 'timeout') {
-      outcome = 'timeout';
-      stats.timeouts++;
-      error = new Error(`Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds`);
-    } else if (raw.kind === 'threw') {
-      outcome = 'error';
-      stats.errors++;
-      error = raw.error;
-    } else if (raw.kind === 'unserializable') {
-      outcome = 'invalid-response';
-      stats.invalidResponses++;
-      error = new Error(raw.reason);
-    } else {
-      const verdict = judgeResponse(raw.value, ids, source.reportBatchItemFailures);
-      if (verdict.kind === 'invalid') {
-        outcome = 'invalid-response';
-        stats.invalidResponses++;
-        error = new Error(verdict.reason);
-      } else if (verdict.kind === 'partial') {
-        outcome = 'partial';
-        stats.itemFailures += verdict.failed.size;
-        deleteIds = ids.filter((id) => !verdict.failed.has(id));
-      } else {
-        outcome = 'success';
-        ignored = verdict.ignoredFailures;
-        stats.ignoredBatchItemFailures += ignored;
-        deleteIds = ids;
-      }
-    }
-    if (outcome === 'error' || outcome === 'timeout' || outcome === 'invalid-response') {
-      // Nothing deleted: the messages reappear after the queue's visibility timeout and the
-      // queue's RedrivePolicy moves them to the DLQ after maxReceiveCount receives.
-      stats.batchFailures++;
-      log(`${label} invocation ${context.awsRequestId} ${outcome}: ${describe(error)}`);
-    }
-    if (ignored > 0) {
-      log(
-        `${label} returned ${ignored} batchItemFailures but the mapping lacks ReportBatchItemFailures: whole batch deleted`,
-      );
-    }
-    await deleteMessages(messages.filter((m) => deleteIds.includes(m.MessageId ?? '')));
-    activity++;
-    const deleted = new Set(deleteIds);
-    options.onInvocation?.({
+    const verdict = settleInvocation(raw, ids, fn, this.eventSource.reportBatchItemFailures, stats);
+    this.#logVerdict(context.awsRequestId, verdict);
+    await this.#deleteMessages(messages.filter((m) => verdict.deleteIds.includes(m.MessageId ?? '')));
+    this.#activity++;
+    const deleted = new Set(verdict.deleteIds);
+    this.#options.onInvocation?.({
       functionLogicalId: fn.logicalId,
-      eventSourceLogicalId: source.logicalId,
+      eventSourceLogicalId: this.eventSource.logicalId,
       slot,
       requestId: context.awsRequestId,
       messageIds: ids,
-      outcome,
+      outcome: verdict.outcome,
       retainedIds: ids.filter((id) => !deleted.has(id)),
       durationMs: Date.now() - started,
-      ...(error === undefined ? {} : { error }),
-      ignoredBatchItemFailures: ignored,
+      ...(verdict.error === undefined ? {} : { error: verdict.error }),
+      ignoredBatchItemFailures: verdict.ignored,
     });
-    return { recycle: outcome === 'timeout' };
+    return { recycle: verdict.outcome === 'timeout' };
   }
 
-  async function deleteMessages(messages: Message[]): Promise<void> {
+  #logVerdict(requestId: string, { outcome, error, ignored }: Verdict): void {
+    if (outcome === 'error' || outcome === 'timeout' || outcome === 'invalid-response') {
+      // Nothing deleted: the messages reappear after the queue's visibility timeout and the
+      // queue's RedrivePolicy moves them to the DLQ after maxReceiveCount receives.
+      this.#stats.batchFailures++;
+      this.#log(`${this.#label} invocation ${requestId} ${outcome}: ${describe(error)}`);
+    }
+    if (ignored > 0) {
+      this.#log(
+        `${this.#label} returned ${ignored} batchItemFailures but the mapping lacks ReportBatchItemFailures: whole batch deleted`,
+      );
+    }
+  }
+
+  async #deleteMessages(messages: Message[]): Promise<void> {
     for (let i = 0; i < messages.length; i += MAX_RECEIVE) {
       let entries: DeleteMessageBatchRequestEntry[] = messages
         .slice(i, i + MAX_RECEIVE)
@@ -326,53 +360,70 @@ export function createEventSourcePoller(options: EventSourcePollerOptions): Even
       // DeleteMessageBatch answers 200 with a per-entry Failed list: retry those once.
       for (let attempt = 0; attempt < 2 && entries.length > 0; attempt++) {
         try {
-          const out = await sqs.send(
-            new DeleteMessageBatchCommand({ QueueUrl: source.queueUrl, Entries: entries }),
+          const out = await this.#options.sqs.send(
+            new DeleteMessageBatchCommand({ QueueUrl: this.eventSource.queueUrl, Entries: entries }),
           );
-          stats.messagesDeleted += out.Successful?.length ?? 0;
+          this.#stats.messagesDeleted += out.Successful?.length ?? 0;
           const failed = new Set((out.Failed ?? []).map((f) => f.Id));
           entries = entries.filter((e) => failed.has(e.Id));
         } catch (err) {
-          if (attempt === 1) log(`${label} DeleteMessageBatch failed: ${describe(err)}`);
+          if (attempt === 1) this.#log(`${this.#label} DeleteMessageBatch failed: ${describe(err)}`);
         }
       }
       if (entries.length > 0) {
-        stats.deleteFailures += entries.length;
-        log(`${label} ${entries.length} message(s) not deleted; they will be delivered again`);
+        this.#stats.deleteFailures += entries.length;
+        this.#log(`${this.#label} ${entries.length} message(s) not deleted; they will be delivered again`);
       }
     }
   }
+}
 
-  return {
-    eventSource: source,
-    concurrency: options.concurrency,
-    async start() {
-      if (slots.length > 0 || !source.enabled) return;
-      handlerModule = await loadHandlerModule(fn);
-      stopping = false;
-      windingDown = false;
-      // A poller started again after stop() polls with a controller not yet aborted.
-      if (receives.signal.aborted) receives = new AbortController();
-      slots = Array.from({ length: options.concurrency }, (_, slot) => runSlot(slot));
-    },
-    async stop() {
-      stopping = true;
-      // A receive cut off as a message arrived leaves it hidden for the queue's visibility timeout
-      // (nothing is lost: it comes back then). windDown() lets its receives end on their own.
-      receives.abort();
-      await Promise.all(slots);
-      slots = [];
-    },
-    async windDown() {
-      windingDown = true;
-      stopping = true;
-      await Promise.all(slots);
-      slots = [];
-    },
-    stats: () => ({ ...stats }),
-    busySlots: () => busy,
-    activity: () => activity,
-  };
+/** What an invocation came to, and which of its messages are done with (deleted from the queue). */
+interface Verdict {
+  outcome: InvocationOutcome;
+  deleteIds: string[];
+  error: unknown;
+  /** batchItemFailures returned while the mapping does not report them. */
+  ignored: number;
+}
+
+/** The invocation's raw outcome settled the way Lambda settles it, and counted in `stats`. */
+function settleInvocation(
+  raw: RawOutcome,
+  ids: string[],
+  fn: LocalFunction,
+  reportBatchItemFailures: boolean,
+  stats: PollerStats,
+): Verdict {
+  if (raw.kind === 'timeout') {
+    stats.timeouts++;
+    const error = new Error(`Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds`);
+    return { outcome: 'timeout', deleteIds: [], error, ignored: 0 };
+  }
+  if (raw.kind === 'threw') {
+    stats.errors++;
+    return { outcome: 'error', deleteIds: [], error: raw.error, ignored: 0 };
+  }
+  if (raw.kind === 'unserializable') {
+    stats.invalidResponses++;
+    return { outcome: 'invalid-response', deleteIds: [], error: new Error(raw.reason), ignored: 0 };
+  }
+  const verdict = judgeResponse(raw.value, ids, reportBatchItemFailures);
+  if (verdict.kind === 'invalid') {
+    stats.invalidResponses++;
+    return { outcome: 'invalid-response', deleteIds: [], error: new Error(verdict.reason), ignored: 0 };
+  }
+  if (verdict.kind === 'partial') {
+    stats.itemFailures += verdict.failed.size;
+    return {
+      outcome: 'partial',
+      deleteIds: ids.filter((id) => !verdict.failed.has(id)),
+      error: undefined,
+      ignored: 0,
+    };
+  }
+  stats.ignoredBatchItemFailures += verdict.ignoredFailures;
+  return { outcome: 'success', deleteIds: ids, error: undefined, ignored: verdict.ignoredFailures };
 }
 
 function describe(err: unknown): string {

@@ -8,8 +8,14 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './aws-clients.ts';
 import { type ResolveContext, resolveString, resolveValue, TemplateResolveError } from './cfn-resolver.ts';
-import { type CfnTemplate, dependencyOrder, parseTemplate, type TemplateInput } from './cfn-template.ts';
-import { physicalName } from './physical-names.ts';
+import {
+  type CfnResource,
+  type CfnTemplate,
+  dependencyOrder,
+  parseTemplate,
+  type TemplateInput,
+} from './cfn-template.ts';
+import { type NameKind, physicalName } from './physical-names.ts';
 import { handlerModuleOf, readEventSource, readFunction } from './provision-lambda.ts';
 import {
   type CreateInput,
@@ -68,14 +74,46 @@ export async function provisionStack(
   options: ProvisionOptions,
 ): Promise<ProvisionedStack> {
   const tpl = parseTemplate(template);
-  const instanceId = options.instanceId ?? randomUUID();
-  const region = options.region ?? LOCAL_REGION;
-  const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
-  const stack: ProvisionedStack = {
+  const stack = emptyStack(options);
+  const handled = sortResources(tpl, stack);
+  const ctx = resolveContext(tpl, stack);
+  const walk: Walk = {
+    stack,
+    clients,
+    options,
+    stackId: ctx.stackId,
+    lookup: options.mode === 'lookup',
+    resolve: (value, path) => resolveValue(value, ctx, path),
+    asString: (value, path) => resolveString(value, ctx, path),
+    nameOf: (id, kind, opts) => physicalName(kind, options.stackName, id, stack.instanceId, opts),
+  };
+  for (const id of dependencyOrder(tpl, handled)) {
+    const resource = tpl.Resources[id];
+    if (!resource) continue;
+    await provisionResource(walk, id, resource);
+  }
+  resolveOutputs(tpl, stack, walk.asString);
+  return stack;
+}
+
+/** What provisioning one resource is given: the stack so far, the clients and the resolvers. */
+interface Walk {
+  stack: ProvisionedStack;
+  clients: ProvisionClients;
+  options: ProvisionOptions;
+  stackId: string;
+  lookup: boolean;
+  resolve(value: unknown, path: string): unknown;
+  asString(value: unknown, path: string): string;
+  nameOf(id: string, kind: NameKind, opts?: { fifo?: boolean }): string;
+}
+
+function emptyStack(options: ProvisionOptions): ProvisionedStack {
+  return {
     stackName: options.stackName,
-    instanceId,
-    region,
-    accountId,
+    instanceId: options.instanceId ?? randomUUID(),
+    region: options.region ?? LOCAL_REGION,
+    accountId: options.accountId ?? LOCAL_ACCOUNT_ID,
     resources: {},
     functions: {},
     eventSources: {},
@@ -84,7 +122,10 @@ export async function provisionStack(
     ignored: [],
     skipped: [],
   };
+}
 
+/** The ids of the resources the local runtime provisions; the others noted in `stack.ignored`. */
+function sortResources(tpl: CfnTemplate, stack: ProvisionedStack): string[] {
   const handled: string[] = [];
   for (const [id, resource] of Object.entries(tpl.Resources)) {
     const type = resource.Type;
@@ -104,96 +145,106 @@ export async function provisionStack(
       stack.ignored.push({ logicalId: id, type, reason: 'not emulated locally' });
     }
   }
+  return handled;
+}
 
-  const ctx = resolveContext(tpl, stack);
-  const resolve = (value: unknown, path: string) => resolveValue(value, ctx, path);
-  const asString = (value: unknown, path: string) => resolveString(value, ctx, path);
-  const nameOf = (id: string, kind: Parameters<typeof physicalName>[0], opts?: { fifo?: boolean }) =>
-    physicalName(kind, options.stackName, id, instanceId, opts);
-
-  const lookup = options.mode === 'lookup';
-  for (const id of dependencyOrder(tpl, handled)) {
-    const resource = tpl.Resources[id];
-    if (!resource) continue;
-    const note = (text: string) => stack.skipped.push({ logicalId: id, note: text });
-    const input: CreateInput = {
-      logicalId: id,
-      type: resource.Type,
-      properties: resource.Properties ?? {},
-      resolve,
-      physicalName: (kind, opts) => nameOf(id, kind, opts),
-      note,
-      region,
-      stackId: ctx.stackId,
-    };
-    switch (resource.Type) {
-      case 'AWS::SQS::Queue':
-        stack.resources[id] = await (lookup ? findQueue : createQueue)(clients.sqs, input);
-        break;
-      case 'AWS::S3::Bucket':
-        stack.resources[id] = await (lookup ? findBucket : createBucket)(clients.s3, input);
-        break;
-      case 'AWS::DynamoDB::Table':
-      case 'AWS::DynamoDB::GlobalTable':
-        stack.resources[id] = await (lookup ? findTable : createTable)(clients.dynamodb, input);
-        break;
-      case SCHEDULE_GROUP: {
-        const props = resource.Properties ?? {};
-        const name =
-          props.Name === undefined
-            ? nameOf(id, 'other')
-            : asString(props.Name, `Resources.${id}.Properties.Name`);
-        stack.resources[id] = {
-          type: SCHEDULE_GROUP,
-          physicalId: name,
-          arn: `arn:aws:scheduler:${region}:${accountId}:schedule-group/${name}`,
-        };
-        break;
-      }
-      case EVENT_RULE: {
-        const rule = readEventRule(id, resource.Properties ?? {}, resolve, stack, note);
-        if (rule) stack.eventRules.push(rule);
-        break;
-      }
-      case FUNCTION: {
-        const props = resource.Properties ?? {};
-        const functionName = props.FunctionName
-          ? asString(props.FunctionName, `Resources.${id}.Properties.FunctionName`)
-          : nameOf(id, 'function');
-        const fn = readFunction({
-          logicalId: id,
-          resource,
-          functionName,
-          region,
-          accountId,
-          rootDir: options.rootDir ?? REPO_ROOT,
-          resolveString: asString,
-        });
-        stack.functions[id] = fn;
-        stack.resources[id] = { type: FUNCTION, physicalId: fn.functionName, arn: fn.functionArn };
-        break;
-      }
-      case MAPPING: {
-        const result = readEventSource({
-          logicalId: id,
-          resource,
-          functions: stack.functions,
-          resources: stack.resources,
-          resolveString: asString,
-          note,
-          uuid: mappingUuid(options.stackName, id, instanceId),
-        });
-        if (result.kind === 'ignored') {
-          stack.ignored.push({ logicalId: id, type: MAPPING, reason: result.reason });
-        } else {
-          stack.eventSources[id] = result.eventSource;
-          stack.resources[id] = { type: MAPPING, physicalId: result.eventSource.uuid };
-        }
-        break;
-      }
+async function provisionResource(walk: Walk, id: string, resource: CfnResource): Promise<void> {
+  const { stack, clients, lookup } = walk;
+  const note = (text: string) => stack.skipped.push({ logicalId: id, note: text });
+  const input: CreateInput = {
+    logicalId: id,
+    type: resource.Type,
+    properties: resource.Properties ?? {},
+    resolve: walk.resolve,
+    physicalName: (kind, opts) => walk.nameOf(id, kind, opts),
+    note,
+    region: stack.region,
+    stackId: walk.stackId,
+  };
+  switch (resource.Type) {
+    case 'AWS::SQS::Queue':
+      stack.resources[id] = await (lookup ? findQueue : createQueue)(clients.sqs, input);
+      break;
+    case 'AWS::S3::Bucket':
+      stack.resources[id] = await (lookup ? findBucket : createBucket)(clients.s3, input);
+      break;
+    case 'AWS::DynamoDB::Table':
+    case 'AWS::DynamoDB::GlobalTable':
+      stack.resources[id] = await (lookup ? findTable : createTable)(clients.dynamodb, input);
+      break;
+    case SCHEDULE_GROUP:
+      stack.resources[id] = scheduleGroup(walk, id, resource);
+      break;
+    case EVENT_RULE: {
+      const rule = readEventRule(id, resource.Properties ?? {}, walk.resolve, stack, note);
+      if (rule) stack.eventRules.push(rule);
+      break;
     }
+    case FUNCTION:
+      addFunction(walk, id, resource);
+      break;
+    case MAPPING:
+      addEventSource(walk, id, resource, note);
+      break;
   }
+}
 
+function scheduleGroup(walk: Walk, id: string, resource: CfnResource): ProvisionedResource {
+  const props = resource.Properties ?? {};
+  const name =
+    props.Name === undefined
+      ? walk.nameOf(id, 'other')
+      : walk.asString(props.Name, `Resources.${id}.Properties.Name`);
+  return {
+    type: SCHEDULE_GROUP,
+    physicalId: name,
+    arn: `arn:aws:scheduler:${walk.stack.region}:${walk.stack.accountId}:schedule-group/${name}`,
+  };
+}
+
+function addFunction(walk: Walk, id: string, resource: CfnResource): void {
+  const { stack } = walk;
+  const props = resource.Properties ?? {};
+  const functionName = props.FunctionName
+    ? walk.asString(props.FunctionName, `Resources.${id}.Properties.FunctionName`)
+    : walk.nameOf(id, 'function');
+  const fn = readFunction({
+    logicalId: id,
+    resource,
+    functionName,
+    region: stack.region,
+    accountId: stack.accountId,
+    rootDir: walk.options.rootDir ?? REPO_ROOT,
+    resolveString: walk.asString,
+  });
+  stack.functions[id] = fn;
+  stack.resources[id] = { type: FUNCTION, physicalId: fn.functionName, arn: fn.functionArn };
+}
+
+function addEventSource(walk: Walk, id: string, resource: CfnResource, note: (text: string) => void): void {
+  const { stack } = walk;
+  const result = readEventSource({
+    logicalId: id,
+    resource,
+    functions: stack.functions,
+    resources: stack.resources,
+    resolveString: walk.asString,
+    note,
+    uuid: mappingUuid(stack.stackName, id, stack.instanceId),
+  });
+  if (result.kind === 'ignored') {
+    stack.ignored.push({ logicalId: id, type: MAPPING, reason: result.reason });
+  } else {
+    stack.eventSources[id] = result.eventSource;
+    stack.resources[id] = { type: MAPPING, physicalId: result.eventSource.uuid };
+  }
+}
+
+function resolveOutputs(
+  tpl: CfnTemplate,
+  stack: ProvisionedStack,
+  asString: (value: unknown, path: string) => string,
+): void {
   for (const [name, output] of Object.entries(tpl.Outputs ?? {})) {
     try {
       stack.outputs[name] = asString(output.Value, `Outputs.${name}.Value`);
@@ -203,7 +254,6 @@ export async function provisionStack(
       stack.skipped.push({ logicalId: name, note: `output not resolved: ${err.message}` });
     }
   }
-  return stack;
 }
 
 /** The name a role of the template would have (it is not created locally): a principal's name. */

@@ -3,7 +3,7 @@
 // (a send, a PUT) happens, as when Lambda stops a timed-out function. The next invocation starts a
 // new worker. What the worker counts reaches this thread through the relays (worker-relays.ts).
 import { Worker } from 'node:worker_threads';
-import type { SQSEvent } from 'aws-lambda';
+import type { Context, SQSEvent } from 'aws-lambda';
 import type { Container, RawOutcome } from './container.ts';
 import { processMeters } from './process-meters.ts';
 import type { LocalFunction } from './stack-model.ts';
@@ -41,112 +41,143 @@ const WORKER_URL = new URL('./handler-worker.ts', import.meta.url);
 const relays = createRelays();
 
 export function workerContainer(fn: LocalFunction, env: Record<string, string>, render = false): Container {
-  let worker: Worker | undefined;
+  return new WorkerContainer(fn, env, render);
+}
+
+/** One function's container: at most one worker at a time, one invocation at a time in it. */
+class WorkerContainer implements Container {
+  readonly #fn: LocalFunction;
+  readonly #env: Record<string, string>;
+  readonly #render: boolean;
+  #worker: Worker | undefined;
   /** Whether the worker holds a handler instance (its createHandler succeeded). */
-  let warm = false;
-  let sequence = 0;
-  let settle: ((raw: RawOutcome) => void) | undefined;
-  let pendingId = 0;
+  #warm = false;
+  #sequence = 0;
+  #settle: ((raw: RawOutcome) => void) | undefined;
+  #pendingId = 0;
   /** The current worker's Init: resolves once its module is imported. */
-  let ready: Promise<void> | undefined;
+  #ready: Promise<void> | undefined;
 
-  const stop = async (): Promise<void> => {
-    const ending = worker;
-    worker = undefined;
-    ready = undefined;
-    warm = false;
+  constructor(fn: LocalFunction, env: Record<string, string>, render: boolean) {
+    this.#fn = fn;
+    this.#env = env;
+    this.#render = render;
+  }
+
+  async init(): Promise<void> {
+    if (!this.#worker) this.#worker = this.#start();
+    try {
+      await this.#ready;
+    } catch (error) {
+      // A worker whose Init failed is gone: the next batch starts another.
+      await this.#stop();
+      throw error;
+    }
+  }
+
+  async invoke(
+    event: SQSEvent,
+    context: Context,
+    deadline: number,
+  ): Promise<{ raw: RawOutcome; coldStart: boolean }> {
+    const coldStart = !this.#warm;
+    this.#worker ??= this.#start();
+    const current = this.#worker;
+    const id = ++this.#sequence;
+    this.#pendingId = id;
+    let timer: NodeJS.Timeout | undefined;
+    const raw = await new Promise<RawOutcome>((resolve) => {
+      this.#settle = resolve;
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), Math.max(0, deadline - Date.now()));
+      const message: ToWorker = {
+        id,
+        event,
+        deadline,
+        stream: context.logStreamName,
+        requestId: context.awsRequestId,
+      };
+      current.postMessage(message);
+    });
+    clearTimeout(timer);
+    this.#settle = undefined;
+    // Past its deadline the invocation is cut off, whatever it was doing.
+    if (raw.kind === 'timeout' || this.#worker !== current) {
+      if (this.#worker === current) await this.#stop();
+      else await current.terminate();
+    }
+    return { raw, coldStart };
+  }
+
+  dispose(): Promise<void> {
+    return this.#stop();
+  }
+
+  async #stop(): Promise<void> {
+    const ending = this.#worker;
+    this.#worker = undefined;
+    this.#ready = undefined;
+    this.#warm = false;
     await ending?.terminate();
-  };
+  }
 
-  const start = (): Worker => {
+  #start(): Worker {
     const started = new Worker(WORKER_URL, {
-      workerData: { fn, env, ledger: processMeters.ledger.enabled, render } satisfies WorkerData,
+      workerData: {
+        fn: this.#fn,
+        env: this.#env,
+        ledger: processMeters.ledger.enabled,
+        render: this.#render,
+      } satisfies WorkerData,
     });
     let initDone: (error?: Error) => void = () => {};
-    ready = new Promise<void>((resolve, reject) => {
+    this.#ready = new Promise<void>((resolve, reject) => {
       initDone = (error) => (error ? reject(error) : resolve());
     });
-    ready.catch(() => {});
-    started.on('message', (message: FromWorker) => {
-      if (message.type === 'relay') {
-        absorbAll(relays, message.deltas);
-        return;
-      }
-      if (message.type === 'ready' || message.type === 'init-failed') {
-        initDone(message.type === 'ready' ? undefined : rebuild(message.error));
-        return;
-      }
-      if (message.id !== pendingId || !settle) return;
-      warm = message.warm;
-      if (message.type === 'threw') {
-        settle({ kind: 'threw', error: rebuild(message.error) });
-        return;
-      }
-      if (message.type === 'unserializable')
-        settle({ kind: 'unserializable', reason: `response is not JSON-serializable: ${message.reason}` });
-      else
-        settle({
-          kind: 'returned',
-          value: message.json === undefined ? undefined : JSON.parse(message.json),
-        });
-    });
+    this.#ready.catch(() => {});
+    started.on('message', (message: FromWorker) => this.#receive(message, initDone));
     // An uncaught exception ends the worker (as it ends Lambda's runtime process): the invocation
     // fails and the next one is a cold start.
     started.on('error', (error) => {
-      if (worker === started) worker = undefined;
+      if (this.#worker === started) this.#worker = undefined;
       initDone(error);
-      settle?.({ kind: 'threw', error });
+      this.#settle?.({ kind: 'threw', error });
     });
     started.on('exit', (code) => {
-      if (worker === started) worker = undefined;
+      if (this.#worker === started) this.#worker = undefined;
       const error = new Error(`Runtime exited with status ${code}`);
       initDone(error);
-      settle?.({ kind: 'threw', error });
+      this.#settle?.({ kind: 'threw', error });
     });
     return started;
-  };
+  }
 
-  return {
-    async init() {
-      if (!worker) worker = start();
-      try {
-        await ready;
-      } catch (error) {
-        // A worker whose Init failed is gone: the next batch starts another.
-        await stop();
-        throw error;
-      }
-    },
-    async invoke(event, context, deadline) {
-      const coldStart = !warm;
-      worker ??= start();
-      const current = worker;
-      const id = ++sequence;
-      pendingId = id;
-      let timer: NodeJS.Timeout | undefined;
-      const raw = await new Promise<RawOutcome>((resolve) => {
-        settle = resolve;
-        timer = setTimeout(() => resolve({ kind: 'timeout' }), Math.max(0, deadline - Date.now()));
-        const message: ToWorker = {
-          id,
-          event,
-          deadline,
-          stream: context.logStreamName,
-          requestId: context.awsRequestId,
-        };
-        current.postMessage(message);
+  /** A message from the worker: counts relayed, its Init's end, or the pending invocation's outcome. */
+  #receive(message: FromWorker, initDone: (error?: Error) => void): void {
+    if (message.type === 'relay') {
+      absorbAll(relays, message.deltas);
+      return;
+    }
+    if (message.type === 'ready' || message.type === 'init-failed') {
+      initDone(message.type === 'ready' ? undefined : rebuild(message.error));
+      return;
+    }
+    if (message.id !== this.#pendingId || !this.#settle) return;
+    this.#warm = message.warm;
+    if (message.type === 'threw') {
+      this.#settle({ kind: 'threw', error: rebuild(message.error) });
+      return;
+    }
+    if (message.type === 'unserializable')
+      this.#settle({
+        kind: 'unserializable',
+        reason: `response is not JSON-serializable: ${message.reason}`,
       });
-      clearTimeout(timer);
-      settle = undefined;
-      // Past its deadline the invocation is cut off, whatever it was doing.
-      if (raw.kind === 'timeout' || worker !== current) {
-        if (worker === current) await stop();
-        else await current.terminate();
-      }
-      return { raw, coldStart };
-    },
-    dispose: stop,
-  };
+    else
+      this.#settle({
+        kind: 'returned',
+        value: message.json === undefined ? undefined : JSON.parse(message.json),
+      });
+  }
 }
 
 function rebuild(described: { name: string; message: string; stack?: string }): Error {

@@ -13,9 +13,9 @@
  */
 
 import { createRequire } from 'node:module';
-import type { Browser, BrowserContext, Route } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import type { PageRenderer, RenderedPage, RenderRequest } from '../core/crawl/index.ts';
-import { type GuardLookups, RenderGuardProxy } from './render-guard-proxy.ts';
+import { type GuardLookups, type RenderAccount, RenderGuardProxy } from './render-guard-proxy.ts';
 
 /**
  * Loads a module the render function finds in its Chromium layer: resolved as CommonJS, because on
@@ -65,79 +65,10 @@ export class BrowserRenderer implements PageRenderer {
         acceptDownloads: false,
         javaScriptEnabled: true,
       });
-      if (request.cookies !== undefined && request.cookies.length > 0) {
-        await context.addCookies(
-          request.cookies.map((cookie) => ({
-            name: cookie.name,
-            value: cookie.value,
-            domain: cookie.subdomains ? `.${cookie.domain}` : cookie.domain,
-            path: cookie.path,
-            secure: cookie.secure,
-            ...(cookie.expires === 0 ? {} : { expires: cookie.expires }),
-          })),
-        );
-      }
-      let documentServed = false;
-      await context.route('**/*', (route: Route) => {
-        const req = route.request();
-        // The first navigation is the page's own: served from the response already fetched.
-        if (!documentServed && req.isNavigationRequest()) {
-          documentServed = true;
-          return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: request.html });
-        }
-        if (req.isNavigationRequest() && req.frame() === req.frame().page().mainFrame()) {
-          // A script navigating the page away: not followed (its target is a URL of its own).
-          return route.abort('blockedbyclient');
-        }
-        if (BLOCKED_TYPES.has(req.resourceType())) {
-          return route.abort('blockedbyclient');
-        }
-        // The crawl's credentials go with a subrequest within their scope (credentials.ts), as with
-        // the crawler's own requests; the browser's copy of the request record is not kept.
-        const added = request.headersFor?.(new URL(req.url()));
-        if (added === undefined || Object.keys(added).length === 0) return route.continue();
-        return route.continue({ headers: { ...req.headers(), ...added } });
-      });
-      const page = await context.newPage();
-      let inflight = 0;
-      let lastActivity = Date.now();
-      const busy = (delta: number) => () => {
-        inflight += delta;
-        lastActivity = Date.now();
-      };
-      page.on('request', busy(1));
-      page.on('requestfinished', busy(-1));
-      page.on('requestfailed', busy(-1));
-      const dom = await withDeadline(deadline, async () => {
-        await page.goto(request.url.href, {
-          waitUntil: 'domcontentloaded',
-          timeout: Math.max(1, deadline - Date.now()),
-        });
-        while (Date.now() < deadline && (inflight > 0 || Date.now() - lastActivity < QUIET_MS))
-          await sleep(50);
-        // Cut in the browser: a script that grew its DOM without end sends no more than the cap.
-        // (A string: this package is typed without the DOM. maxDomChars is a number of ours.)
-        return page.evaluate<{ length: number; html: string }>(
-          `(() => { const html = '<!DOCTYPE html>' + (document.documentElement ? document.documentElement.outerHTML : ''); return { length: html.length, html: html.slice(0, ${Math.floor(request.maxDomChars)}) }; })()`,
-        );
-      });
-      const account = pass.account;
-      const base = { sameHostRequests: account.sameHostRequests, refused: account.refused };
-      if (dom === undefined)
-        return {
-          ok: false,
-          code: 'render-timeout',
-          reason: `not rendered within ${request.timeMs} ms`,
-          ...base,
-        };
-      return {
-        ok: true,
-        html: dom.html,
-        ...(dom.length > request.maxDomChars
-          ? { truncated: `rendered DOM cut at ${request.maxDomChars} characters (it had ${dom.length})` }
-          : {}),
-        ...base,
-      };
+      await addCookies(context, request.cookies);
+      await context.route('**/*', routeOf(request));
+      const dom = await readDom(await context.newPage(), request, deadline);
+      return renderedPage(request, dom, pass.account);
     } finally {
       this.#guard.close(pass.username);
       if (context !== undefined) await this.#closeContext(context);
@@ -195,6 +126,100 @@ export class BrowserRenderer implements PageRenderer {
       await (await browser)?.close().catch(() => {});
     }
   }
+}
+
+/** The crawl's cookies, in the context's jar: the browser sends each by its domain, path and secure flag. */
+async function addCookies(context: BrowserContext, cookies: RenderRequest['cookies']): Promise<void> {
+  if (cookies === undefined || cookies.length === 0) return;
+  await context.addCookies(
+    cookies.map((cookie) => ({
+      name: cookie.name,
+      value: cookie.value,
+      domain: cookie.subdomains ? `.${cookie.domain}` : cookie.domain,
+      path: cookie.path,
+      secure: cookie.secure,
+      ...(cookie.expires === 0 ? {} : { expires: cookie.expires }),
+    })),
+  );
+}
+
+/** What becomes of each request of the page: its document served, the rest blocked or let through. */
+function routeOf(request: RenderRequest): (route: Route) => Promise<void> {
+  let documentServed = false;
+  return (route) => {
+    const req = route.request();
+    // The first navigation is the page's own: served from the response already fetched.
+    if (!documentServed && req.isNavigationRequest()) {
+      documentServed = true;
+      return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: request.html });
+    }
+    if (req.isNavigationRequest() && req.frame() === req.frame().page().mainFrame()) {
+      // A script navigating the page away: not followed (its target is a URL of its own).
+      return route.abort('blockedbyclient');
+    }
+    if (BLOCKED_TYPES.has(req.resourceType())) {
+      return route.abort('blockedbyclient');
+    }
+    // The crawl's credentials go with a subrequest within their scope (credentials.ts), as with
+    // the crawler's own requests; the browser's copy of the request record is not kept.
+    const added = request.headersFor?.(new URL(req.url()));
+    if (added === undefined || Object.keys(added).length === 0) return route.continue();
+    return route.continue({ headers: { ...req.headers(), ...added } });
+  };
+}
+
+/** The rendered DOM, read once the network is quiet; undefined when not read by the deadline. */
+function readDom(page: Page, request: RenderRequest, deadline: number): Promise<RenderedDom | undefined> {
+  let inflight = 0;
+  let lastActivity = Date.now();
+  const busy = (delta: number) => () => {
+    inflight += delta;
+    lastActivity = Date.now();
+  };
+  page.on('request', busy(1));
+  page.on('requestfinished', busy(-1));
+  page.on('requestfailed', busy(-1));
+  return withDeadline(deadline, async () => {
+    await page.goto(request.url.href, {
+      waitUntil: 'domcontentloaded',
+      timeout: Math.max(1, deadline - Date.now()),
+    });
+    while (Date.now() < deadline && (inflight > 0 || Date.now() - lastActivity < QUIET_MS)) await sleep(50);
+    // Cut in the browser: a script that grew its DOM without end sends no more than the cap.
+    // (A string: this package is typed without the DOM. maxDomChars is a number of ours.)
+    return page.evaluate<RenderedDom>(
+      `(() => { const html = '<!DOCTYPE html>' + (document.documentElement ? document.documentElement.outerHTML : ''); return { length: html.length, html: html.slice(0, ${Math.floor(request.maxDomChars)}) }; })()`,
+    );
+  });
+}
+
+/** The DOM as read in the browser: cut at maxDomChars, with the length it had. */
+interface RenderedDom {
+  length: number;
+  html: string;
+}
+
+function renderedPage(
+  request: RenderRequest,
+  dom: RenderedDom | undefined,
+  account: RenderAccount,
+): RenderedPage {
+  const base = { sameHostRequests: account.sameHostRequests, refused: account.refused };
+  if (dom === undefined)
+    return {
+      ok: false,
+      code: 'render-timeout',
+      reason: `not rendered within ${request.timeMs} ms`,
+      ...base,
+    };
+  return {
+    ok: true,
+    html: dom.html,
+    ...(dom.length > request.maxDomChars
+      ? { truncated: `rendered DOM cut at ${request.maxDomChars} characters (it had ${dom.length})` }
+      : {}),
+    ...base,
+  };
 }
 
 /** `fn`'s value, or undefined when it has not settled by `deadline` (epoch ms) or failed. */

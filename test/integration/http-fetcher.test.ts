@@ -3,6 +3,7 @@
  * appear as answers of a stub resolver, and the guard must refuse them before any connect.
  */
 import assert from 'node:assert/strict';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { isIP, type LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -866,6 +867,75 @@ describe('HttpFetcher: network and protocol errors', () => {
       }
     } finally {
       await withStub.close();
+    }
+  });
+});
+
+/** A response's request record as the header block it says went on the wire. */
+function recordedBlock(response: { requestLine: string; requestHeaders: Array<[string, string]> }): string {
+  const headers = response.requestHeaders.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `${response.requestLine}\r\n${headers}\r\n`;
+}
+
+describe('HttpFetcher: what went on the wire, per request', () => {
+  const sendHeaders = diagnosticsChannel.channel('undici:client:sendHeaders');
+
+  it('gives each of many concurrent requests its own header block: two fetchers, one origin and path, direct and through a proxy', async () => {
+    const server = await startRawServer((socket) => {
+      // Answered late, so that the requests overlap and several connections are open at once.
+      setTimeout(() => socket.write(httpHead(['HTTP/1.1 200 OK', 'Content-Length: 0'])), 20);
+    });
+    const proxy = await startConnectProxy();
+    const one = new HttpFetcher({ connectionsPerOrigin: 4 });
+    const two = new HttpFetcher({ connectionsPerOrigin: 4 });
+    try {
+      const responses = await Promise.all(
+        Array.from({ length: 24 }, (_, i) =>
+          (i % 2 === 0 ? one : two).fetch(
+            request(server.url('/same?q=1'), {
+              headers: { 'x-probe': String(i) },
+              ...(i % 3 === 0 ? { proxy: { url: proxy.url } } : {}),
+            }),
+          ),
+        ),
+      );
+      assert.equal(server.requests.length, 24);
+      assert.ok(proxy.connects.length > 0, 'some requests went through the proxy');
+      responses.forEach((response, i) => {
+        const recorded = recordedBlock(response);
+        assert.ok(server.requests.includes(recorded), `request ${i}: its record is a block the server got`);
+        assert.ok(recorded.includes(`\r\nx-probe: ${i}\r\n`), `request ${i}: the block is its own`);
+        assert.equal(response.requestLine, 'GET /same?q=1 HTTP/1.1');
+        // Through the proxy the socket written to is the tunnel, whose far end is the proxy.
+        assert.equal(response.remoteAddress, '127.0.0.1');
+        assert.ok(response.sentAt !== undefined, `request ${i}: sentAt`);
+      });
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+      await proxy.close();
+      await server.close();
+    }
+  });
+
+  it("listens to undici's channel only while a request is sent: nothing on import, nothing left by a fetcher never closed", async () => {
+    assert.equal(sendHeaders.hasSubscribers, false, 'importing the fetcher subscribed to nothing');
+    const server = await startRawServer((socket) => {
+      socket.write(httpHead(['HTTP/1.1 204 No Content']));
+    });
+    const open = new HttpFetcher();
+    try {
+      const responses = await Promise.all([
+        open.fetch(request(server.url('/a'))),
+        open.fetch(request(server.url('/b'))),
+      ]);
+      assert.deepEqual(
+        responses.map((response) => response.requestLine),
+        ['GET /a HTTP/1.1', 'GET /b HTTP/1.1'],
+      );
+      assert.equal(sendHeaders.hasSubscribers, false, 'no listener outlives its request');
+    } finally {
+      await open.close();
+      await server.close();
     }
   });
 });

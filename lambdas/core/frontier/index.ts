@@ -2,4 +2,5 @@
 export * from './host-hurry.ts';
 export * from './link-admission.ts';
 export * from './sitemap.ts';
+export * from './sitemap-parse.ts';
 export * from './task-admission.ts';

@@ -10,6 +10,7 @@
 
 import { FRONTIER_LIMITS, type LruSet, retryStep } from '../base/index.ts';
 import {
+  type AdmittedUrl,
   type CrawlConfig,
   type FrontierAdmission,
   type FrontierUrl,
@@ -115,6 +116,16 @@ export function bindScope(config: CrawlConfig, keys: Iterable<string>): void {
 /** What admission does with hosts: wakes them, and gives back or confirms the visits it claimed. */
 export type WakingHosts = Pick<HostVisits, 'wake' | 'unwake' | 'confirmSent'>;
 
+/** What the pages of one admitLinks call add up to, filled in as their admissions complete. */
+interface AdmissionTally {
+  readonly seenKeys: string[];
+  admitted: number;
+  readonly results: CrawlResult[];
+  readonly carried: CarriedLinks[];
+  readonly queuedByCrawl: Map<string, number>;
+  readonly woken: Map<string, HostToWake>;
+}
+
 export async function admitLinks(
   pages: readonly DiscoveringPage[],
   deps: {
@@ -141,107 +152,145 @@ export async function admitLinks(
 }> {
   // Marked seen by the caller only once its results are sent and hosts woken: a batch that fails after
   // admission is redelivered and must admit (and wake) again, not skip its links as seen.
-  const seenKeys: string[] = [];
-  let admittedCount = 0;
-  const results: CrawlResult[] = [];
-  const carried: CarriedLinks[] = [];
-  const queuedByCrawl = new Map<string, number>();
-  const woken = new Map<string, { crawlId: string; host: string }>();
-
-  await Promise.all(
-    pages.map(async (page) => {
-      const { config } = page;
-      const budgeted = config.maxPages !== undefined;
-      // With a page budget every URL is admitted held and only those the budget grants are made
-      // fetchable: a visit never sees a URL beyond the budget as one to fetch.
-      const candidates = carry(page, classify(page)).map((candidate) =>
-        !candidate.carried && (candidate.skip || budgeted) ? { ...candidate, held: true } : candidate,
-      );
-      if (candidates.length === 0) return;
-      const { admitted, settled } = await deps.frontier.admit(
-        config.crawlId,
-        page.parentKey,
-        candidates,
-        page.unprobed ? { probe: false } : {},
-      );
-      // Cached as seen: what this page admits (its results go out with it) and what needs no page.
-      for (const key of [...admitted.map((url) => url.key), ...settled])
-        seenKeys.push(`${config.crawlId}:${key}`);
-      if (admitted.length === 0) return;
-      admittedCount += admitted.length;
-      const fresh = admitted.filter((url) => url.fresh).length;
-      queuedByCrawl.set(config.crawlId, (queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
-
-      const byKey = new Map(candidates.map((candidate) => [candidate.key, candidate]));
-      const fetchable: Classified[] = [];
-      const links: CarriedLink[] = [];
-      for (const url of admitted) {
-        const candidate = byKey.get(url.key)!;
-        // As the item is: a refetch may find its links carried, or held, as its first fetch left them.
-        if (url.carried) {
-          links.push(carriedLink(candidate, page));
-          continue;
-        }
-        const host = frontierHost(candidate.url);
-        woken.set(`${config.crawlId}\n${host}`, { crawlId: config.crawlId, host });
-        if (candidate.skip) {
-          results.push(
-            bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, candidate.skip),
-          );
-        } else fetchable.push(candidate);
-      }
-      if (links.length > 0) carried.push({ crawlId: config.crawlId, parentKey: page.parentKey, links });
-      if (!budgeted || config.maxPages === undefined) return;
-      const granted = await deps.frontier.reservePages(config.crawlId, fetchable.length, config.maxPages);
-      await deps.frontier.promote(config.crawlId, fetchable.slice(0, granted));
-      for (const candidate of fetchable.slice(granted)) {
-        results.push(
-          bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, {
-            code: 'limit',
-            reason: `the crawl reached --max-pages ${config.maxPages}`,
-          }),
-        );
-      }
-    }),
-  );
-  for (const [crawlId, count] of queuedByCrawl) if (count > 0) await deps.frontier.addQueued(crawlId, count);
-  return {
-    visits: deps.deferWakes ? [] : await wakeHosts(woken.values(), deps),
-    asleep: deps.deferWakes ? [...woken.values()] : [],
-    results,
-    seenKeys,
-    admitted: admittedCount,
-    carried,
+  const tally: AdmissionTally = {
+    seenKeys: [],
+    admitted: 0,
+    results: [],
+    carried: [],
+    queuedByCrawl: new Map(),
+    woken: new Map(),
   };
+  await Promise.all(pages.map((page) => admitPage(page, deps, tally)));
+  for (const [crawlId, count] of tally.queuedByCrawl)
+    if (count > 0) await deps.frontier.addQueued(crawlId, count);
+  return {
+    visits: deps.deferWakes ? [] : await wakeHosts(tally.woken.values(), deps),
+    asleep: deps.deferWakes ? [...tally.woken.values()] : [],
+    results: tally.results,
+    seenKeys: tally.seenKeys,
+    admitted: tally.admitted,
+    carried: tally.carried,
+  };
+}
 
-  function classify(page: DiscoveringPage): Classified[] {
-    const { config } = page;
-    const scope = scopeOf(config, page);
-    const out = new Map<string, Classified>();
-    for (const link of page.links) {
-      const normalized = normalizeUrl(link.url, { maxUrlLength: config.limits.maxUrlLength });
-      if (!normalized.ok) continue;
-      if (out.has(normalized.key)) continue;
-      if (!page.relink && deps.seen.has(`${config.crawlId}:${normalized.key}`)) continue;
-      const isRedirect = link.redirects !== undefined;
-      const depth = link.prior?.depth ?? (isRedirect ? page.depth : page.depth + 1);
-      const candidate: Classified = { key: normalized.key, url: normalized.url, depth };
-      if (isRedirect) candidate.redirects = link.redirects;
-      if (link.prior !== undefined) candidate.prior = link.prior.capture;
-      const inScope = scope.inScope(new URL(normalized.url));
-      if (!inScope.ok) candidate.skip = { code: 'scope', reason: inScope.detail };
-      else if (depth > config.maxDepth) {
-        candidate.skip = { code: 'depth', reason: `depth ${depth} is beyond --max-depth ${config.maxDepth}` };
-      } else if (link.nofollow && !config.followNofollow) {
-        candidate.skip = {
-          code: 'nofollow',
-          reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'}`,
-        };
-      } else if (link.skip) candidate.skip = link.skip;
-      out.set(normalized.key, candidate);
+/** Admits one page's links into the frontier and adds what came of it to `tally`. */
+async function admitPage(
+  page: DiscoveringPage,
+  deps: { frontier: FrontierAdmission; seen: LruSet; now: Date },
+  tally: AdmissionTally,
+): Promise<void> {
+  const { config } = page;
+  const budgeted = config.maxPages !== undefined;
+  // With a page budget every URL is admitted held and only those the budget grants are made
+  // fetchable: a visit never sees a URL beyond the budget as one to fetch.
+  const candidates = carry(page, classify(page, deps.seen)).map((candidate) =>
+    !candidate.carried && (candidate.skip || budgeted) ? { ...candidate, held: true } : candidate,
+  );
+  if (candidates.length === 0) return;
+  const { admitted, settled } = await deps.frontier.admit(
+    config.crawlId,
+    page.parentKey,
+    candidates,
+    page.unprobed ? { probe: false } : {},
+  );
+  // Cached as seen: what this page admits (its results go out with it) and what needs no page.
+  for (const key of [...admitted.map((url) => url.key), ...settled])
+    tally.seenKeys.push(`${config.crawlId}:${key}`);
+  if (admitted.length === 0) return;
+  tally.admitted += admitted.length;
+  const fresh = admitted.filter((url) => url.fresh).length;
+  tally.queuedByCrawl.set(config.crawlId, (tally.queuedByCrawl.get(config.crawlId) ?? 0) + fresh);
+
+  const fetchable = sortAdmitted(page, candidates, admitted, deps.now, tally);
+  if (!budgeted || config.maxPages === undefined) return;
+  await spendPageBudget(config, config.maxPages, fetchable, deps, tally.results);
+}
+
+/**
+ * Sorts a page's admitted URLs: a carried link goes into the page's result; any other wakes its host
+ * and is either fetchable (returned) or ends with a `skipped` result of its own.
+ */
+function sortAdmitted(
+  page: DiscoveringPage,
+  candidates: readonly Classified[],
+  admitted: readonly AdmittedUrl[],
+  now: Date,
+  tally: AdmissionTally,
+): Classified[] {
+  const { config } = page;
+  const byKey = new Map(candidates.map((candidate) => [candidate.key, candidate]));
+  const fetchable: Classified[] = [];
+  const links: CarriedLink[] = [];
+  for (const url of admitted) {
+    const candidate = byKey.get(url.key)!;
+    // As the item is: a refetch may find its links carried, or held, as its first fetch left them.
+    if (url.carried) {
+      links.push(carriedLink(candidate, page));
+      continue;
     }
-    return [...out.values()];
+    const host = frontierHost(candidate.url);
+    tally.woken.set(`${config.crawlId}\n${host}`, { crawlId: config.crawlId, host });
+    if (candidate.skip) {
+      tally.results.push(
+        bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', now, candidate.skip),
+      );
+    } else fetchable.push(candidate);
   }
+  if (links.length > 0) tally.carried.push({ crawlId: config.crawlId, parentKey: page.parentKey, links });
+  return fetchable;
+}
+
+/** Makes fetchable as many held URLs as the page budget grants; the rest end `skipped` (limit). */
+async function spendPageBudget(
+  config: CrawlConfig,
+  maxPages: number,
+  fetchable: readonly Classified[],
+  deps: { frontier: FrontierAdmission; now: Date },
+  results: CrawlResult[],
+): Promise<void> {
+  const granted = await deps.frontier.reservePages(config.crawlId, fetchable.length, maxPages);
+  await deps.frontier.promote(config.crawlId, fetchable.slice(0, granted));
+  for (const candidate of fetchable.slice(granted)) {
+    results.push(
+      bareResult({ crawlId: config.crawlId, ...candidate }, 'skipped', deps.now, {
+        code: 'limit',
+        reason: `the crawl reached --max-pages ${maxPages}`,
+      }),
+    );
+  }
+}
+
+/**
+ * A page's links as frontier candidates: normalized, deduplicated, those this container has seen
+ * left out (unless the page relinks), each with its depth and, when it is not to be fetched, why.
+ */
+function classify(page: DiscoveringPage, seen: LruSet): Classified[] {
+  const { config } = page;
+  const scope = scopeOf(config, page);
+  const out = new Map<string, Classified>();
+  for (const link of page.links) {
+    const normalized = normalizeUrl(link.url, { maxUrlLength: config.limits.maxUrlLength });
+    if (!normalized.ok) continue;
+    if (out.has(normalized.key)) continue;
+    if (!page.relink && seen.has(`${config.crawlId}:${normalized.key}`)) continue;
+    const isRedirect = link.redirects !== undefined;
+    const depth = link.prior?.depth ?? (isRedirect ? page.depth : page.depth + 1);
+    const candidate: Classified = { key: normalized.key, url: normalized.url, depth };
+    if (isRedirect) candidate.redirects = link.redirects;
+    if (link.prior !== undefined) candidate.prior = link.prior.capture;
+    const inScope = scope.inScope(new URL(normalized.url));
+    if (!inScope.ok) candidate.skip = { code: 'scope', reason: inScope.detail };
+    else if (depth > config.maxDepth) {
+      candidate.skip = { code: 'depth', reason: `depth ${depth} is beyond --max-depth ${config.maxDepth}` };
+    } else if (link.nofollow && !config.followNofollow) {
+      candidate.skip = {
+        code: 'nofollow',
+        reason: `linked with rel=nofollow from ${page.parentUrl ?? 'a seed'}`,
+      };
+    } else if (link.skip) candidate.skip = link.skip;
+    out.set(normalized.key, candidate);
+  }
+  return [...out.values()];
 }
 
 /**

@@ -51,24 +51,12 @@
  * stale policy is used rather than nothing. A fetched policy is cached before it is saved, and its
  * save is retried (retryStep). Store errors propagate (the visit fails: its host is released and its
  * message retried).
+ *
+ * Beside it: the per-container cache (robots-cache.ts), the request chain (robots-fetch.ts) and the
+ * reading of stored policies (robots-policy-json.ts).
  */
 
-import {
-  ADDRESS_BLOCKED,
-  backoffMs,
-  decodeContent,
-  describeError,
-  FatalError,
-  headerValue,
-  isCrawlError,
-  OutOfTime,
-  PermanentError,
-  RETRY_BACKOFF,
-  RetryableError,
-  ROBOTS_LIMITS,
-  retryAfterMs,
-  retryStep,
-} from '../base/index.ts';
+import { ADDRESS_BLOCKED, backoffMs, RETRY_BACKOFF, retryStep } from '../base/index.ts';
 import {
   type CrawlConfig,
   DEFAULT_MAX_WAIT_MS,
@@ -76,133 +64,27 @@ import {
   type HostSlots,
   hostKey,
   type PageFetcher,
-  type PageResponse,
   type RobotsState,
   type RobotsStore,
   reservedGapMs,
   slotPlan,
 } from '../crawl/index.ts';
 import { literalHostRefusal } from '../urls/index.ts';
-import {
-  ALLOW_ALL,
-  crawlDelaySeconds,
-  DEFAULT_MAX_ROBOTS_BYTES,
-  isAllowed,
-  parseRobots,
-  productToken,
-  type RobotsGroup,
-  type RobotsPolicy,
-  type RobotsRule,
-} from './robots.ts';
+import { crawlDelaySeconds, isAllowed, productToken, type RobotsPolicy } from './robots.ts';
+import { ROBOTS_TTL_MS, type RobotsCache, type RobotsResolution } from './robots-cache.ts';
+import { fetchRobotsChain, MAX_ROBOTS_REDIRECTS } from './robots-fetch.ts';
+import { policyFromJson, refusalFromJson } from './robots-policy-json.ts';
 
-/** A stored or cached policy is used for at most this long after it was fetched (RFC 9309 §2.4). */
-export const ROBOTS_TTL_MS: number = ROBOTS_LIMITS.ttlMs;
-export const MAX_ROBOTS_REDIRECTS = 5;
 /** The 4th failed fetch ends the origin's URLs as `failed` / `robots-unavailable`. */
 export const MAX_ROBOTS_FAILURES = 4;
 /** How long a visit waits for another visit's robots.txt fetch before looking again. */
 export const ROBOTS_POLL_MS = 5_000;
-/** Bytes of robots.txt read (RFC 9309: at least 500 KiB). */
-export const MAX_ROBOTS_BYTES = DEFAULT_MAX_ROBOTS_BYTES;
-export const DEFAULT_ROBOTS_CACHE_ENTRIES: number = ROBOTS_LIMITS.cacheEntries;
 
 export type RobotsVerdict =
   | { kind: 'allowed'; crawlDelaySeconds?: number }
   | { kind: 'disallowed'; reason: string }
   | { kind: 'defer'; untilMs: number; reason: string }
   | { kind: 'failed'; code: 'robots-unavailable' | typeof ADDRESS_BLOCKED; reason: string };
-
-/** What one resolution of an origin's policy came to (shared by concurrent checks in a container). */
-type Resolution =
-  | { kind: 'policy'; policy: RobotsPolicy }
-  | { kind: 'defer'; untilMs: number; reason: string }
-  | { kind: 'failed'; code: 'robots-unavailable' | typeof ADDRESS_BLOCKED; reason: string };
-
-/** A parsed policy, or the address guard's refusal of the origin (module comment, `failed`). */
-type CacheEntry = { policy: RobotsPolicy; fetchedAt: number } | { refused: string; fetchedAt: number };
-
-/**
- * Per-container cache of parsed policies: a bounded LRU keyed by crawl id and origin, an entry
- * valid until `fetchedAt + ttlMs` (24 h). It also lets concurrent checks of one origin in this
- * container share a single store read / robots.txt fetch.
- */
-export class RobotsCache {
-  readonly maxEntries: number;
-  readonly ttlMs: number;
-  readonly #entries = new Map<string, CacheEntry>();
-  readonly #inflight = new Map<string, Promise<Resolution>>();
-
-  constructor(maxEntries = DEFAULT_ROBOTS_CACHE_ENTRIES, ttlMs = ROBOTS_TTL_MS) {
-    this.maxEntries = Math.max(1, Math.floor(maxEntries));
-    this.ttlMs = Math.min(ttlMs, ROBOTS_TTL_MS);
-  }
-
-  get size(): number {
-    return this.#entries.size;
-  }
-
-  get(crawlId: string, origin: string, now: number): CacheEntry | undefined {
-    const key = cacheKey(crawlId, origin);
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return undefined;
-    this.#entries.delete(key);
-    if (!(now - entry.fetchedAt < this.ttlMs)) return undefined;
-    this.#entries.set(key, entry); // most recently used last
-    return entry;
-  }
-
-  set(crawlId: string, origin: string, policy: RobotsPolicy, fetchedAt: number): void {
-    this.#put(crawlId, origin, { policy, fetchedAt });
-  }
-
-  /** Remembers that the address guard refuses the origin (its reason), like a policy fetched then. */
-  refuse(crawlId: string, origin: string, reason: string, at: number): void {
-    this.#put(crawlId, origin, { refused: reason, fetchedAt: at });
-  }
-
-  #put(crawlId: string, origin: string, entry: CacheEntry): void {
-    const key = cacheKey(crawlId, origin);
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    while (this.#entries.size > this.maxEntries) {
-      const oldest = this.#entries.keys().next();
-      if (oldest.done) break;
-      this.#entries.delete(oldest.value);
-    }
-  }
-
-  clear(): void {
-    this.#entries.clear();
-  }
-
-  /** @internal The resolution in progress for this origin, if any. */
-  inflight(crawlId: string, origin: string): Promise<Resolution> | undefined {
-    return this.#inflight.get(cacheKey(crawlId, origin));
-  }
-
-  /** @internal Runs `resolve` as the one resolution of this origin in this container. */
-  async lead(crawlId: string, origin: string, resolve: () => Promise<Resolution>): Promise<Resolution> {
-    const key = cacheKey(crawlId, origin);
-    const promise = resolve();
-    this.#inflight.set(key, promise);
-    try {
-      return await promise;
-    } finally {
-      if (this.#inflight.get(key) === promise) this.#inflight.delete(key);
-    }
-  }
-}
-
-function cacheKey(crawlId: string, origin: string): string {
-  return `${crawlId}\u0000${origin}`;
-}
-
-export function createRobotsCache(
-  maxEntries = DEFAULT_ROBOTS_CACHE_ENTRIES,
-  ttlMs = ROBOTS_TTL_MS,
-): RobotsCache {
-  return new RobotsCache(maxEntries, ttlMs);
-}
 
 export interface RobotsGateDeps {
   store: RobotsStore;
@@ -298,7 +180,7 @@ function decide(policy: RobotsPolicy, url: URL, config: CrawlConfig): RobotsVerd
 }
 
 /** Turns a resolution (this check's own, or one it joined in this container) into the URL's verdict. */
-function verdictFor(resolution: Resolution, ctx: GateContext): RobotsVerdict {
+function verdictFor(resolution: RobotsResolution, ctx: GateContext): RobotsVerdict {
   switch (resolution.kind) {
     case 'policy':
       return decide(resolution.policy, ctx.url, ctx.config);
@@ -308,12 +190,12 @@ function verdictFor(resolution: Resolution, ctx: GateContext): RobotsVerdict {
   }
 }
 
-async function resolve(ctx: GateContext): Promise<Resolution> {
+async function resolve(ctx: GateContext): Promise<RobotsResolution> {
   const state = await ctx.deps.store.read(ctx.deps.crawlId, ctx.origin);
   return fromState(state, ctx, true);
 }
 
-function poll(ctx: GateContext, why: string): Resolution {
+function poll(ctx: GateContext, why: string): RobotsResolution {
   return {
     kind: 'defer',
     untilMs: ctx.deps.now() + ROBOTS_POLL_MS,
@@ -321,7 +203,7 @@ function poll(ctx: GateContext, why: string): Resolution {
   };
 }
 
-async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean): Promise<Resolution> {
+async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean): Promise<RobotsResolution> {
   const { deps, origin } = ctx;
   const now = deps.now();
   switch (state.state) {
@@ -375,7 +257,11 @@ async function fromState(state: RobotsState, ctx: GateContext, mayClaim: boolean
 }
 
 /** Reserve a slot, claim the origin with a lease that outlives it, fetch. */
-async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPolicy): Promise<Resolution> {
+async function acquire(
+  ctx: GateContext,
+  priorFailures: number,
+  stale?: RobotsPolicy,
+): Promise<RobotsResolution> {
   const { deps, config, origin } = ctx;
   const reservedAt = deps.now();
   const slot = await deps.slots.reserve(
@@ -413,12 +299,12 @@ async function acquire(ctx: GateContext, priorFailures: number, stale?: RobotsPo
 }
 
 /** The claimer's part: wait for the slot (at most `maxWaitMs` away), fetch, store. */
-async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): Promise<Resolution> {
+async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): Promise<RobotsResolution> {
   const { deps, config, origin } = ctx;
   const wait = slot - deps.now();
   if (wait > 0) await ctx.sleep(wait);
 
-  const outcome = await fetchChain(ctx);
+  const outcome = await fetchRobotsChain(ctx);
   const now = deps.now();
   switch (outcome.kind) {
     case 'policy': {
@@ -470,196 +356,4 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
       };
     }
   }
-}
-
-type ChainOutcome =
-  | { kind: 'policy'; policy: RobotsPolicy; originRequestAt: number | undefined }
-  | { kind: 'unreachable'; reason: string; retryAfterMs?: number }
-  /** The origin's own robots.txt request was refused by the address guard (its message). */
-  | { kind: 'blocked'; refusal: string }
-  /** The caller's deadline came before the next request could start: not a failed attempt. */
-  | { kind: 'out-of-time' };
-
-/** GET /robots.txt, following up to 5 redirects by hand, each hop through its host's slot. */
-async function fetchChain(ctx: GateContext): Promise<ChainOutcome> {
-  const { deps, config } = ctx;
-  const originHost = hostKey(ctx.robotsUrl);
-  let originRequestAt: number | undefined;
-  const allowAll = (): ChainOutcome => ({ kind: 'policy', policy: ALLOW_ALL, originRequestAt });
-  let target = ctx.robotsUrl;
-  for (let hop = 0; ; hop += 1) {
-    const host = hostKey(target);
-    if (hop > 0) {
-      const now = deps.now();
-      const slot = await deps.slots.reserve(deps.crawlId, host, reservedGapMs(config.delayMs), now);
-      const plan = slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs + Math.max(0, config.delayMs) });
-      if (plan.kind === 'defer') {
-        return {
-          kind: 'unreachable',
-          reason: `redirect to ${target.host}: no politeness slot before ${new Date(slot).toISOString()}`,
-          retryAfterMs: slot - now,
-        };
-      }
-      if (plan.kind === 'wait') await ctx.sleep(plan.ms);
-    }
-    if (host === originHost) originRequestAt = deps.now();
-
-    let response: PageResponse;
-    try {
-      response = await deps.fetcher.fetch({
-        url: target,
-        userAgent: config.userAgent,
-        allowPrivate: config.allowPrivate,
-        limits: { ...config.limits, maxBodyBytes: MAX_ROBOTS_BYTES },
-      });
-    } catch (error) {
-      if (error instanceof OutOfTime) {
-        // A chain that started and cannot end in this invocation may never fit in one: it counts
-        // as a failed attempt (backoff, at most MAX_ROBOTS_FAILURES), so it cannot loop for ever.
-        if (hop > 0)
-          return {
-            kind: 'unreachable',
-            reason: `redirect ${hop} not followed before the invocation's deadline`,
-          };
-        return { kind: 'out-of-time' };
-      }
-      if (error instanceof PermanentError && error.outcome === 'blocked') {
-        // The origin itself is refused: so are all its URLs. A refused redirect target is a
-        // redirect that cannot be followed: robots.txt unavailable, allow all (RFC 9309 §2.3.1.3).
-        if (hop === 0) return { kind: 'blocked', refusal: describeError(error) };
-        return allowAll();
-      }
-      if (isCrawlError(error) && !(error instanceof FatalError)) {
-        const retryAfter =
-          error instanceof RetryableError && error.retryAfterMs !== undefined
-            ? Math.min(error.retryAfterMs, config.maxRetryAfterMs)
-            : undefined;
-        return {
-          kind: 'unreachable',
-          reason: `${error.code}: ${describeError(error)}`,
-          ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
-        };
-      }
-      throw error;
-    }
-
-    const status = response.status;
-    if (status >= 200 && status < 300) {
-      if (response.truncated === 'time') {
-        return { kind: 'unreachable', reason: 'timeout: the body did not arrive within the deadline' };
-      }
-      const policy = await policyFromBody(response);
-      if (policy === undefined) {
-        return { kind: 'unreachable', reason: 'robots.txt content-encoding cannot be decoded' };
-      }
-      return { kind: 'policy', policy, originRequestAt };
-    }
-    if (status >= 300 && status < 400) {
-      const location = headerValue(response.headers, 'location')?.trim();
-      const next = location ? URL.parse(location, target.href) : null;
-      if (!next || (next.protocol !== 'http:' && next.protocol !== 'https:')) return allowAll();
-      if (hop >= MAX_ROBOTS_REDIRECTS) return allowAll(); // more than 5 redirects: "unavailable"
-      next.hash = '';
-      target = next;
-      continue;
-    }
-    if (status === 429 || status >= 500 || status < 200) {
-      const now = deps.now();
-      // Honoured up to the crawl's cap: a server cannot park the host (and the crawl) for years.
-      const asked = retryAfterMs(headerValue(response.headers, 'retry-after'), now);
-      const after = asked === undefined ? undefined : Math.min(asked, config.maxRetryAfterMs);
-      if (after !== undefined && after > 0) await deps.slots.pushBack(deps.crawlId, host, now + after);
-      return {
-        kind: 'unreachable',
-        reason: `HTTP ${status}`,
-        ...(after === undefined ? {} : { retryAfterMs: after }),
-      };
-    }
-    return allowAll(); // 4xx other than 429, including 401 and 403
-  }
-}
-
-/** Undoes Content-Encoding and parses at most 512 KiB; a line cut by any cap is dropped. */
-async function policyFromBody(response: PageResponse): Promise<RobotsPolicy | undefined> {
-  const decoded = await decodeContent(
-    response.body,
-    headerValue(response.headers, 'content-encoding'),
-    MAX_ROBOTS_BYTES + 1,
-  );
-  if (decoded.error !== undefined && decoded.bytes.length === 0 && response.body.length > 0) return undefined;
-  const bytes = decoded.bytes;
-  if (bytes.length > MAX_ROBOTS_BYTES) return parseRobots(bytes, { maxBytes: MAX_ROBOTS_BYTES });
-  const cut = decoded.truncated || decoded.error !== undefined || response.truncated === 'length';
-  if (!cut) return parseRobots(bytes, { maxBytes: MAX_ROBOTS_BYTES });
-  // Make the parser see more than it may read, so that it drops the cut last line.
-  const padded = new Uint8Array(bytes.length + 1);
-  padded.set(bytes);
-  padded[bytes.length] = 0x0a;
-  return parseRobots(padded, { maxBytes: bytes.length });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Policies from the store
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function ruleFrom(value: unknown): RobotsRule | undefined {
-  if (!isRecord(value) || typeof value.allow !== 'boolean' || typeof value.pattern !== 'string')
-    return undefined;
-  return { allow: value.allow, pattern: value.pattern };
-}
-
-function groupFrom(value: unknown): RobotsGroup | undefined {
-  if (!isRecord(value) || !Array.isArray(value.agents) || !Array.isArray(value.rules)) return undefined;
-  const agents: string[] = [];
-  for (const agent of value.agents) {
-    if (typeof agent !== 'string') return undefined;
-    agents.push(agent);
-  }
-  const rules: RobotsRule[] = [];
-  for (const item of value.rules) {
-    const rule = ruleFrom(item);
-    if (!rule) return undefined;
-    rules.push(rule);
-  }
-  const delay = value.crawlDelay;
-  if (delay === undefined || delay === null) return { agents, rules };
-  if (typeof delay !== 'number' || !(delay >= 0)) return undefined;
-  return { agents, rules, crawlDelay: delay };
-}
-
-/** The guard's message of a refusal saved as `{"refused": message}`; undefined for anything else. */
-function refusalFromJson(json: string): string | undefined {
-  if (!json.startsWith('{"refused":')) return undefined;
-  try {
-    const value: unknown = JSON.parse(json);
-    return isRecord(value) && typeof value.refused === 'string' ? value.refused : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A policy saved as `JSON.stringify(policy)`; undefined when the JSON is not one. */
-export function policyFromJson(json: string): RobotsPolicy | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(value) || !Array.isArray(value.groups) || !Array.isArray(value.sitemaps)) return undefined;
-  const groups: RobotsGroup[] = [];
-  for (const item of value.groups) {
-    const group = groupFrom(item);
-    if (!group) return undefined;
-    groups.push(group);
-  }
-  const sitemaps: string[] = [];
-  for (const item of value.sitemaps) {
-    if (typeof item !== 'string') return undefined;
-    sitemaps.push(item);
-  }
-  return { groups, sitemaps, truncated: value.truncated === true };
 }

@@ -68,21 +68,9 @@ function urlItem(i: number): HostUrl {
   return { key: normalized.key, url: normalized.url, depth: 1, st: 'new', parent: 'seed' };
 }
 
-async function measure(size: number, shape: string, maxVisits: number) {
-  const clock = new VirtualClock(Date.UTC(2026, 0, 1));
-  // The batch's periodic flush and the fakes' yields run on the virtual clock.
-  const restore = clock.install();
-  try {
-    return await measureOn(clock, size, shape, maxVisits);
-  } finally {
-    restore();
-  }
-}
-
-async function measureOn(clock: VirtualClock, size: number, shape: string, maxVisits: number) {
-  const web = site(clock);
-  // Pages past the host's size are not linked: the binary tree ends at N pages.
-  const fetcher: PageFetcher = {
+/** Pages past the host's size are not linked: the binary tree ends at N pages. */
+function treeOf(web: PageFetcher, size: number): PageFetcher {
+  return {
     fetch: async (request) => {
       const response = await web.fetch(request);
       const i = Number(request.url.pathname.split('/').at(-1)) || 0;
@@ -90,19 +78,10 @@ async function measureOn(clock: VirtualClock, size: number, shape: string, maxVi
       return { ...response, body: new TextEncoder().encode(`<p>page ${i}</p>`) };
     },
   };
-  const configs = new MemoryCrawlConfigs();
-  const config = parseCrawlConfig({
-    crawlId: CRAWL,
-    seeds: [`http://${HOST}/p/0`],
-    allowPrivate: true,
-    createdAt: new Date(clock.now()).toISOString(),
-  });
-  await configs.put(config);
-  const frontier = new MemoryFrontierUrls();
-  frontier.seed(
-    CRAWL,
-    shape === 'admitted' ? Array.from({ length: size }, (_, i) => urlItem(i)) : [urlItem(0)],
-  );
+}
+
+/** Counts the host partition's reads (Query pages and BatchGets), items and read units, as they happen. */
+function countReads(frontier: MemoryFrontierUrls): { queries: number; items: number; units: number } {
   const reads = { queries: 0, items: 0, units: 0 };
   const page = frontier.page.bind(frontier);
   frontier.page = async (crawlId, host, after, limit) => {
@@ -121,6 +100,37 @@ async function measureOn(clock: VirtualClock, size: number, shape: string, maxVi
     reads.units += keys.length;
     return answer;
   };
+  return reads;
+}
+
+async function measure(size: number, shape: string, maxVisits: number) {
+  const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+  // The batch's periodic flush and the fakes' yields run on the virtual clock.
+  const restore = clock.install();
+  try {
+    return await measureOn(clock, size, shape, maxVisits);
+  } finally {
+    restore();
+  }
+}
+
+async function measureOn(clock: VirtualClock, size: number, shape: string, maxVisits: number) {
+  const web = site(clock);
+  const fetcher = treeOf(web, size);
+  const configs = new MemoryCrawlConfigs();
+  const config = parseCrawlConfig({
+    crawlId: CRAWL,
+    seeds: [`http://${HOST}/p/0`],
+    allowPrivate: true,
+    createdAt: new Date(clock.now()).toISOString(),
+  });
+  await configs.put(config);
+  const frontier = new MemoryFrontierUrls();
+  frontier.seed(
+    CRAWL,
+    shape === 'admitted' ? Array.from({ length: size }, (_, i) => urlItem(i)) : [urlItem(0)],
+  );
+  const reads = countReads(frontier);
   const hosts = new MemoryHostVisits();
   const tasks = new MemoryTaskQueue();
   const results = new MemoryResultsQueue();

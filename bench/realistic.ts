@@ -104,100 +104,140 @@ export async function runRealistic(options: RealisticOptions): Promise<Realistic
     );
     try {
       const ready = (await site.next()) as MultiHostReady;
-      const plan: SitePlan = {
-        expected: new Set(ready.expected),
-        forbidden: new Set(),
-        htmlPages: ready.htmlPages,
-      };
-      const seeds = ready.origins.map((origin) => `${origin}/`);
-      const plannedPages = hosts * plan.htmlPages;
-      const bound = hosts / (DEFAULT_DELAY_MS / 1000);
-      // The fastest polite crawl takes (robots.txt + every page) delays per host: allow 10× that, plus
-      // 200 ms a page for many hosts on one core (5 pages/s; ours has measured 12 at 200 hosts).
-      const timeoutMs =
-        120_000 + 10 * (plan.expected.size + 1) * DEFAULT_DELAY_MS + 200 * hosts * plan.expected.size;
+      const shape = siteShape(ready, hosts, contentPages);
       log(
-        `realistic: ${hosts} host(s) × ${plan.htmlPages} HTML pages (P = ${contentPages}), ` +
+        `realistic: ${hosts} host(s) × ${shape.plan.htmlPages} HTML pages (P = ${contentPages}), ` +
           `${options.latencyMs} ms latency, ${ready.origins[0]} ...`,
       );
       for (const crawler of ['ours', 'crawlee'] as const) {
         if (!options.crawlers.has(crawler)) continue;
         await site.request({ cmd: 'reset' });
-        const ran =
-          crawler === 'ours'
-            ? await runOurs(seeds, [], timeoutMs)
-            : await runCrawlee(
-                {
-                  seeds,
-                  concurrency: crawleeConcurrency(hosts),
-                  sameDomainDelaySecs: DEFAULT_DELAY_MS / 1000,
-                },
-                timeoutMs,
-              );
+        const ran = await crawl(crawler, shape);
         const stats = (await site.request({ cmd: 'stats', delayMs: DEFAULT_DELAY_MS })) as MultiHostStats;
-        let duplicates = 0;
-        let missed = 0;
-        let unplanned = 0;
-        let requests = 0;
-        let robotsRequests = 0;
-        for (const host of stats.hosts) {
-          for (const [target, count] of host.hits) {
-            requests += count;
-            if (target === '/robots.txt') robotsRequests += count;
-          }
-          const judged = judgeCrawl(plan, new Map(host.answered), new Map(host.hits));
-          duplicates += judged.duplicates;
-          missed += judged.missed;
-          unplanned += judged.unplanned + judged.forbiddenRequests;
-        }
-        const pagesPerSecond = ran.pages / ran.seconds;
-        const result: RealisticRun = {
-          crawler,
-          hosts,
-          contentPagesPerHost: contentPages,
-          plannedPages,
-          pages: ran.pages,
-          seconds: ran.seconds,
-          pagesPerSecond,
-          boundPagesPerSecond: bound,
-          ratioToBound: pagesPerSecond / bound,
-          wallSeconds: ran.wallSeconds,
-          spanSeconds: stats.spanSeconds,
-          firstPageSeconds: stats.firstPageSeconds,
-          peakRssMb: ran.peakRssMb,
-          cpuSeconds: ran.cpuSeconds,
-          cpuShare: ran.cpuSeconds / ran.wallSeconds,
-          duplicates,
-          missed,
-          unplanned,
-          requests,
-          robotsRequests,
-          exact: duplicates === 0 && missed === 0 && unplanned === 0 && ran.pages === plannedPages,
-          gaps: stats.gaps,
-        };
-        if ('summary' in ran && ran.summary.aws) {
-          const aws = ran.summary.aws;
-          const gbSeconds = Object.values(aws.lambda ?? {}).reduce((sum, fn) => sum + fn.gbSeconds, 0);
-          result.costPerMillionPages = aws.costPerMillionPages;
-          result.lambdaGbSecondsPerPage = ran.pages > 0 ? gbSeconds / ran.pages : Number.NaN;
-          if (aws.lambda) result.lambda = aws.lambda;
-          if (aws.requestsPerPage) result.requestsPerPage = aws.requestsPerPage;
-        }
+        const result = realisticRun(crawler, shape, ran, stats);
         report.runs.push(result);
-        log(
-          `  ${crawler}: ${result.pages}/${plannedPages} pages in ${fixed(result.seconds)} s = ` +
-            `${fixed(pagesPerSecond, 2)} pages/s (bound ${bound}, ${fixed(result.ratioToBound, 2)}×), ` +
-            `${duplicates} fetched twice, ${missed} missed, min gap ${fixed(stats.gaps.minGapMs, 0)} ms ` +
-            `(${stats.gaps.belowDelay} of ${stats.gaps.gaps} gaps < ${DEFAULT_DELAY_MS} ms), ` +
-            `CPU ${fixed(ran.cpuSeconds)} s (${fixed(100 * result.cpuShare, 0)} % of a core)` +
-            (result.costPerMillionPages ? `, $${fixed(result.costPerMillionPages.total, 2)}/M pages` : ''),
-        );
+        log(runLine(result, stats));
       }
     } finally {
       site.stop();
     }
   }
   return report;
+}
+
+/** One H of the realistic shape: the site served, its seeds, what a correct crawl fetches, how long it may take. */
+interface SiteShape {
+  hosts: number;
+  contentPages: number;
+  plan: SitePlan;
+  seeds: string[];
+  plannedPages: number;
+  /** The politeness bound, H pages/s. */
+  bound: number;
+  timeoutMs: number;
+}
+
+function siteShape(ready: MultiHostReady, hosts: number, contentPages: number): SiteShape {
+  const plan: SitePlan = {
+    expected: new Set(ready.expected),
+    forbidden: new Set(),
+    htmlPages: ready.htmlPages,
+  };
+  const seeds = ready.origins.map((origin) => `${origin}/`);
+  const plannedPages = hosts * plan.htmlPages;
+  const bound = hosts / (DEFAULT_DELAY_MS / 1000);
+  // The fastest polite crawl takes (robots.txt + every page) delays per host: allow 10× that, plus
+  // 200 ms a page for many hosts on one core (5 pages/s; ours has measured 12 at 200 hosts).
+  const timeoutMs =
+    120_000 + 10 * (plan.expected.size + 1) * DEFAULT_DELAY_MS + 200 * hosts * plan.expected.size;
+  return { hosts, contentPages, plan, seeds, plannedPages, bound, timeoutMs };
+}
+
+type Ran = Awaited<ReturnType<typeof runOurs>> | Awaited<ReturnType<typeof runCrawlee>>;
+
+function crawl(crawler: 'ours' | 'crawlee', shape: SiteShape): Promise<Ran> {
+  const { seeds, hosts, timeoutMs } = shape;
+  return crawler === 'ours'
+    ? runOurs(seeds, [], timeoutMs)
+    : runCrawlee(
+        {
+          seeds,
+          concurrency: crawleeConcurrency(hosts),
+          sameDomainDelaySecs: DEFAULT_DELAY_MS / 1000,
+        },
+        timeoutMs,
+      );
+}
+
+/** The site's judgement of one crawl, over all hosts, and the crawler's own figures. */
+function realisticRun(
+  crawler: 'ours' | 'crawlee',
+  shape: SiteShape,
+  ran: Ran,
+  stats: MultiHostStats,
+): RealisticRun {
+  const { plan, plannedPages, bound } = shape;
+  let duplicates = 0;
+  let missed = 0;
+  let unplanned = 0;
+  let requests = 0;
+  let robotsRequests = 0;
+  for (const host of stats.hosts) {
+    for (const [target, count] of host.hits) {
+      requests += count;
+      if (target === '/robots.txt') robotsRequests += count;
+    }
+    const judged = judgeCrawl(plan, new Map(host.answered), new Map(host.hits));
+    duplicates += judged.duplicates;
+    missed += judged.missed;
+    unplanned += judged.unplanned + judged.forbiddenRequests;
+  }
+  const pagesPerSecond = ran.pages / ran.seconds;
+  const result: RealisticRun = {
+    crawler,
+    hosts: shape.hosts,
+    contentPagesPerHost: shape.contentPages,
+    plannedPages,
+    pages: ran.pages,
+    seconds: ran.seconds,
+    pagesPerSecond,
+    boundPagesPerSecond: bound,
+    ratioToBound: pagesPerSecond / bound,
+    wallSeconds: ran.wallSeconds,
+    spanSeconds: stats.spanSeconds,
+    firstPageSeconds: stats.firstPageSeconds,
+    peakRssMb: ran.peakRssMb,
+    cpuSeconds: ran.cpuSeconds,
+    cpuShare: ran.cpuSeconds / ran.wallSeconds,
+    duplicates,
+    missed,
+    unplanned,
+    requests,
+    robotsRequests,
+    exact: duplicates === 0 && missed === 0 && unplanned === 0 && ran.pages === plannedPages,
+    gaps: stats.gaps,
+  };
+  if ('summary' in ran && ran.summary.aws) {
+    const aws = ran.summary.aws;
+    const gbSeconds = Object.values(aws.lambda ?? {}).reduce((sum, fn) => sum + fn.gbSeconds, 0);
+    result.costPerMillionPages = aws.costPerMillionPages;
+    result.lambdaGbSecondsPerPage = ran.pages > 0 ? gbSeconds / ran.pages : Number.NaN;
+    if (aws.lambda) result.lambda = aws.lambda;
+    if (aws.requestsPerPage) result.requestsPerPage = aws.requestsPerPage;
+  }
+  return result;
+}
+
+/** The progress line of one crawl. */
+function runLine(result: RealisticRun, stats: MultiHostStats): string {
+  return (
+    `  ${result.crawler}: ${result.pages}/${result.plannedPages} pages in ${fixed(result.seconds)} s = ` +
+    `${fixed(result.pagesPerSecond, 2)} pages/s (bound ${result.boundPagesPerSecond}, ${fixed(result.ratioToBound, 2)}×), ` +
+    `${result.duplicates} fetched twice, ${result.missed} missed, min gap ${fixed(stats.gaps.minGapMs, 0)} ms ` +
+    `(${stats.gaps.belowDelay} of ${stats.gaps.gaps} gaps < ${DEFAULT_DELAY_MS} ms), ` +
+    `CPU ${fixed(result.cpuSeconds)} s (${fixed(100 * result.cpuShare, 0)} % of a core)` +
+    (result.costPerMillionPages ? `, $${fixed(result.costPerMillionPages.total, 2)}/M pages` : '')
+  );
 }
 
 const usd = (value: number | undefined) => (value === undefined ? '–' : `$${fixed(value, 2)}`);

@@ -48,37 +48,27 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
-import { ESM_REQUIRE_BANNER } from '../cdk/crawler-function.ts';
 import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
-import { type ComponentTime, componentTable, componentTimes, readProfile } from './cpu-components.ts';
+import { type BenchReport, benchTable, type CrawlRun } from './bench-table.ts';
+import { componentTimes, readProfile } from './cpu-components.ts';
 import { runCrawlee, runOurs } from './crawlers.ts';
-import { canPin, fixed, ipcChild, mb, median, NODE, ROOT, run } from './processes.ts';
-import { READ_TARGET_SECONDS, type ReadCommandRun, runReadCommands } from './read-commands.ts';
-import {
-  DEFAULT_HOSTS,
-  DEFAULT_LATENCY_MS,
-  type RealisticReport,
-  realisticTable,
-  runRealistic,
-} from './realistic.ts';
-import { type RecrawlReport, recrawlTable, runRecrawl } from './recrawl.ts';
-import { type RenderReport, renderTable, runRender } from './render.ts';
-import { runScale, type ScaleReport, scaleTable } from './scale.ts';
+import { MEMORY_BATCH, MEMORY_PORTS, measureHandlerMemory } from './handler-memory.ts';
+import { canPin, fixed, ipcChild, NODE, ROOT, run } from './processes.ts';
+import { runReadCommands } from './read-commands.ts';
+import { DEFAULT_HOSTS, DEFAULT_LATENCY_MS, runRealistic } from './realistic.ts';
+import { runRecrawl } from './recrawl.ts';
+import { runRender } from './render.ts';
+import { runScale } from './scale.ts';
 import { judgeCrawl, type SitePlan } from './site.ts';
 import type { SiteMessage, SiteReady, SiteStats } from './site-server.ts';
-import { runStartup, STARTUP_TARGET_SECONDS, type StartupRun } from './startup.ts';
+import { runStartup } from './startup.ts';
 
 /** lambdas/fetch/handler.ts: `new HttpFetcher({ connectionsPerOrigin: 6 })`. */
 const CONNECTIONS_PER_ORIGIN = 6;
-const MEMORY_BATCH = 64;
 /** Fetch slots for `crawler crawl`: Lambda's smallest MaximumConcurrency, the fastest on one core (measured). */
 const BENCH_CONCURRENCY = 2;
-const MEMORY_TARGET_MB = 256;
 /** One-page crawls with the template cached whose median is the start-up figure (issue 25). */
 const STARTUP_CACHED_RUNS = 5;
-/** One origin (host) per task of the largest memory case: each is its own visit, all fetching at once. */
-const MEMORY_PORTS = Math.max(MEMORY_BATCH, FETCH_EVENT_SOURCE.batchSize);
 
 const { values } = parseArgs({
   options: {
@@ -105,8 +95,6 @@ const { values } = parseArgs({
   },
 });
 const runs = Number(values.runs);
-/** Peak RSS of `crawler crawl` on the bench site (issue 14). */
-const CRAWL_RSS_TARGET_MB = 250;
 const pages = Number(values.pages);
 const concurrency = Number(values.concurrency);
 const crawleeConcurrency = concurrency * Math.min(CONNECTIONS_PER_ORIGIN, FETCH_EVENT_SOURCE.batchSize);
@@ -114,25 +102,6 @@ const only = new Set(values.only.split(','));
 const benchStarted = performance.now();
 
 // --- the crawls -------------------------------------------------------------------------------
-
-/** The crawl's pages/s with main-content extraction on, against off (issue 15). */
-const EXTRACTION_RATIO_TARGET = 0.85;
-
-interface CrawlRun {
-  crawler: 'ours' | 'ours-content-off' | 'crawlee';
-  pages: number;
-  seconds: number;
-  pagesPerSecond: number;
-  wallSeconds: number;
-  spanSeconds: number;
-  peakRssMb: number;
-  duplicates: number;
-  missed: number;
-  forbiddenRequests: number;
-  unplanned: number;
-  costPerMillionPages?: number;
-  aws?: unknown;
-}
 
 async function siteStats(site: ReturnType<typeof ipcChild<SiteMessage>>, plan: SitePlan) {
   const stats = (await site.request({ cmd: 'stats' })) as SiteStats;
@@ -173,7 +142,7 @@ async function crawlCrawlee(origin: string): Promise<Crawled> {
   };
 }
 
-// --- micro-benchmark and memory ---------------------------------------------------------------
+// --- micro-benchmark --------------------------------------------------------------------------
 
 async function micro(origin: string): Promise<{ core: number[]; bare: number[] }> {
   const done = await run(
@@ -188,101 +157,6 @@ async function micro(origin: string): Promise<{ core: number[]; bare: number[] }
   return JSON.parse(done.stdout.trim().split('\n').at(-1) ?? '{}') as { core: number[]; bare: number[] };
 }
 
-interface MemoryResult {
-  label: string;
-  tasks: number;
-  startRssMb: number;
-  baselineRssMb: number;
-  peakRssMb: number;
-  peakHeapMb: number;
-  seconds: number;
-  /** The handler's CPU (user + system) over the invocation, per page fetched. */
-  cpuMsPerPage: number;
-  failures: number;
-  error?: string;
-}
-
-async function memory(origins: readonly string[]): Promise<MemoryResult[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'bench-memory-'));
-  // As deployed: the handler bundled by esbuild into one ESM file (cdk/crawler-function.ts's options),
-  // so the measured process holds what a Lambda container holds (no TypeScript loader).
-  const bundle = join(dir, 'fetch-memory.mjs');
-  await build({
-    entryPoints: [join(ROOT, 'bench', 'fetch-memory.ts')],
-    outfile: bundle,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node24',
-    minify: true,
-    mainFields: ['module', 'main'],
-    banner: { js: ESM_REQUIRE_BANNER },
-    logLevel: 'error',
-  });
-  const aws = ipcChild<{ kind: string; env: Record<string, string> }>(
-    [NODE, join(ROOT, 'bench', 'local-aws-process.ts')],
-    1,
-  );
-  try {
-    const { env } = await aws.next();
-    const cases = [
-      {
-        label: `${MEMORY_BATCH} site pages (log-normal, ~30 KB)`,
-        tasks: MEMORY_BATCH,
-        path: (i: number) => `/p/${i + 1}`,
-      },
-      {
-        label: `${FETCH_EVENT_SOURCE.batchSize} pages at the 5 MiB body cap`,
-        tasks: FETCH_EVENT_SOURCE.batchSize,
-        path: (i: number) => `/big/${i + 1}`,
-      },
-      {
-        label: `${MEMORY_BATCH} pages at the 5 MiB body cap`,
-        tasks: MEMORY_BATCH,
-        path: (i: number) => `/big/${i + 101}`,
-      },
-    ];
-    const results: MemoryResult[] = [];
-    for (const [n, c] of cases.entries()) {
-      const paths = Array.from({ length: c.tasks }, (_, i) => c.path(i));
-      const warmup = [0, 1, 2, 3].map((i) => `/p/${4000 + n * 4 + i}`);
-      const done = await run([NODE, '--expose-gc', bundle, JSON.stringify({ env, origins, paths, warmup })], {
-        cpu: 0,
-        timeoutMs: 120_000,
-      });
-      const line = done.stdout.trim().split('\n').at(-1) ?? '';
-      if (done.code !== 0 || !line.startsWith('{'))
-        throw new Error(`memory run failed (exit ${done.code}): ${done.stderr.slice(-2000)}`);
-      const r = JSON.parse(line) as {
-        startRss: number;
-        baselineRss: number;
-        peakRss: number;
-        peakHeapUsed: number;
-        seconds: number;
-        cpuSeconds: number;
-        failures: number;
-        error?: string;
-      };
-      results.push({
-        label: c.label,
-        tasks: c.tasks,
-        startRssMb: mb(r.startRss),
-        baselineRssMb: mb(r.baselineRss),
-        peakRssMb: mb(r.peakRss),
-        peakHeapMb: mb(r.peakHeapUsed),
-        seconds: r.seconds,
-        cpuMsPerPage: (r.cpuSeconds * 1000) / c.tasks,
-        failures: r.failures,
-        ...(r.error ? { error: r.error } : {}),
-      });
-    }
-    return results;
-  } finally {
-    aws.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 // --- main -------------------------------------------------------------------------------------
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -293,24 +167,10 @@ log(
   `bench: ${oneHost ? `${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` : 'realistic shape only'}` +
     `${canPin ? ', crawlers on CPU 0, site on CPU 1' : ', not pinned (needs 2 CPUs and taskset)'}`,
 );
-const report: {
-  machine: { cpus: number; pinned: boolean; node: string };
-  site?: { origin: string; plannedTargets: number; htmlPages: number };
-  crawls: CrawlRun[];
-  micro?: { core: number[]; bare: number[] };
-  memory?: MemoryResult[];
-  realistic?: RealisticReport;
-  scale?: ScaleReport;
-  recrawl?: RecrawlReport;
-  render?: RenderReport;
-  startup?: StartupRun[];
-  reads?: ReadCommandRun[];
-  /** One crawl of the bench site under the CPU profiler, by component (bench/cpu-components.ts). */
-  profile?: { pages: number; pagesPerSecond: number; components: ComponentTime[] };
-  /** bench/content-quality.ts's Markdown table. */
-  content?: string;
-  seconds?: number;
-} = { machine: { cpus: availableParallelism(), pinned: canPin, node: process.version }, crawls: [] };
+const report: BenchReport = {
+  machine: { cpus: availableParallelism(), pinned: canPin, node: process.version },
+  crawls: [],
+};
 if (oneHost) {
   const site = ipcChild<SiteMessage>(
     [NODE, join(ROOT, 'bench', 'site-server.ts'), JSON.stringify({ site: { pages }, ports: MEMORY_PORTS })],
@@ -377,7 +237,7 @@ if (oneHost) {
     }
     if (only.has('memory')) {
       log(`memory: the fetch handler with ${MEMORY_BATCH} concurrent fetches ...`);
-      report.memory = await memory(ready.origins);
+      report.memory = await measureHandlerMemory(ready.origins);
     }
   } finally {
     site.stop();
@@ -440,155 +300,7 @@ report.seconds = (performance.now() - benchStarted) / 1000;
 
 // --- the table --------------------------------------------------------------------------------
 
-const lines: string[] = [];
-if (report.startup?.length) {
-  const warm = report.startup.filter((run) => run.cachedTemplate);
-  const wall = median(warm.map((run) => run.wallSeconds));
-  lines.push(
-    '### Start-up: `crawler crawl` of a one-page site, fresh state dir',
-    '',
-    '| run | wall s | crawl s (summary.json) | peak RSS MB |',
-    '| --- | --- | --- | --- |',
-    ...report.startup.map(
-      (run, i) =>
-        `| ${i + 1}${run.cachedTemplate ? '' : ' (template not cached)'} | ${fixed(run.wallSeconds)} | ${fixed(run.crawlSeconds)} | ${fixed(run.peakRssMb, 0)} |`,
-    ),
-    '',
-    `one-page crawl, median wall with the template cached: **${fixed(wall)} s** (target ≤ ${STARTUP_TARGET_SECONDS} s: ${wall <= STARTUP_TARGET_SECONDS ? 'met' : 'MISSED'})`,
-    '',
-  );
-}
-if (report.reads?.length) {
-  lines.push(
-    '### Read commands on a local crawl of the 500-page bench site (`node bin/crawler.js CMD --state-dir DIR`, wall s)',
-    '',
-    '| command | median | runs | target |',
-    '| --- | --- | --- | --- |',
-    ...report.reads.map((read) => {
-      const wall = median(read.wallSeconds);
-      return `| \`crawler ${read.command}\` | **${fixed(wall, 2)}** | ${read.wallSeconds.map((s) => fixed(s, 2)).join(', ')} | ≤ ${READ_TARGET_SECONDS} s: ${wall <= READ_TARGET_SECONDS ? 'met' : 'MISSED'} |`;
-    }),
-    '',
-  );
-}
-const ours = report.crawls.filter((c) => c.crawler === 'ours');
-const oursContentOff = report.crawls.filter((c) => c.crawler === 'ours-content-off');
-const crawlee = report.crawls.filter((c) => c.crawler === 'crawlee');
-const row = (name: string, list: CrawlRun[]) => {
-  const pps = list.map((c) => c.pagesPerSecond);
-  const cost = list.flatMap((c) => (c.costPerMillionPages === undefined ? [] : [c.costPerMillionPages]));
-  return (
-    `| ${name} | ${list.length} | ${median(list.map((c) => c.pages))} | **${fixed(median(pps))}** (${fixed(Math.min(...pps))}–${fixed(Math.max(...pps))}) ` +
-    `| ${fixed(median(list.map((c) => c.wallSeconds)))} | ${fixed(Math.max(...list.map((c) => c.peakRssMb)), 0)} ` +
-    `| ${Math.max(...list.map((c) => c.duplicates))} | ${Math.max(...list.map((c) => c.missed))} ` +
-    `| ${Math.max(...list.map((c) => c.forbiddenRequests))} | ${cost.length ? `$${fixed(median(cost), 2)}` : '–'} |`
-  );
-};
-if (ours.length + oursContentOff.length + crawlee.length > 0) {
-  lines.push(
-    `### Crawl: ${report.site?.htmlPages} HTML pages (${report.site?.plannedTargets} request targets), one core each`,
-    '',
-    '| crawler | runs | pages | pages/s median (min–max) | wall s | peak RSS MB | fetched twice | missed | robots-forbidden requests | $ / M pages |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-  );
-  if (ours.length)
-    lines.push(row(`serverless-crawler (\`crawler crawl\`, --concurrency ${concurrency})`, ours));
-  if (oursContentOff.length)
-    lines.push(row(`serverless-crawler, --content none (no Markdown extraction)`, oursContentOff));
-  if (crawlee.length)
-    lines.push(row(`Crawlee CheerioCrawler (maxConcurrency ${crawleeConcurrency})`, crawlee));
-  if (ours.length && crawlee.length) {
-    const ratio = median(ours.map((c) => c.pagesPerSecond)) / median(crawlee.map((c) => c.pagesPerSecond));
-    const clean = ours.every((c) => c.duplicates === 0 && c.missed === 0);
-    lines.push(
-      '',
-      `ours / Crawlee pages/s: **${fixed(ratio, 2)}×** (target ≥ 2×, with zero duplicates and misses: ` +
-        `${ratio >= 2 && clean ? 'met' : 'MISSED'})`,
-    );
-  }
-  if (ours.length && oursContentOff.length) {
-    const ratio =
-      median(ours.map((c) => c.pagesPerSecond)) / median(oursContentOff.map((c) => c.pagesPerSecond));
-    lines.push(
-      '',
-      `pages/s with Markdown extraction on / off: **${fixed(ratio, 2)}×** (target ≥ ${EXTRACTION_RATIO_TARGET}×: ${ratio >= EXTRACTION_RATIO_TARGET ? 'met' : 'MISSED'})`,
-    );
-  }
-  if (ours.length) {
-    const peak = Math.max(...ours.map((c) => c.peakRssMb));
-    lines.push(
-      '',
-      `ours, peak RSS of the crawl: **${fixed(peak, 0)} MB** (target ≤ ${CRAWL_RSS_TARGET_MB} MB: ${peak <= CRAWL_RSS_TARGET_MB ? 'met' : 'MISSED'})`,
-    );
-  }
-  const aws = ours.at(-1)?.aws as
-    | { requestsPerPage?: Record<string, number>; costPerMillionPages?: Record<string, number> }
-    | undefined;
-  if (aws?.costPerMillionPages) {
-    const c = aws.costPerMillionPages;
-    lines.push(
-      '',
-      `Counted cost (last run): $${fixed(c.total ?? Number.NaN, 2)} per million pages ` +
-        `(lambda $${fixed(c.lambda ?? Number.NaN, 2)}, sqs $${fixed(c.sqs ?? Number.NaN, 2)}, s3 $${fixed(c.s3 ?? Number.NaN, 2)}, ` +
-        `dynamodb $${fixed(c.dynamodb ?? Number.NaN, 2)}); target ≤ $1.00: ${(c.total ?? Infinity) <= 1 ? 'met' : 'MISSED'}`,
-      `Requests per page: ${Object.entries(aws.requestsPerPage ?? {})
-        .filter(([, n]) => n > 0)
-        .map(([op, n]) => `${op} ${n}`)
-        .join(', ')}`,
-    );
-  }
-}
-if (report.profile) {
-  const { pages: profiled, pagesPerSecond, components } = report.profile;
-  lines.push(
-    '',
-    ...componentTable(
-      components,
-      profiled,
-      `\`crawler crawl\` of the bench site, ${profiled} pages at ${fixed(pagesPerSecond)} pages/s under --cpu-prof, one core`,
-    ),
-  );
-}
-if (report.micro) {
-  const core = median(report.micro.core);
-  const bare = median(report.micro.bare);
-  lines.push(
-    '',
-    `### Fetch-and-extract core, no AWS (${pages} pages, 8 concurrent, ${report.micro.core.length} rounds)`,
-    '',
-    '| loop | pages/s median (min–max) |',
-    '| --- | --- |',
-    `| HttpFetcher + decode + extractLinks | ${fixed(core, 0)} (${fixed(Math.min(...report.micro.core), 0)}–${fixed(Math.max(...report.micro.core), 0)}) |`,
-    `| bare undici.request + htmlparser2 | ${fixed(bare, 0)} (${fixed(Math.min(...report.micro.bare), 0)}–${fixed(Math.max(...report.micro.bare), 0)}) |`,
-    '',
-    `core / bare: **${fixed(core / bare, 2)}×** (target ≥ 0.8×: ${core / bare >= 0.8 ? 'met' : 'MISSED'})`,
-  );
-}
-if (report.memory) {
-  lines.push(
-    '',
-    '### Fetch handler memory (bundled as deployed, one invocation, default 5 MiB body cap)',
-    '',
-    '| batch | RSS at start MB | after warm-up MB | peak RSS MB | peak heap MB | seconds | CPU ms / page | note |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...report.memory.map(
-      (m) =>
-        `| ${m.label} | ${fixed(m.startRssMb, 0)} | ${fixed(m.baselineRssMb, 0)} | **${fixed(m.peakRssMb, 0)}** | ${fixed(m.peakHeapMb, 0)} | ${fixed(m.seconds, 2)} | ${fixed(m.cpuMsPerPage, 1)} | ${m.error ? `invocation failed: ${m.error}` : m.failures ? `${m.failures} retries` : 'ok'} |`,
-    ),
-    '',
-    `64 concurrent fetches at the default body cap ≤ ${MEMORY_TARGET_MB} MB: ${(report.memory.at(-1)?.peakRssMb ?? Infinity) <= MEMORY_TARGET_MB ? 'met' : 'MISSED'}`,
-  );
-}
-if (report.content) lines.push(...(lines.length ? [''] : []), report.content);
-if (report.realistic?.runs.length)
-  lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
-if (report.scale) lines.push(...(lines.length ? [''] : []), scaleTable(report.scale));
-if (report.recrawl) lines.push(...(lines.length ? [''] : []), recrawlTable(report.recrawl));
-if (report.render) lines.push(...(lines.length ? [''] : []), renderTable(report.render));
-lines.push(
-  '',
-  `bench finished in ${fixed(report.seconds, 0)} s (${report.machine.cpus} CPUs, Node ${report.machine.node})`,
-);
-process.stdout.write(`${lines.join('\n')}\n`);
+const table = benchTable(report, { pages, concurrency, crawleeConcurrency });
+process.stdout.write(`${table.join('\n')}\n`);
 if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
 process.exit(0);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { ESM_REQUIRE_BANNER } from '../cdk/crawler-function.ts';
 import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
-import { ipcChild, mb, NODE, ROOT, run } from './processes.ts';
+import { ipcChild, mb, median, NODE, ROOT, run } from './processes.ts';
 
 export const MEMORY_BATCH = 64;
 export const MEMORY_TARGET_MB = 256;
@@ -31,8 +31,91 @@ export interface MemoryResult {
   error?: string;
 }
 
+interface MemoryCase {
+  label: string;
+  tasks: number;
+  path: (i: number) => string;
+}
+
 /** The fetch handler bundled as deployed, one invocation a case, against the bench site's origins. */
 export async function measureHandlerMemory(origins: readonly string[]): Promise<MemoryResult[]> {
+  const cases: MemoryCase[] = [
+    {
+      label: `${MEMORY_BATCH} site pages (log-normal, ~30 KB)`,
+      tasks: MEMORY_BATCH,
+      path: (i: number) => `/p/${i + 1}`,
+    },
+    {
+      label: `${FETCH_EVENT_SOURCE.batchSize} pages at the 5 MiB body cap`,
+      tasks: FETCH_EVENT_SOURCE.batchSize,
+      path: (i: number) => `/big/${i + 1}`,
+    },
+    {
+      label: `${MEMORY_BATCH} pages at the 5 MiB body cap`,
+      tasks: MEMORY_BATCH,
+      path: (i: number) => `/big/${i + 101}`,
+    },
+  ];
+  return withBundledHandler(async (measure) => {
+    const results: MemoryResult[] = [];
+    for (const [n, c] of cases.entries()) {
+      const warmup = [0, 1, 2, 3].map((i) => `/p/${4000 + n * 4 + i}`);
+      results.push(await measure(c, warmup, origins, {}));
+    }
+    return results;
+  });
+}
+
+/** The modes of CRAWLER_CALL_COUNTING, the local runtime's (what Lambda did before issue 28) first. */
+const COUNTING_MODES = ['reported', 'estimated', 'off'] as const;
+
+export interface CountingResult {
+  mode: (typeof COUNTING_MODES)[number];
+  /** The median over the runs of the handler's CPU a page (64 new site pages an invocation). */
+  cpuMsPerPage: number;
+  runs: number[];
+}
+
+/**
+ * The fetch handler's CPU a page under each CRAWLER_CALL_COUNTING (issue 28: the counter's cost in
+ * Lambda): the first memory case, 64 site pages each on its own origin, `runs` times a mode, the
+ * modes alternating so that a drift of the machine falls on all of them. Every invocation fetches
+ * pages no earlier one fetched (the crawl would skip them as seen).
+ */
+export async function measureCallCounting(
+  origins: readonly string[],
+  runs: number,
+): Promise<CountingResult[]> {
+  return withBundledHandler(async (measure) => {
+    const cpu = new Map<string, number[]>(COUNTING_MODES.map((mode) => [mode, []]));
+    let invocation = 0;
+    for (let run = 0; run < runs; run++) {
+      for (const mode of COUNTING_MODES) {
+        const first = 200 + invocation * MEMORY_BATCH;
+        const warmup = [0, 1, 2, 3].map((i) => `/p/${4100 + invocation * 4 + i}`);
+        invocation++;
+        const pages: MemoryCase = { label: mode, tasks: MEMORY_BATCH, path: (i) => `/p/${first + i}` };
+        const result = await measure(pages, warmup, origins, { CRAWLER_CALL_COUNTING: mode });
+        if (result.failures > 0) throw new Error(`counting run (${mode}): ${result.failures} pages failed`);
+        cpu.get(mode)?.push(result.cpuMsPerPage);
+      }
+    }
+    return COUNTING_MODES.map((mode) => {
+      const values = cpu.get(mode) ?? [];
+      return { mode, cpuMsPerPage: median(values), runs: values };
+    });
+  });
+}
+
+type Measure = (
+  c: MemoryCase,
+  warmup: string[],
+  origins: readonly string[],
+  envOverrides: Record<string, string>,
+) => Promise<MemoryResult>;
+
+/** Builds the bundle and starts the embedded AWS for `body`'s invocations; both end with it. */
+async function withBundledHandler<T>(body: (measure: Measure) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-memory-'));
   // As deployed: the handler bundled by esbuild into one ESM file (cdk/crawler-function.ts's options),
   // so the measured process holds what a Lambda container holds (no TypeScript loader).
@@ -55,31 +138,13 @@ export async function measureHandlerMemory(origins: readonly string[]): Promise<
   );
   try {
     const { env } = await aws.next();
-    const cases = [
-      {
-        label: `${MEMORY_BATCH} site pages (log-normal, ~30 KB)`,
-        tasks: MEMORY_BATCH,
-        path: (i: number) => `/p/${i + 1}`,
-      },
-      {
-        label: `${FETCH_EVENT_SOURCE.batchSize} pages at the 5 MiB body cap`,
-        tasks: FETCH_EVENT_SOURCE.batchSize,
-        path: (i: number) => `/big/${i + 1}`,
-      },
-      {
-        label: `${MEMORY_BATCH} pages at the 5 MiB body cap`,
-        tasks: MEMORY_BATCH,
-        path: (i: number) => `/big/${i + 101}`,
-      },
-    ];
-    const results: MemoryResult[] = [];
-    for (const [n, c] of cases.entries()) {
+    return await body(async (c, warmup, origins, envOverrides) => {
       const paths = Array.from({ length: c.tasks }, (_, i) => c.path(i));
-      const warmup = [0, 1, 2, 3].map((i) => `/p/${4000 + n * 4 + i}`);
-      const done = await run([NODE, '--expose-gc', bundle, JSON.stringify({ env, origins, paths, warmup })], {
-        cpu: 0,
-        timeoutMs: 120_000,
-      });
+      const caseEnv = { ...env, ...envOverrides };
+      const done = await run(
+        [NODE, '--expose-gc', bundle, JSON.stringify({ env: caseEnv, origins, paths, warmup })],
+        { cpu: 0, timeoutMs: 120_000 },
+      );
       const line = done.stdout.trim().split('\n').at(-1) ?? '';
       if (done.code !== 0 || !line.startsWith('{'))
         throw new Error(`memory run failed (exit ${done.code}): ${done.stderr.slice(-2000)}`);
@@ -93,7 +158,7 @@ export async function measureHandlerMemory(origins: readonly string[]): Promise<
         failures: number;
         error?: string;
       };
-      results.push({
+      return {
         label: c.label,
         tasks: c.tasks,
         startRssMb: mb(r.startRss),
@@ -104,9 +169,8 @@ export async function measureHandlerMemory(origins: readonly string[]): Promise<
         cpuMsPerPage: (r.cpuSeconds * 1000) / c.tasks,
         failures: r.failures,
         ...(r.error ? { error: r.error } : {}),
-      });
-    }
-    return results;
+      };
+    });
   } finally {
     aws.stop();
     await rm(dir, { recursive: true, force: true });

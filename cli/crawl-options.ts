@@ -20,7 +20,7 @@ import { normalizeUrl, SCOPES, type Scope } from '../lambdas/core/urls/index.ts'
 import { isCrawlId } from '../lambdas/shared/contracts.ts';
 import { LATEST } from '../lambdas/submission/since-crawl.ts';
 import { PROGRESS_MODES, type ProgressMode } from './crawl-progress.ts';
-import { crawlAccess } from './credential-options.ts';
+import { type CrawlAccess, crawlAccess } from './credential-options.ts';
 import { UsageError } from './usage-error.ts';
 import { parseOptions } from './usage-hints.ts';
 
@@ -170,17 +170,67 @@ export function parseCrawlOptions(
     allowNegative: true,
     otherOptions: context.ownOptions ?? [],
   });
-  // A typo in a URL typed on the command line is a mistake to fix before anything starts.
-  if (!values['keep-going']) {
-    for (const url of positionals) {
-      const normalized = normalizeUrl(url);
-      if (!normalized.ok) {
-        throw new UsageError(
-          `seed URL: ${normalized.reason}; fix it, or pass --keep-going to crawl the other seeds`,
-        );
-      }
+  // Checked in this order, so that of several mistakes the same one is named first.
+  checkSeedUrls(values, positionals);
+  checkCrawlIds(values, context.recrawls);
+  checkEventsFile(values);
+  const adaptive = adaptiveBounds(values);
+  const { urls, seedsFile } = crawlSeeds(values, positionals, context.moreUrls ?? []);
+  const { credentials, proxy } = crawlAccess(values, positionals);
+  if ((credentials !== undefined || proxy !== undefined) && values.resume !== undefined)
+    throw new UsageError(
+      '--resume goes on with the credentials and proxy the crawl was submitted with: give none with it',
+    );
+  checkChoices(values);
+  const numbers = numericOptions(values);
+  return {
+    urls,
+    out: values.out,
+    endpoint: values.endpoint,
+    stateDir: values['state-dir'],
+    quiet: values.quiet ?? false,
+    progress: (values.progress as ProgressMode | undefined) ?? 'auto',
+    force: values.force ?? false,
+    verbose: values.verbose ?? false,
+    concurrency: numbers.concurrency,
+    sitemap: values.sitemap,
+    resume: values.resume,
+    markdownDir: values['markdown-dir'],
+    seedsFile,
+    since: values.since,
+    events: values.events,
+    credentials,
+    config: crawlConfig(values, numbers, adaptive, proxy),
+  };
+}
+
+/** The options as node's parseArgs gives them. */
+type CrawlValues = ReturnType<typeof parseOptions<typeof OPTIONS>>['values'];
+
+/** The numbers among the options, each checked against its range. */
+interface NumericOptions {
+  maxPages: number | undefined;
+  maxDepth: number | undefined;
+  delayMs: number | undefined;
+  concurrency: number | undefined;
+  maxCostUsd: number | undefined;
+}
+
+/** A typo in a URL typed on the command line is a mistake to fix before anything starts. */
+function checkSeedUrls(values: CrawlValues, positionals: readonly string[]): void {
+  if (values['keep-going']) return;
+  for (const url of positionals) {
+    const normalized = normalizeUrl(url);
+    if (!normalized.ok) {
+      throw new UsageError(
+        `seed URL: ${normalized.reason}; fix it, or pass --keep-going to crawl the other seeds`,
+      );
     }
   }
+}
+
+/** `--resume ID`, `--since ID|latest`, and `--page-events`, which reports what a re-crawl finds. */
+function checkCrawlIds(values: CrawlValues, recrawls: boolean | undefined): void {
   if (values.resume !== undefined && !isCrawlId(values.resume))
     throw new UsageError(
       `--resume expects a crawl id (crawler list shows them), got ${JSON.stringify(values.resume)}`,
@@ -189,10 +239,14 @@ export function parseCrawlOptions(
     throw new UsageError(
       `--since expects a crawl id (crawler list shows them) or "latest", got ${JSON.stringify(values.since)}`,
     );
-  if (values['page-events'] && values.since === undefined && !context.recrawls)
+  if (values['page-events'] && values.since === undefined && !recrawls)
     throw new UsageError(
       '--page-events reports the pages a re-crawl finds new, changed or removed: give --since with it',
     );
+}
+
+/** `--events FILE`: the embedded EventBridge's, in a directory that exists. */
+function checkEventsFile(values: CrawlValues): void {
   if (values.events !== undefined && values.events.trim() === '')
     throw new UsageError('--events expects a file');
   if (values.events !== undefined && values.endpoint !== undefined)
@@ -204,6 +258,10 @@ export function parseCrawlOptions(
     !statSync(dirname(resolve(values.events)), { throwIfNoEntry: false })?.isDirectory()
   )
     throw new UsageError(`--events ${values.events}: its directory does not exist`);
+}
+
+/** `--adaptive` with its `--min-interval` and `--max-interval` bounds, in minutes. */
+function adaptiveBounds(values: CrawlValues): { minMinutes: number; maxMinutes: number } | undefined {
   const minMinutes = duration(values['min-interval'], '--min-interval');
   const maxMinutes = duration(values['max-interval'], '--max-interval');
   if ((minMinutes !== undefined || maxMinutes !== undefined) && !values.adaptive)
@@ -220,9 +278,18 @@ export function parseCrawlOptions(
     throw new UsageError(
       `--min-interval (${adaptive.minMinutes} min) must not exceed --max-interval (${adaptive.maxMinutes} min)`,
     );
+  return adaptive;
+}
+
+/** The seeds: URLs (the command line's, then `moreUrls`) and a --seeds-file; none with --resume. */
+function crawlSeeds(
+  values: CrawlValues,
+  positionals: readonly string[],
+  moreUrls: readonly string[],
+): { urls: string[]; seedsFile: SeedSource | undefined } {
   if (values.since !== undefined && values.resume !== undefined)
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no --since with it');
-  const urls = [...positionals, ...(context.moreUrls ?? [])];
+  const urls = [...positionals, ...moreUrls];
   const seedsFile = seedSource(values['seeds-file']);
   if (values.resume !== undefined && (urls.length > 0 || seedsFile !== undefined))
     throw new UsageError('--resume goes on with the crawl as it was submitted: give no URLs with it');
@@ -232,11 +299,11 @@ export function parseCrawlOptions(
     throw new UsageError(
       "--sitemap auto reads each seed's robots.txt, too many with --seeds-file: give --sitemap URL instead",
     );
-  const { credentials, proxy } = crawlAccess(values, positionals);
-  if ((credentials !== undefined || proxy !== undefined) && values.resume !== undefined)
-    throw new UsageError(
-      '--resume goes on with the credentials and proxy the crawl was submitted with: give none with it',
-    );
+  return { urls, seedsFile };
+}
+
+/** The options that take a URL, a name or one of a few modes. */
+function checkChoices(values: CrawlValues): void {
   if (values.endpoint !== undefined && !/^https?:\/\//.test(values.endpoint)) {
     throw new UsageError(
       `--endpoint expects an http(s) URL such as http://127.0.0.1:4566, got ${JSON.stringify(values.endpoint)}`,
@@ -251,24 +318,21 @@ export function parseCrawlOptions(
   if (values.sitemap !== undefined && values.sitemap !== 'auto' && !/^https?:\/\//.test(values.sitemap)) {
     throw new UsageError(`--sitemap expects an http(s) URL or "auto", got ${JSON.stringify(values.sitemap)}`);
   }
-  if (values.progress !== undefined && !PROGRESS_MODES.includes(values.progress as ProgressMode)) {
-    throw new UsageError(
-      `--progress expects one of ${PROGRESS_MODES.join(', ')}, got ${JSON.stringify(values.progress)}`,
-    );
-  }
-  if (values.render !== undefined && !RENDER_MODES.includes(values.render as RenderMode)) {
-    throw new UsageError(
-      `--render expects one of ${RENDER_MODES.join(', ')}, got ${JSON.stringify(values.render)}`,
-    );
-  }
-  if (values.content !== undefined && !CONTENT_MODES.includes(values.content as ContentMode)) {
-    throw new UsageError(
-      `--content expects one of ${CONTENT_MODES.join(', ')}, got ${JSON.stringify(values.content)}`,
-    );
-  }
+  oneOf(values.progress, '--progress', PROGRESS_MODES);
+  oneOf(values.render, '--render', RENDER_MODES);
+  oneOf(values.content, '--content', CONTENT_MODES);
   if (values['markdown-dir'] !== undefined && values['markdown-dir'].trim() === '') {
     throw new UsageError('--markdown-dir expects a directory');
   }
+}
+
+function oneOf(text: string | undefined, option: string, choices: readonly string[]): void {
+  if (text !== undefined && !choices.includes(text)) {
+    throw new UsageError(`${option} expects one of ${choices.join(', ')}, got ${JSON.stringify(text)}`);
+  }
+}
+
+function numericOptions(values: CrawlValues): NumericOptions {
   const maxPages = integer(values['max-pages'], '--max-pages', 1);
   const maxDepth = integer(values['max-depth'], '--max-depth', 0);
   const delayMs = integer(values.delay, '--delay', 0);
@@ -284,42 +348,34 @@ export function parseCrawlOptions(
       `--max-cost-usd expects a positive number of US dollars, got ${JSON.stringify(values['max-cost-usd'])}`,
     );
   }
+  return { maxPages, maxDepth, delayMs, concurrency, maxCostUsd };
+}
+
+/** The crawl config's input: what the options set, the rest left to the schema's defaults. */
+function crawlConfig(
+  values: CrawlValues,
+  { maxPages, maxDepth, delayMs, maxCostUsd }: NumericOptions,
+  adaptive: { minMinutes: number; maxMinutes: number } | undefined,
+  proxy: CrawlAccess['proxy'],
+): CrawlCommandOptions['config'] {
   return {
-    urls,
-    out: values.out,
-    endpoint: values.endpoint,
-    stateDir: values['state-dir'],
-    quiet: values.quiet ?? false,
-    progress: (values.progress as ProgressMode | undefined) ?? 'auto',
-    force: values.force ?? false,
-    verbose: values.verbose ?? false,
-    concurrency,
-    sitemap: values.sitemap,
-    resume: values.resume,
-    markdownDir: values['markdown-dir'],
-    seedsFile,
-    since: values.since,
-    events: values.events,
-    credentials,
-    config: {
-      allowPrivate: values['allow-private'] ?? false,
-      respectRobots: values['respect-robots'] ?? true,
-      ...(values['user-agent'] === undefined ? {} : { userAgent: values['user-agent'] }),
-      ...(values.scope === undefined ? {} : { scope: values.scope as Scope }),
-      ...(maxPages === undefined ? {} : { maxPages }),
-      ...(maxDepth === undefined ? {} : { maxDepth }),
-      ...(delayMs === undefined ? {} : { delayMs }),
-      ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
-      ...(values.content === undefined ? {} : { content: values.content as ContentMode }),
-      ...(values['warc-conversion'] ? { warcConversion: true } : {}),
-      ...(values['page-events'] ? { pageEvents: true } : {}),
-      ...(adaptive === undefined ? {} : { adaptive }),
-      ...(proxy === undefined ? {} : { proxy }),
-      ...(values.render === undefined ? {} : { render: values.render as RenderMode }),
-      renderPatterns: patterns(values['render-pattern'], '--render-pattern'),
-      include: patterns(values.include, '--include'),
-      exclude: patterns(values.exclude, '--exclude'),
-    },
+    allowPrivate: values['allow-private'] ?? false,
+    respectRobots: values['respect-robots'] ?? true,
+    ...(values['user-agent'] === undefined ? {} : { userAgent: values['user-agent'] }),
+    ...(values.scope === undefined ? {} : { scope: values.scope as Scope }),
+    ...(maxPages === undefined ? {} : { maxPages }),
+    ...(maxDepth === undefined ? {} : { maxDepth }),
+    ...(delayMs === undefined ? {} : { delayMs }),
+    ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    ...(values.content === undefined ? {} : { content: values.content as ContentMode }),
+    ...(values['warc-conversion'] ? { warcConversion: true } : {}),
+    ...(values['page-events'] ? { pageEvents: true } : {}),
+    ...(adaptive === undefined ? {} : { adaptive }),
+    ...(proxy === undefined ? {} : { proxy }),
+    ...(values.render === undefined ? {} : { render: values.render as RenderMode }),
+    renderPatterns: patterns(values['render-pattern'], '--render-pattern'),
+    include: patterns(values.include, '--include'),
+    exclude: patterns(values.exclude, '--exclude'),
   };
 }
 

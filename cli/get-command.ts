@@ -104,92 +104,132 @@ export const getCommand = defineCommand({
         stack.clients.s3,
         requiredOutput(stack.outputs, OUTPUTS.pageBucketName, stack.description),
       );
-      const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
-      let skipped = 0;
-      const line = await lookupIndexLine(
-        blobs,
-        new FrontierUrlLookup(stack.clients.dynamodb, table),
-        crawlId,
-        normalized,
-        {
-          onFallback: (why) =>
-            io.stderr.write(
-              `note: ${normalized.url}: ${why}; scanning the whole index of crawl ${crawlId}\n`,
-            ),
-          onDamage: (damage) => {
-            skipped++;
-            io.stderr.write(`${damageWarning(damage)}\n`);
-          },
-        },
-      );
-      if (!line) {
-        const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
-        const maybe =
-          skipped > 0 ? ` (${skipped} damaged index parts or lines were skipped: it may be in one)` : '';
-        io.stderr.write(
-          known
-            ? `${normalized.url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
-            : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
-        );
-        return 1;
-      }
+      const page: PageRead = { io, stack, blobs, crawlId, url: normalized.url };
+      const line = await findLine(page, normalized);
+      if (!line) return 1;
       if (mode === 'markdown' || mode === 'text' || mode === 'meta') {
         return writeContent(io, blobs, line, mode, `${normalized.url} in crawl ${crawlId}`, async () =>
           extractFromStoredPage(blobs, blobs.bucket, line, await decodeLimits(stack, crawlId)),
         );
       }
-      if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
-        const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
-        io.stderr.write(
-          `${normalized.url} has no stored page in crawl ${crawlId}: it ended as ${line.outcome}${why ? ` (${why})` : ''}\n`,
-        );
-        return 1;
-      }
-      // A revisit holds no payload: --warc shows it, the body and headers come from the capture it confirms.
-      const place: RecordPlace =
-        mode === 'warc'
-          ? { bucket: blobs.bucket, key: line.filename, offset: line.offset, length: line.length }
-          : payloadPlace(line, blobs.bucket)!;
-      try {
-        const member = await readMember(blobs, place);
-        if (mode === 'warc') {
-          await write(io.stdout, isGzip(member) ? gunzipMember(member, place) : member);
-          return 0;
-        }
-        const http = readResponse(member, place, line);
-        if (mode === 'headers') {
-          await write(io.stdout, http.head);
-          return 0;
-        }
-        const contentEncoding = http.message.header('Content-Encoding');
-        const codings = contentCodings(contentEncoding);
-        if (values.raw || codings.length === 0) {
-          await write(io.stdout, http.message.body);
-          return 0;
-        }
-        const limits = await decodeLimits(stack, crawlId);
-        const decoded = decodeStoredBody(http.message.body, contentEncoding, limits);
-        if (!decoded.ok) {
-          io.stderr.write(
-            decoded.code === 'bad-encoding'
-              ? `cannot decode the body of ${normalized.url} (Content-Encoding: ${codings.join(', ')}): ${decoded.reason}; --raw writes it as stored\n`
-              : `the body of ${normalized.url} is larger than the crawl's decode cap when decoded: ${decoded.reason}; --raw writes it as stored\n`,
-          );
-          return 1;
-        }
-        io.stderr.write(
-          `note: body decoded from Content-Encoding ${codings.join(', ')} (${http.message.body.byteLength} → ${decoded.bytes.byteLength} bytes); --raw keeps it encoded\n`,
-        );
-        await write(io.stdout, decoded.bytes);
-        return 0;
-      } catch (error) {
-        if (!(error instanceof StoredRecordError)) throw error;
-        io.stderr.write(`${error.message}\n`);
-        return 1;
-      }
+      return writeRecord(page, line, mode, values.raw ?? false);
     });
   },
 });
+
+/** One page read from one crawl's storage, and where to report. */
+interface PageRead {
+  io: CliIo;
+  stack: LocatedStack;
+  blobs: S3Blobs;
+  crawlId: string;
+  /** The page's URL, normalized. */
+  url: string;
+}
+
+/**
+ * The page's results index line, by its key. None: one line on stderr, saying whether the crawl
+ * exists but has no result for the URL, or does not exist.
+ */
+async function findLine(
+  { io, stack, blobs, crawlId, url }: PageRead,
+  normalized: { url: string; key: string },
+): Promise<IndexLine | undefined> {
+  const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName, stack.description);
+  let skipped = 0;
+  const line = await lookupIndexLine(
+    blobs,
+    new FrontierUrlLookup(stack.clients.dynamodb, table),
+    crawlId,
+    normalized,
+    {
+      onFallback: (why) =>
+        io.stderr.write(`note: ${url}: ${why}; scanning the whole index of crawl ${crawlId}\n`),
+      onDamage: (damage) => {
+        skipped++;
+        io.stderr.write(`${damageWarning(damage)}\n`);
+      },
+    },
+  );
+  if (line) return line;
+  const known = await createFrontierStore(stack.clients.dynamodb, table).readCounters(crawlId);
+  const maybe =
+    skipped > 0 ? ` (${skipped} damaged index parts or lines were skipped: it may be in one)` : '';
+  io.stderr.write(
+    known
+      ? `${url} is not in crawl ${crawlId} (no result for it in ${stack.description})${maybe}\n`
+      : `${noSuchCrawl(crawlId, stack.description)}${maybe}\n`,
+  );
+  return undefined;
+}
+
+/** `--body`, `--headers`, `--warc`: from the WARC record the index line points at. */
+async function writeRecord(
+  page: PageRead,
+  line: IndexLine,
+  mode: 'body' | 'headers' | 'warc',
+  raw: boolean,
+): Promise<number> {
+  const { io, blobs, crawlId, url } = page;
+  if (line.filename === undefined || line.offset === undefined || line.length === undefined) {
+    const why = [line.code, line.reason].filter((part) => part !== undefined).join(': ');
+    io.stderr.write(
+      `${url} has no stored page in crawl ${crawlId}: it ended as ${line.outcome}${why ? ` (${why})` : ''}\n`,
+    );
+    return 1;
+  }
+  // A revisit holds no payload: --warc shows it, the body and headers come from the capture it confirms.
+  const place: RecordPlace =
+    mode === 'warc'
+      ? { bucket: blobs.bucket, key: line.filename, offset: line.offset, length: line.length }
+      : payloadPlace(line, blobs.bucket)!;
+  try {
+    const member = await readMember(blobs, place);
+    if (mode === 'warc') {
+      await write(io.stdout, isGzip(member) ? gunzipMember(member, place) : member);
+      return 0;
+    }
+    const http = readResponse(member, place, line);
+    if (mode === 'headers') {
+      await write(io.stdout, http.head);
+      return 0;
+    }
+    return await writeBody(page, http.message, raw);
+  } catch (error) {
+    if (!(error instanceof StoredRecordError)) throw error;
+    io.stderr.write(`${error.message}\n`);
+    return 1;
+  }
+}
+
+/** `--body`: decoded from its content codings under the crawl's caps, unless `raw`. */
+async function writeBody(
+  { io, stack, crawlId, url }: PageRead,
+  message: HttpMessage,
+  raw: boolean,
+): Promise<number> {
+  const contentEncoding = message.header('Content-Encoding');
+  const codings = contentCodings(contentEncoding);
+  if (raw || codings.length === 0) {
+    await write(io.stdout, message.body);
+    return 0;
+  }
+  const limits = await decodeLimits(stack, crawlId);
+  const decoded = decodeStoredBody(message.body, contentEncoding, limits);
+  if (!decoded.ok) {
+    io.stderr.write(
+      decoded.code === 'bad-encoding'
+        ? `cannot decode the body of ${url} (Content-Encoding: ${codings.join(', ')}): ${decoded.reason}; --raw writes it as stored\n`
+        : `the body of ${url} is larger than the crawl's decode cap when decoded: ${decoded.reason}; --raw writes it as stored\n`,
+    );
+    return 1;
+  }
+  io.stderr.write(
+    `note: body decoded from Content-Encoding ${codings.join(', ')} (${message.body.byteLength} → ${decoded.bytes.byteLength} bytes); --raw keeps it encoded\n`,
+  );
+  await write(io.stdout, decoded.bytes);
+  return 0;
+}
 
 /** `--markdown`, `--text`, `--meta`: from the content record the index line points at. */
 async function writeContent(

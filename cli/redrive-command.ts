@@ -129,85 +129,127 @@ export async function redrive(
     now?: () => number;
   } = {},
 ): Promise<{ moved: number; kept: number; malformed: number; arrived: number }> {
+  const scan: Scan = {
+    startedAt: (options.now ?? Date.now)(),
+    arrived: new Set(),
+    held: new Map(),
+    malformed: new Set(),
+    includeMalformed: options.includeMalformed ?? false,
+    ours: (message) => crawlId === undefined || (options.owner ?? crawlOf)(message.Body ?? '') === crawlId,
+  };
   let moved = 0;
-  // What comes into the DLQ during the scan is not this redrive's: a task it moved back that fails at
-  // once (its crawl gone) is dead-lettered again while the scan goes on, and moving it again would
-  // repeat that for as long as the scan lasts. It is left, counted apart.
-  const startedAt = (options.now ?? Date.now)();
-  const arrived = new Set<string>();
-  // Messages not moved stay hidden until the scan ends (a message made visible at once could be
-  // received again in place of one not yet seen, and end the scan early), then are all made visible
-  // again at once. Each keeps its latest receipt handle: one that came back after the look is seen again.
-  const held = new Map<string, Message>();
-  const malformed = new Set<string>();
   try {
     for (;;) {
-      const received = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: dlqUrl,
-          MaxNumberOfMessages: 10,
-          VisibilityTimeout: LOOK_SECONDS,
-          WaitTimeSeconds: 1,
-          MessageAttributeNames: ['All'],
-          MessageSystemAttributeNames: ['SentTimestamp'],
-        }),
-      );
-      const messages = received.Messages ?? [];
-      const fresh = messages.filter((message) => !held.has(message.MessageId ?? ''));
-      for (const message of messages)
-        if (held.has(message.MessageId ?? '')) held.set(message.MessageId!, message);
+      const fresh = await receiveFresh(sqs, dlqUrl, scan.held);
       if (fresh.length === 0) break;
-      const owner = options.owner ?? crawlOf;
-      const before = fresh.filter((message) => !(Number(message.Attributes?.SentTimestamp) > startedAt));
-      for (const message of fresh) {
-        if (before.includes(message)) continue;
-        held.set(message.MessageId ?? '', message);
-        arrived.add(message.MessageId ?? '');
-      }
-      const ours = before.filter((message) => crawlId === undefined || owner(message.Body ?? '') === crawlId);
-      const mine = ours.filter((message) => options.includeMalformed || !deadLetteredAsMalformed(message));
-      for (const message of before) {
-        if (mine.includes(message)) continue;
-        held.set(message.MessageId ?? '', message);
-        if (ours.includes(message)) malformed.add(message.MessageId ?? '');
-      }
+      const mine = sortOut(scan, fresh);
       if (mine.length === 0) continue;
-      try {
-        await sendMessagesInBatches(
-          sqs,
-          sourceUrl,
-          mine.map((message) => ({ body: message.Body ?? '' })),
-        );
-      } catch (error) {
-        // Not moved: visible in the DLQ again at once, not after the look.
-        for (const message of mine) held.set(message.MessageId ?? '', message);
-        throw error;
-      }
-      const deleted = await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: dlqUrl,
-          Entries: mine.map((message, index) => ({
-            Id: String(index),
-            ReceiptHandle: message.ReceiptHandle!,
-          })),
-        }),
-      );
-      entriesFailed(
-        'delete from the DLQ',
-        deleted.Failed,
-        'they are back in their queue and stay in the DLQ too',
-      );
+      await moveBack(sqs, dlqUrl, sourceUrl, mine, scan.held);
       moved += mine.length;
     }
   } finally {
-    await release(sqs, dlqUrl, [...held.values()]);
+    await release(sqs, dlqUrl, [...scan.held.values()]);
   }
   return {
     moved,
-    kept: held.size - malformed.size - arrived.size,
-    malformed: malformed.size,
-    arrived: arrived.size,
+    kept: scan.held.size - scan.malformed.size - scan.arrived.size,
+    malformed: scan.malformed.size,
+    arrived: scan.arrived.size,
   };
+}
+
+/** What one redrive has seen of the DLQ so far, and how it sorts a message. */
+interface Scan {
+  /**
+   * What comes into the DLQ during the scan is not this redrive's: a task it moved back that fails at
+   * once (its crawl gone) is dead-lettered again while the scan goes on, and moving it again would
+   * repeat that for as long as the scan lasts. It is left, counted apart.
+   */
+  startedAt: number;
+  arrived: Set<string>;
+  /**
+   * Messages not moved stay hidden until the scan ends (a message made visible at once could be
+   * received again in place of one not yet seen, and end the scan early), then are all made visible
+   * again at once. Each keeps its latest receipt handle: one that came back after the look is seen again.
+   */
+  held: Map<string, Message>;
+  malformed: Set<string>;
+  includeMalformed: boolean;
+  /** The message belongs to the crawl redriven (any, when no ID was given). */
+  ours: (message: Message) => boolean;
+}
+
+/** The next messages of the DLQ not seen yet (none: the scan is done); those seen again keep their new receipt. */
+async function receiveFresh(sqs: SQSClient, dlqUrl: string, held: Map<string, Message>): Promise<Message[]> {
+  const received = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: dlqUrl,
+      MaxNumberOfMessages: 10,
+      VisibilityTimeout: LOOK_SECONDS,
+      WaitTimeSeconds: 1,
+      MessageAttributeNames: ['All'],
+      MessageSystemAttributeNames: ['SentTimestamp'],
+    }),
+  );
+  const messages = received.Messages ?? [];
+  const fresh = messages.filter((message) => !held.has(message.MessageId ?? ''));
+  for (const message of messages)
+    if (held.has(message.MessageId ?? '')) held.set(message.MessageId!, message);
+  return fresh;
+}
+
+/** The fresh messages to move back; the others are held, and counted as arrived or malformed. */
+function sortOut(scan: Scan, fresh: readonly Message[]): Message[] {
+  const { held } = scan;
+  const before = fresh.filter((message) => !(Number(message.Attributes?.SentTimestamp) > scan.startedAt));
+  for (const message of fresh) {
+    if (before.includes(message)) continue;
+    held.set(message.MessageId ?? '', message);
+    scan.arrived.add(message.MessageId ?? '');
+  }
+  const ours = before.filter(scan.ours);
+  const mine = ours.filter((message) => scan.includeMalformed || !deadLetteredAsMalformed(message));
+  for (const message of before) {
+    if (mine.includes(message)) continue;
+    held.set(message.MessageId ?? '', message);
+    if (ours.includes(message)) scan.malformed.add(message.MessageId ?? '');
+  }
+  return mine;
+}
+
+/** Sends the messages to their queue, then deletes them from the DLQ: nothing is lost in between. */
+async function moveBack(
+  sqs: SQSClient,
+  dlqUrl: string,
+  sourceUrl: string,
+  mine: readonly Message[],
+  held: Map<string, Message>,
+): Promise<void> {
+  try {
+    await sendMessagesInBatches(
+      sqs,
+      sourceUrl,
+      mine.map((message) => ({ body: message.Body ?? '' })),
+    );
+  } catch (error) {
+    // Not moved: visible in the DLQ again at once, not after the look.
+    for (const message of mine) held.set(message.MessageId ?? '', message);
+    throw error;
+  }
+  const deleted = await sqs.send(
+    new DeleteMessageBatchCommand({
+      QueueUrl: dlqUrl,
+      Entries: mine.map((message, index) => ({
+        Id: String(index),
+        ReceiptHandle: message.ReceiptHandle!,
+      })),
+    }),
+  );
+  entriesFailed(
+    'delete from the DLQ',
+    deleted.Failed,
+    'they are back in their queue and stay in the DLQ too',
+  );
 }
 
 /** Dead-lettered by the crawler itself, with why: not something a retry fixes. */

@@ -8,17 +8,23 @@
  *   --state-dir DIR    the embedded AWS's state (a running `crawler local` on it is used directly)
  *   none of them       the deployed stack `ServerlessCrawler`
  *
- * The crawl config is stored once, the seeds go in batches (cli/submit-crawl.ts). stdout carries
- * only the crawl id (or one JSON object with --json), so `ID=$(crawler submit ...)` works; what was
- * sent goes to stderr.
+ * The crawl config is stored once, the seeds go in batches (lambdas/submission/submit-crawl.ts).
+ * stdout carries only the crawl id (or one JSON object with --json), so `ID=$(crawler submit ...)`
+ * works; what was sent goes to stderr.
  */
 import { readFile } from 'node:fs/promises';
 import { describeSeedSource, SeedSourceError, seedSourceLines } from '../lambdas/adapters/seed-source.ts';
-import { parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
+import { type CrawlConfig, parseCrawlConfig } from '../lambdas/core/crawl/index.ts';
 import { CRAWL_ID_RULE, isCrawlId, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import { SinceError } from '../lambdas/submission/since-crawl.ts';
-import { ConfigTooLargeError, sinceNote, submitCrawl } from '../lambdas/submission/submit-crawl.ts';
-import { write, writingTo } from './cli-io.ts';
+import {
+  ConfigTooLargeError,
+  type SubmitSummary,
+  sinceNote,
+  submitCrawl,
+} from '../lambdas/submission/submit-crawl.ts';
+import type { LocatedStack } from '../local/stack-locator.ts';
+import { type CliIo, write, writingTo } from './cli-io.ts';
 import { newCrawlId } from './crawl-id.ts';
 import { CRAWL_OPTIONS_HELP, type CrawlCommandOptions, parseCrawlOptions } from './crawl-options.ts';
 import { defineCommand } from './define-command.ts';
@@ -64,7 +70,7 @@ export const submitCommand = defineCommand({
   },
   run: async ({ io, options }) => {
     const crawlId = options.crawlId ?? newCrawlId();
-    let config: ReturnType<typeof parseCrawlConfig>;
+    let config: CrawlConfig;
     try {
       config = parseCrawlConfig({
         ...options.crawl.config,
@@ -95,50 +101,14 @@ export const submitCommand = defineCommand({
         const sitemapUrls = options.crawl.sitemap
           ? await discoverSitemapUrls(options.crawl.sitemap, config, say)
           : [];
-        let submitted: Awaited<ReturnType<typeof submitCrawl>>;
-        try {
-          const source = options.crawl.seedsFile;
-          submitted = await submitCrawl(stack, config, sitemapUrls, {
-            ...(options.crawl.since === undefined ? {} : { since: options.crawl.since }),
-            ...(options.crawl.credentials === undefined ? {} : { credentials: options.crawl.credentials }),
-            onWarning: (line: string) => io.stderr.write(`${line}\n`),
-            onProgress: (p) => {
-              if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
-            },
-            ...(source === undefined
-              ? {}
-              : {
-                  seedFile: {
-                    name: describeSeedSource(source),
-                    lines: () => seedSourceLines(source, stack.clients.s3),
-                  },
-                  onInvalidSeed: say,
-                }),
-          });
-        } catch (error) {
-          if (
-            error instanceof ConfigTooLargeError ||
-            error instanceof SeedSourceError ||
-            error instanceof SinceError
-          ) {
-            io.stderr.write(`crawler submit: ${error.message}\n`);
-            return 2;
-          }
-          if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
-            io.stderr.write(
-              `crawl ${crawlId} already exists in ${stack.description}; choose another --crawl-id\n`,
-            );
-            return 1;
-          }
-          throw error;
-        }
-        say(
-          `crawl ${crawlId} submitted to ${stack.description}: ${submitted.tasks} tasks sent` +
-            (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
-            (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
-            (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : '') +
-            (submitted.due === undefined ? '' : `; ${sinceNote(submitted)}`),
-        );
+        const submitted = await submitTo(stack, config, sitemapUrls, {
+          io,
+          crawlId,
+          options: options.crawl,
+          say,
+        });
+        if (typeof submitted === 'number') return submitted;
+        say(describeSubmitted(crawlId, stack.description, submitted));
         const flags = describeTarget(endpoint, stackName, options.crawl.stateDir);
         say(`watch it:  crawler status ${crawlId}${flags}`);
         say(`read it:   crawler results ${crawlId}${flags}`);
@@ -155,6 +125,71 @@ export const submitCommand = defineCommand({
     });
   },
 });
+
+/** Where `submit` reports: stderr, and `say` (stderr unless --quiet). */
+interface SubmitReport {
+  io: CliIo;
+  crawlId: string;
+  options: CrawlCommandOptions;
+  say: (line: string) => void;
+}
+
+/**
+ * Submits the crawl; a mistake found on the stack (too large a config, a seeds file or --since to
+ * fix) is exit code 2, a crawl id already taken exit code 1, each with its line on stderr.
+ */
+async function submitTo(
+  stack: LocatedStack,
+  config: CrawlConfig,
+  sitemapUrls: readonly string[],
+  { io, crawlId, options, say }: SubmitReport,
+): Promise<SubmitSummary | number> {
+  try {
+    const source = options.seedsFile;
+    return await submitCrawl(stack, config, sitemapUrls, {
+      ...(options.since === undefined ? {} : { since: options.since }),
+      ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+      onWarning: (line: string) => io.stderr.write(`${line}\n`),
+      onProgress: (p) => {
+        if (p.total > 500) say(`crawl ${crawlId}: ${p.done}/${p.total} seeds sent`);
+      },
+      ...(source === undefined
+        ? {}
+        : {
+            seedFile: {
+              name: describeSeedSource(source),
+              lines: () => seedSourceLines(source, stack.clients.s3),
+            },
+            onInvalidSeed: say,
+          }),
+    });
+  } catch (error) {
+    if (
+      error instanceof ConfigTooLargeError ||
+      error instanceof SeedSourceError ||
+      error instanceof SinceError
+    ) {
+      io.stderr.write(`crawler submit: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
+      io.stderr.write(`crawl ${crawlId} already exists in ${stack.description}; choose another --crawl-id\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/** What was sent, on stderr. */
+function describeSubmitted(crawlId: string, stack: string, submitted: SubmitSummary): string {
+  return (
+    `crawl ${crawlId} submitted to ${stack}: ${submitted.tasks} tasks sent` +
+    (submitted.skipped ? `, ${submitted.skipped} seeds skipped` : '') +
+    (submitted.invalid ? ` (${submitted.invalid} invalid, they end as invalid results)` : '') +
+    (submitted.duplicates ? `, ${submitted.duplicates} duplicates dropped` : '') +
+    (submitted.due === undefined ? '' : `; ${sinceNote(submitted)}`)
+  );
+}
 
 function describeTarget(endpoint?: string, stack?: string, stateDir?: string): string {
   return [

@@ -15,16 +15,15 @@ import { createFrontierStore } from '../adapters/frontier-store.ts';
 import { SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { SeedSourceError } from '../adapters/seed-source.ts';
-import { describeError, LruSet, SEED_LIMITS } from '../core/base/index.ts';
+import { describeError, SEED_LIMITS } from '../core/base/index.ts';
 import { startedEvent } from '../core/batches/index.ts';
-import { type CrawlConfig, type CredentialBundle, isDue, seedCount } from '../core/crawl/index.ts';
-import { admitLinks, confirmSent, type HostToWake, wakeHosts } from '../core/frontier/index.ts';
-import type { CrawlResult } from '../core/results/index.ts';
-import { normalizeUrl, type SeedLine, scanSeeds, seedLines } from '../core/urls/index.ts';
+import { type CrawlConfig, type CredentialBundle, seedCount } from '../core/crawl/index.ts';
+import { scanSeeds, seedLines } from '../core/urls/index.ts';
 import { OUTPUTS } from '../shared/contracts.ts';
 import { requiredOutput } from '../shared/required-output.ts';
 import { storeCredentials } from './crawl-credentials.ts';
-import { type PriorUrl, priorUrls } from './prior-urls.ts';
+import { admitPriorUrls, wakePriorHosts } from './prior-admission.ts';
+import { argumentSeeds, type Submission, sendSeeds } from './seed-admission.ts';
 import { resolveSince } from './since-crawl.ts';
 import { publishOnStack } from './stack-events.ts';
 import type { StackHandles } from './stack-handles.ts';
@@ -89,13 +88,6 @@ export interface SubmitSummary {
   notDue?: number;
 }
 
-/** A URL to submit: a seed (line 0 for one given as an argument) or a sitemap URL. */
-interface Entry {
-  line: number;
-  text: string;
-  isSeed: boolean;
-}
-
 /**
  * `sitemapUrls` are admitted like seeds but do not widen the scope (it comes from the seeds). With a
  * seed file the seeds are read once for the scope (stored before anything is admitted: the first
@@ -107,13 +99,7 @@ export async function submitCrawl(
   sitemapUrls: readonly string[] = [],
   options: SubmitOptions = {},
 ): Promise<SubmitSummary> {
-  const configBytes = Buffer.byteLength(JSON.stringify(config));
-  if (configBytes > MAX_CONFIG_BYTES) {
-    throw new ConfigTooLargeError(
-      `the crawl config is ${configBytes} bytes with its ${config.seeds.length} seeds; one DynamoDB item holds at most ` +
-        `${MAX_CONFIG_BYTES}: give the seeds in a file with --seeds-file FILE (one URL a line, any number)`,
-    );
-  }
+  checkConfigSize(config);
   const table = requiredOutput(stack.outputs, OUTPUTS.frontierTableName);
   if (options.since !== undefined) config = { ...config, since: await resolveSince(stack, options.since) };
   if (options.credentials !== undefined) {
@@ -125,189 +111,104 @@ export async function submitCrawl(
     stack.clients.sqs,
     requiredOutput(stack.outputs, OUTPUTS.resultsQueueUrl),
   );
-  const configs = new CrawlConfigStore(stack.clients.dynamodb, table);
-  const argumentSeeds = async function* (): AsyncGenerator<SeedLine> {
-    for (const text of config.seeds) yield { line: 0, text };
-  };
-  const file = options.seedFile;
-  let total = config.seeds.length + sitemapUrls.length;
-  if (file === undefined) await configs.put(config);
-  else {
-    const scan = await scanSeeds(
-      concat(argumentSeeds(), seedLines(file.lines())),
-      { scope: config.scope, maxUrlLength: config.limits.maxUrlLength },
-      (seed) => {
-        if (seed.line > 0)
-          options.onInvalidSeed?.(`--seeds-file ${file.name}: line ${seed.line}: ${seed.reason}`);
-      },
-    );
-    // A crawl of nothing would never start, so never end: refused before anything is stored.
-    if (scan.seeds === 0) throw new SeedSourceError(`--seeds-file ${file.name}: no seed URL in it`);
-    total = scan.seeds + sitemapUrls.length;
-    config = await configs.put(
-      { ...config, seedFile: { source: file.name, count: scan.seeds, scopeParts: 0 } },
-      scan.scopeKeys,
-    );
-  }
-  // Only the submitter whose config write created the crawl gets here (the write is conditional).
-  await publishOnStack(stack, [
-    startedEvent(config.crawlId, new Date(), seedCount(config), config.since),
-  ]).catch((error: unknown) =>
-    // The crawl is stored: failing now would leave it with no seeds sent, never to end.
-    options.onWarning?.(
-      `warning: crawl ${config.crawlId}: Crawl Started not published: ${describeError(error)}`,
-    ),
+  const stored = await storeConfig(
+    new CrawlConfigStore(stack.clients.dynamodb, table),
+    config,
+    sitemapUrls.length,
+    options,
   );
-  const frontier = createFrontierStore(stack.clients.dynamodb, table);
-  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls));
-
-  // A re-crawl puts every URL of the crawl it follows, each with its capture, before any host is
-  // woken: a page fetched early would otherwise admit a link to one of them without its capture.
-  const asleep = new Map<string, HostToWake>();
-  let due = 0;
-  let skippedNotDue = 0;
-  if (config.since !== undefined) {
-    const blobs = new S3Blobs(stack.clients.s3, requiredOutput(stack.outputs, OUTPUTS.pageBucketName));
-    let chunk: PriorUrl[] = [];
-    const admitPriors = async (urls: PriorUrl[], round: number) => {
-      const now = new Date();
-      // Adaptive revisits: a URL not due yet is not fetched; its result says `same`, from the earlier crawl.
-      const notDue = new Map(
-        urls.flatMap((url) => (config.adaptive && !isDue(url.capture, now) ? [[url.url, url]] : [])),
-      );
-      const admitted = await admitLinks(
-        [
-          {
-            config,
-            parentKey: `prior#${round}`,
-            depth: -1,
-            // Put before anything else of the crawl: a read of which exist would find none.
-            unprobed: true,
-            links: urls.map((url) => ({
-              url: url.url,
-              nofollow: false,
-              prior: url,
-              ...(notDue.has(url.url)
-                ? { skip: { code: 'not-due', reason: `not due before ${url.capture.dueAt} (--adaptive)` } }
-                : {}),
-            })),
-          },
-        ],
-        { frontier, hosts: frontier, seen: new LruSet(1), now, deferWakes: true },
-      );
-      for (const host of admitted.asleep) asleep.set(`${host.crawlId}\n${host.host}`, host);
-      await results.sendResults(
-        admitted.results.map((result) => notDueResult(result, notDue.get(result.url))),
-      );
-      due += admitted.admitted - admitted.results.length;
-      skippedNotDue += admitted.results.filter((result) => result.code === 'not-due').length;
-    };
-    let rounds = 0;
-    for await (const url of priorUrls(blobs, config.since, options.onWarning ?? (() => {}))) {
-      chunk.push(url);
-      if (chunk.length < chunkSize) continue;
-      await admitPriors(chunk, rounds++);
-      chunk = [];
-    }
-    if (chunk.length > 0) await admitPriors(chunk, rounds);
-  }
-
-  async function* entries(): AsyncGenerator<Entry> {
-    for await (const seed of argumentSeeds()) yield { ...seed, isSeed: true };
-    if (file !== undefined) for await (const seed of seedLines(file.lines())) yield { ...seed, isSeed: true };
-    for (const text of sitemapUrls) yield { line: 0, text, isSeed: false };
-  }
-
-  const summary: SubmitSummary = {
-    seeds: seedCount(config),
-    tasks: 0,
-    skipped: 0,
-    invalid: 0,
-    duplicates: 0,
+  config = stored.config;
+  await publishStarted(stack, config, options.onWarning);
+  const submission: Submission = {
+    config,
+    frontier: createFrontierStore(stack.clients.dynamodb, table),
+    tasks,
+    results,
+    chunkSize: Math.max(1, Math.floor(options.chunkSize ?? SEED_LIMITS.chunkUrls)),
   };
-  let done = 0;
-  let chunks = 0;
-  const send = async (chunk: Entry[]) => {
-    const valid: string[] = [];
-    const invalid: string[] = [];
-    for (const entry of chunk) {
-      if (normalizeUrl(entry.text, { maxUrlLength: config.limits.maxUrlLength }).ok) valid.push(entry.text);
-      // An invalid sitemap entry is not the user's input: it is left out (the sitemap loader reports it).
-      else if (entry.isSeed) invalid.push(entry.text);
-    }
-    // Each chunk admits as a parent of its own: a URL an earlier chunk admitted is then known to the
-    // frontier, not this chunk's own admission, so a repeated seed is dropped there, exactly, with no
-    // set of every seed in memory.
-    const admitted =
-      valid.length === 0
-        ? { visits: [], results: [], admitted: 0 }
-        : await admitLinks(
-            [
-              {
-                config,
-                parentKey: `seed#${chunks}`,
-                depth: -1,
-                links: valid.map((url) => ({ url, nofollow: false })),
-              },
-            ],
-            { frontier, hosts: frontier, seen: new LruSet(1), now: new Date() },
-          );
-    chunks++;
-    // An invalid seed goes to the queue as a task, to end there as an `invalid` result with its reason.
-    await tasks.sendVisits(admitted.visits);
-    // A seed's visit may wait long in a large crawl's queue: no wake sends it again meanwhile.
-    await confirmSent(admitted.visits, frontier);
-    await tasks.sendTasks(invalid.map((url) => ({ v: 1 as const, crawlId: config.crawlId, url, depth: 0 })));
-    await results.sendResults(admitted.results);
-    summary.tasks += admitted.admitted - admitted.results.length + invalid.length;
-    summary.skipped += admitted.results.length;
-    summary.invalid += invalid.length;
-    summary.duplicates += valid.length - admitted.admitted;
-    done += chunk.length;
+  // A re-crawl's earlier URLs go first; their hosts are woken once the seeds are admitted too.
+  const priors =
+    config.since === undefined
+      ? undefined
+      : await admitPriorUrls(
+          submission,
+          config.since,
+          new S3Blobs(stack.clients.s3, requiredOutput(stack.outputs, OUTPUTS.pageBucketName)),
+          options.onWarning ?? (() => {}),
+        );
+  const counts = await sendSeeds(submission, options.seedFile, sitemapUrls, (sent, done) =>
     options.onProgress?.({
       done,
-      total,
-      tasks: summary.tasks,
-      skipped: summary.skipped,
-      invalid: summary.invalid,
-    });
-  };
-  let chunk: Entry[] = [];
-  for await (const entry of entries()) {
-    chunk.push(entry);
-    if (chunk.length < chunkSize) continue;
-    await send(chunk);
-    chunk = [];
-  }
-  if (chunk.length > 0) await send(chunk);
-  if (config.since !== undefined) {
-    const visits = await wakeHosts(asleep.values(), { hosts: frontier, now: new Date() });
-    await tasks.sendVisits(visits);
-    await confirmSent(visits, frontier);
-    summary.due = due;
-    if (config.adaptive) summary.notDue = skippedNotDue;
+      total: stored.total,
+      tasks: sent.tasks,
+      skipped: sent.skipped,
+      invalid: sent.invalid,
+    }),
+  );
+  const summary: SubmitSummary = { seeds: seedCount(config), ...counts };
+  if (priors !== undefined) {
+    await wakePriorHosts(submission, priors);
+    summary.due = priors.due;
+    if (config.adaptive) summary.notDue = priors.notDue;
   }
   return summary;
 }
 
+function checkConfigSize(config: CrawlConfig): void {
+  const configBytes = Buffer.byteLength(JSON.stringify(config));
+  if (configBytes > MAX_CONFIG_BYTES) {
+    throw new ConfigTooLargeError(
+      `the crawl config is ${configBytes} bytes with its ${config.seeds.length} seeds; one DynamoDB item holds at most ` +
+        `${MAX_CONFIG_BYTES}: give the seeds in a file with --seeds-file FILE (one URL a line, any number)`,
+    );
+  }
+}
+
 /**
- * A not-due URL's `skipped` result, as the earlier crawl left it: `same`, pointing at the earlier
- * capture and content record, with its interval and due time unchanged (no request was made).
+ * Stores the config (conditionally: only the submitter that creates the crawl goes on). With a seed
+ * file, its seeds are scanned first for the scope stored with it. Returns the config as stored and
+ * the number of URLs to submit (seeds and sitemap URLs).
  */
-function notDueResult(result: CrawlResult, url: PriorUrl | undefined): CrawlResult {
-  if (url === undefined || result.code !== 'not-due') return result;
-  const { capture } = url;
+async function storeConfig(
+  configs: CrawlConfigStore,
+  config: CrawlConfig,
+  sitemapCount: number,
+  { seedFile: file, onInvalidSeed }: SubmitOptions,
+): Promise<{ config: CrawlConfig; total: number }> {
+  if (file === undefined) {
+    await configs.put(config);
+    return { config, total: config.seeds.length + sitemapCount };
+  }
+  const scan = await scanSeeds(
+    concat(argumentSeeds(config), seedLines(file.lines())),
+    { scope: config.scope, maxUrlLength: config.limits.maxUrlLength },
+    (seed) => {
+      if (seed.line > 0) onInvalidSeed?.(`--seeds-file ${file.name}: line ${seed.line}: ${seed.reason}`);
+    },
+  );
+  // A crawl of nothing would never start, so never end: refused before anything is stored.
+  if (scan.seeds === 0) throw new SeedSourceError(`--seeds-file ${file.name}: no seed URL in it`);
   return {
-    ...result,
-    change: 'same',
-    sha1: capture.sha1,
-    warc: capture.warc,
-    ...(capture.content === undefined ? {} : { content: capture.content }),
-    ...(capture.etag === undefined ? {} : { etag: capture.etag }),
-    ...(capture.lastModified === undefined ? {} : { lastModified: capture.lastModified }),
-    ...(capture.interval === undefined ? {} : { interval: capture.interval }),
-    ...(capture.dueAt === undefined ? {} : { dueAt: capture.dueAt }),
+    config: await configs.put(
+      { ...config, seedFile: { source: file.name, count: scan.seeds, scopeParts: 0 } },
+      scan.scopeKeys,
+    ),
+    total: scan.seeds + sitemapCount,
   };
+}
+
+/** Only the submitter whose config write created the crawl gets here (the write is conditional). */
+async function publishStarted(
+  stack: StackHandles,
+  config: CrawlConfig,
+  onWarning: ((line: string) => void) | undefined,
+): Promise<void> {
+  await publishOnStack(stack, [
+    startedEvent(config.crawlId, new Date(), seedCount(config), config.since),
+  ]).catch((error: unknown) =>
+    // The crawl is stored: failing now would leave it with no seeds sent, never to end.
+    onWarning?.(`warning: crawl ${config.crawlId}: Crawl Started not published: ${describeError(error)}`),
+  );
 }
 
 /** A re-crawl's own count: the earlier URLs due again, and those not due (adaptive). */

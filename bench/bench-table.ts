@@ -4,7 +4,7 @@
  * measures and fills the report.
  */
 import { type ComponentTime, componentTable } from './cpu-components.ts';
-import { MEMORY_TARGET_MB, type MemoryResult } from './handler-memory.ts';
+import { type CountingResult, MEMORY_TARGET_MB, type MemoryResult } from './handler-memory.ts';
 import { fixed, median } from './processes.ts';
 import { READ_TARGET_SECONDS, type ReadCommandRun } from './read-commands.ts';
 import { type RealisticReport, realisticTable } from './realistic.ts';
@@ -40,6 +40,8 @@ export interface BenchReport {
   crawls: CrawlRun[];
   micro?: { core: number[]; bare: number[] };
   memory?: MemoryResult[];
+  /** The fetch handler's CPU a page under each CRAWLER_CALL_COUNTING (bench/handler-memory.ts). */
+  counting?: CountingResult[];
   realistic?: RealisticReport;
   scale?: ScaleReport;
   recrawl?: RecrawlReport;
@@ -72,6 +74,7 @@ export function benchTable(report: BenchReport, settings: BenchSettings): string
   if (report.profile) lines.push(...profileLines(report.profile));
   if (report.micro) lines.push(...microLines(report.micro, settings.pages));
   if (report.memory) lines.push(...memoryLines(report.memory));
+  if (report.counting) lines.push(...countingLines(report.counting));
   if (report.content) lines.push(...(lines.length ? [''] : []), report.content);
   if (report.realistic?.runs.length)
     lines.push(...(lines.length ? [''] : []), ...realisticTable(report.realistic));
@@ -220,6 +223,21 @@ function microLines(micro: NonNullable<BenchReport['micro']>, pages: number): st
     `| bare undici.request + htmlparser2 | ${fixed(bare, 0)} (${fixed(Math.min(...micro.bare), 0)}–${fixed(Math.max(...micro.bare), 0)}) |`,
     '',
     `core / bare: **${fixed(core / bare, 2)}×** (target ≥ 0.8×: ${core / bare >= 0.8 ? 'met' : 'MISSED'})`,
+  ];
+}
+
+function countingLines(counting: CountingResult[]): string[] {
+  const off = counting.find((c) => c.mode === 'off')?.cpuMsPerPage ?? 0;
+  return [
+    '',
+    '### The call counter in the fetch handler (bundled as deployed, 64 new site pages an invocation, median of the runs)',
+    '',
+    '| CRAWLER_CALL_COUNTING | CPU ms / page | over `off` | runs (ms / page) |',
+    '| --- | --- | --- | --- |',
+    ...counting.map(
+      (c) =>
+        `| ${c.mode} | **${fixed(c.cpuMsPerPage, 2)}** | ${c.mode === 'off' ? '' : `${fixed(c.cpuMsPerPage - off, 2)}`} | ${c.runs.map((r) => fixed(r, 2)).join(', ')} |`,
+    ),
   ];
 }
 

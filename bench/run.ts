@@ -24,12 +24,15 @@
  *   the labelled pages of test/data/article-extraction, with pages/s of each on one core, and the
  *   recall of listing pages' items (bench/listing-recall.ts, test/data/listing-pages).
  *
+ * - The call counter (`counting`, issue 28): the fetch handler's CPU a page under each
+ *   CRAWLER_CALL_COUNTING (reported, estimated, off), the modes alternating, `--runs` of each.
+ *
  * - Where the CPU goes (`profile`, bench/cpu-components.ts): one more `crawler crawl` of the bench
  *   site under `--cpu-prof`, its CPU milliseconds a page by component.
  *
  * Options: --runs N (3), --pages N (5000), --concurrency C (2), --rounds N
  * (micro-benchmark rounds, 5; content-quality rounds are 4 × N), --only
- * startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl,render (realistic-ours or
+ * startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,counting,content,realistic,recrawl,render (realistic-ours or
  * realistic-crawlee: one crawler of it), --json FILE; for the realistic shape: --hosts 1,20,200,
  * --host-pages P (content pages per host; default 40 up to 20 hosts, 15 beyond), --quick (15 and 8),
  * --latency MS (150).
@@ -52,7 +55,7 @@ import { FETCH_EVENT_SOURCE } from '../cdk/limits.ts';
 import { type BenchReport, benchTable, type CrawlRun } from './bench-table.ts';
 import { componentTimes, readProfile } from './cpu-components.ts';
 import { runCrawlee, runOurs } from './crawlers.ts';
-import { MEMORY_BATCH, MEMORY_PORTS, measureHandlerMemory } from './handler-memory.ts';
+import { MEMORY_BATCH, MEMORY_PORTS, measureCallCounting, measureHandlerMemory } from './handler-memory.ts';
 import { canPin, fixed, ipcChild, NODE, ROOT, run } from './processes.ts';
 import { runReadCommands } from './read-commands.ts';
 import { DEFAULT_HOSTS, DEFAULT_LATENCY_MS, runRealistic } from './realistic.ts';
@@ -80,7 +83,7 @@ const { values } = parseArgs({
     only: {
       type: 'string',
       default:
-        'startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,content,realistic,recrawl,render',
+        'startup,reads,ours,ours-content-off,crawlee,profile,micro,memory,counting,content,realistic,recrawl,render',
     },
     // The realistic shape (bench/realistic.ts).
     hosts: { type: 'string', default: DEFAULT_HOSTS.join(',') },
@@ -160,8 +163,8 @@ async function micro(origin: string): Promise<{ core: number[]; bare: number[] }
 // --- main -------------------------------------------------------------------------------------
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const oneHost = ['ours', 'ours-content-off', 'crawlee', 'profile', 'micro', 'memory'].some((part) =>
-  only.has(part),
+const oneHost = ['ours', 'ours-content-off', 'crawlee', 'profile', 'micro', 'memory', 'counting'].some(
+  (part) => only.has(part),
 );
 log(
   `bench: ${oneHost ? `${pages} pages, ${runs} runs each, ours --concurrency ${concurrency}, Crawlee maxConcurrency ${crawleeConcurrency}` : 'realistic shape only'}` +
@@ -238,6 +241,10 @@ if (oneHost) {
     if (only.has('memory')) {
       log(`memory: the fetch handler with ${MEMORY_BATCH} concurrent fetches ...`);
       report.memory = await measureHandlerMemory(ready.origins);
+    }
+    if (only.has('counting')) {
+      log(`counting: the fetch handler's CPU a page under each CRAWLER_CALL_COUNTING, ${runs} runs each ...`);
+      report.counting = await measureCallCounting(ready.origins, runs);
     }
   } finally {
     site.stop();

@@ -21,9 +21,8 @@ import type {
   HostRelease,
   HostTally,
   HostVisits,
-  RenderHold,
 } from '../core/crawl/index.ts';
-import { HostItemAdapter, holdOf, NO_LIVE_LEASE, paceOf, Update } from './frontier-host-item.ts';
+import { holdOf, NO_LIVE_LEASE, paceOf, Update } from './frontier-host-item.ts';
 import { FrontierHostScans } from './frontier-host-scans.ts';
 import { FrontierRenderHolds } from './frontier-render-holds.ts';
 import {
@@ -68,11 +67,10 @@ function needsVisit(item: Item | undefined, now: number): boolean {
   );
 }
 
-export class FrontierHosts extends HostItemAdapter implements HostVisits {
+/** holdForRender, renderHold and endRender are inherited from frontier-render-holds.ts. */
+export class FrontierHosts extends FrontierRenderHolds implements HostVisits {
   /** anyActive, doneTotals and awaiting: frontier-host-scans.ts (its shard memory is this object's). */
   private readonly scans = new FrontierHostScans(this.dynamodb, this.table, this.options);
-  /** holdForRender, renderHold and endRender: frontier-render-holds.ts. */
-  private readonly renders = new FrontierRenderHolds(this.dynamodb, this.table, this.options);
 
   /**
    * `ADD wake 1` always: a visit that leased the host before this admission can then no longer drain
@@ -422,23 +420,5 @@ export class FrontierHosts extends HostItemAdapter implements HostVisits {
       if (isConditionFailed(err)) return undefined;
       throw err;
     }
-  }
-
-  holdForRender(crawlId: string, host: string, holder: string, hold: RenderHold): Promise<boolean> {
-    return this.renders.holdForRender(crawlId, host, holder, hold);
-  }
-
-  renderHold(crawlId: string, host: string): Promise<RenderHold | undefined> {
-    return this.renders.renderHold(crawlId, host);
-  }
-
-  endRender(
-    crawlId: string,
-    host: string,
-    token: string,
-    nextAt: number,
-    now: number,
-  ): Promise<string | undefined> {
-    return this.renders.endRender(crawlId, host, token, nextAt, now);
   }
 }

@@ -2,7 +2,7 @@
  * Render holds on host items (docs/design/rendering-on-aws.md): a visit holding its host puts one
  * on before it sends a page to the render function, and the render function ends it, sending the
  * host's expected visit message again. Apart from frontier-hosts.ts because the render function, not
- * the visit's lifecycle, is what ends a hold.
+ * the visit's lifecycle, is what ends a hold; FrontierHosts inherits these methods.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { RenderHold } from '../core/crawl/index.ts';

@@ -3,13 +3,13 @@
  * and the network, plus the container's caches (what a warm container remembers between batches).
  */
 
-import { functionBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { functionOutputs } from '../adapters/function-outputs.ts';
 import { HttpFetcher, type HttpFetcherOptions } from '../adapters/http-fetcher.ts';
-import { SqsDeadLetterSender, SqsRenderSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
+import { SqsRenderSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { LruSet } from '../core/base/index.ts';
 import type { FetchBatchDeps } from '../core/batches/index.ts';
@@ -90,11 +90,6 @@ export function fetchDeps(
       if (exists) writtenParts.add(key);
       return exists;
     },
-    results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
-    tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
-    deadLetters: new SqsDeadLetterSender(clients.sqs, env.TASK_DLQ_URL),
-    budget: functionBudget(clients, env.FRONTIER_TABLE, configs, bus),
-    now: () => Date.now(),
-    sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    ...functionOutputs(clients, env, env.TASK_DLQ_URL, configs, bus),
   };
 }

@@ -4,13 +4,12 @@
  * Only in a stack deployed with `-c render=true` (docs/crawling.md, "Rendering").
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { functionBudget } from '../adapters/crawl-budget.ts';
 import { CrawlConfigStore } from '../adapters/crawl-config-store.ts';
 import { SsmCredentialStore } from '../adapters/credential-store.ts';
 import { CrawlCancellation } from '../adapters/frontier-cancel.ts';
 import { createFrontierStore } from '../adapters/frontier-store.ts';
+import { functionOutputs } from '../adapters/function-outputs.ts';
 import { lambdaBrowser } from '../adapters/lambda-browser.ts';
-import { SqsDeadLetterSender, SqsResultSender, SqsTaskSender } from '../adapters/queues.ts';
 import { S3Blobs } from '../adapters/s3-blobs.ts';
 import { SqsRedelivery } from '../adapters/sqs-redelivery.ts';
 import { LruSet } from '../core/base/index.ts';
@@ -53,12 +52,7 @@ export function createHandler(rawEnv: Env, wiring: HandlerWiring = {}) {
     pages: blobs,
     blobs,
     seen: new LruSet(SEEN_CACHE_ENTRIES),
-    results: new SqsResultSender(clients.sqs, env.RESULTS_QUEUE_URL),
-    tasks: new SqsTaskSender(clients.sqs, env.TASK_QUEUE_URL),
-    deadLetters: new SqsDeadLetterSender(clients.sqs, env.RENDER_DLQ_URL),
-    budget: functionBudget(clients, env.FRONTIER_TABLE, configs, bus),
-    now: () => Date.now(),
-    sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    ...functionOutputs(clients, env, env.RENDER_DLQ_URL, configs, bus),
   };
 
   return async (event: SQSEvent, context?: InvocationContext): Promise<SQSBatchResponse> => {

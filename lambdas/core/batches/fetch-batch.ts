@@ -19,6 +19,7 @@ import {
   type CrawlConfigReader,
   type CrawlStateCheck,
   type FrontierAdmission,
+  type HostBusy,
   type HostLease,
   type HostRelease,
   type HostUrlStore,
@@ -127,77 +128,22 @@ export async function processFetchBatch(
     budgetStopped: [],
   };
   const output = new BatchOutput(deps);
-  const visitMessages: Array<{ message: TaskMessage; visit: VisitMessage }> = [];
+  const visitMessages: VisitEntry[] = [];
 
   // Task messages: admitted like discovered links (their hosts are woken at the next flush).
-  await Promise.all(
-    messages.map(async (message) => {
-      const visit = parseVisitMessage(message.body);
-      if (visit) {
-        visitMessages.push({ message, visit });
-        return;
-      }
-      try {
-        output.addTask(message, await admitTaskMessage(message, deps));
-      } catch (error) {
-        report.retries.push(failedRetry(message, error));
-      }
-    }),
-  );
+  await Promise.all(messages.map((message) => admitTask(message, visitMessages, deps, output, report)));
 
   // Visits: each host is taken once, then all run side by side until the deadline. Messages of one
   // host in one batch (a duplicate, a stale copy beside the expected one) are tried in turn: the
   // first that takes the host visits it, and the rest are done with (the batch's lease is shared).
   const byHost = Map.groupBy(visitMessages, (entry) => `${entry.visit.crawlId}\n${entry.visit.host}`);
   const running = await Promise.all(
-    [...byHost.values()].map(async (entries) => {
-      for (const [index, { message, visit }] of entries.entries()) {
-        try {
-          const run = await startVisit(message, visit, deps, output, report);
-          if (!run) continue;
-          for (const rest of entries.slice(index + 1))
-            report.outcomes.push({
-              crawlId: rest.visit.crawlId,
-              host: rest.visit.host,
-              end: 'dropped',
-              fetched: 0,
-              ticket: rest.visit.ticket,
-            });
-          return run;
-        } catch (error) {
-          report.retries.push(failedRetry(message, error));
-        }
-      }
-      return undefined;
-    }),
+    [...byHost.values()].map((entries) => takeHost(entries, deps, output, report)),
   );
   const flusher = output.flushPeriodically(deps.flushEveryMs ?? DEFAULT_FLUSH_EVERY_MS);
   // Each host is handed back (or drained) as soon as its own visit has ended and its output is out,
   // not when the batch's last visit ends: its next visit need not wait for the other hosts.
-  await Promise.all(
-    running.map(async (run) => {
-      if (!run) return;
-      const visitEnd = await run.done;
-      try {
-        await output.flush();
-      } catch (error) {
-        // Not all of the visit's output is out: its message is tried again once its lease has run
-        // out (so the host is free for it), and fetches again what was not reported.
-        const leaseOver = Math.ceil((deps.deadline + LEASE_MARGIN_MS - deps.now()) / 1000) + 1;
-        const retry = failedRetry(run.message, error);
-        report.retries.push({
-          ...retry,
-          delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(retry.delaySeconds, leaseOver)),
-        });
-        return;
-      }
-      try {
-        await endVisit(run, visitEnd, deps, report);
-      } catch (error) {
-        report.retries.push(failedRetry(run.message, error));
-      }
-    }),
-  );
+  await Promise.all(running.map((run) => endOnceFlushed(run, deps, output, report)));
   await flusher.stop();
   try {
     // What the task messages brought in (and nothing else, if every visit has flushed).
@@ -215,6 +161,58 @@ function finish(report: FetchBatchReport, output: BatchOutput): FetchBatchReport
   report.budgetStopped.push(...output.budgetStopped);
   report.dropped.push(...output.dropped);
   return report;
+}
+
+interface VisitEntry {
+  message: TaskMessage;
+  visit: VisitMessage;
+}
+
+/** A task message is admitted (into the batch's output); a visit message is set aside for its host. */
+async function admitTask(
+  message: TaskMessage,
+  visitMessages: VisitEntry[],
+  deps: FetchBatchDeps,
+  output: BatchOutput,
+  report: FetchBatchReport,
+): Promise<void> {
+  const visit = parseVisitMessage(message.body);
+  if (visit) {
+    visitMessages.push({ message, visit });
+    return;
+  }
+  try {
+    output.addTask(message, await admitTaskMessage(message, deps));
+  } catch (error) {
+    report.retries.push(failedRetry(message, error));
+  }
+}
+
+/** The host's messages tried in turn: the first that takes the host visits it, the rest are dropped. */
+async function takeHost(
+  entries: readonly VisitEntry[],
+  deps: FetchBatchDeps,
+  output: BatchOutput,
+  report: FetchBatchReport,
+): Promise<RunningVisit | undefined> {
+  for (const [index, { message, visit }] of entries.entries()) {
+    try {
+      const run = await startVisit(message, visit, deps, output, report);
+      if (!run) continue;
+      for (const rest of entries.slice(index + 1))
+        report.outcomes.push({
+          crawlId: rest.visit.crawlId,
+          host: rest.visit.host,
+          end: 'dropped',
+          fetched: 0,
+          ticket: rest.visit.ticket,
+        });
+      return run;
+    } catch (error) {
+      report.retries.push(failedRetry(message, error));
+    }
+  }
+  return undefined;
 }
 
 interface RunningVisit {
@@ -239,27 +237,7 @@ async function startVisit(
   const now = deps.now();
   const lease = await deps.hosts.acquire(crawlId, host, deps.invocationId, leaseUntil, now, visit.ticket);
   if ('busy' in lease) {
-    // A live visit has the host: this message is tried again when that lease ends (its holder may
-    // have died). A stale copy (the host expects another message) or an idle host: nothing to do.
-    if (lease.busy === 'held') {
-      const leaseEnds = Math.ceil((lease.until - now) / 1000) + 1;
-      const due = lease.copy ? Math.min(leaseEnds, HELD_COPY_RECHECK_SECONDS) : leaseEnds;
-      const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, due));
-      // Sent again as a new message, due when the lease ends (a copy: sooner, HostBusy): waiting for
-      // a live visit is not a failure, so it must not spend this message's receives (kills can keep
-      // a host held a while). If that send fails, the message itself comes back instead.
-      const again: OutgoingVisit = { visit, delaySeconds };
-      try {
-        await retryStep(() => deps.tasks.sendVisits([again]));
-        report.visits.push(again);
-      } catch {
-        report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
-      }
-    }
-    // An idle host was drained: perhaps by a visit that died before its drained record went out.
-    // Completion is checked again (cheap: one Query), so no crawl waits on a record that was lost.
-    if (lease.busy === 'idle') await deps.results.sendDrained(crawlId);
-    report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0, ticket: visit.ticket });
+    await leaveBusyHost(message, visit, lease, now, deps, report);
     return undefined;
   }
   let config: CrawlConfig;
@@ -273,6 +251,53 @@ async function startVisit(
     }
     throw error;
   }
+  return runVisit(message, visit, lease, config, deps, output);
+}
+
+/**
+ * A live visit has the host: this message is tried again when that lease ends (its holder may
+ * have died). A stale copy (the host expects another message) or an idle host: nothing to do.
+ */
+async function leaveBusyHost(
+  message: TaskMessage,
+  visit: VisitMessage,
+  lease: HostBusy,
+  now: number,
+  deps: FetchBatchDeps,
+  report: FetchBatchReport,
+): Promise<void> {
+  const { crawlId, host } = visit;
+  if (lease.busy === 'held') {
+    const leaseEnds = Math.ceil((lease.until - now) / 1000) + 1;
+    const due = lease.copy ? Math.min(leaseEnds, HELD_COPY_RECHECK_SECONDS) : leaseEnds;
+    const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, due));
+    // Sent again as a new message, due when the lease ends (a copy: sooner, HostBusy): waiting for
+    // a live visit is not a failure, so it must not spend this message's receives (kills can keep
+    // a host held a while). If that send fails, the message itself comes back instead.
+    const again: OutgoingVisit = { visit, delaySeconds };
+    try {
+      await retryStep(() => deps.tasks.sendVisits([again]));
+      report.visits.push(again);
+    } catch {
+      report.retries.push({ id: message.id, delaySeconds, code: 'host-held' });
+    }
+  }
+  // An idle host was drained: perhaps by a visit that died before its drained record went out.
+  // Completion is checked again (cheap: one Query), so no crawl waits on a record that was lost.
+  if (lease.busy === 'idle') await deps.results.sendDrained(crawlId);
+  report.outcomes.push({ crawlId, host, end: 'dropped', fetched: 0, ticket: visit.ticket });
+}
+
+/** The visit of a host taken, started: its decisions go to the batch's output as they come. */
+function runVisit(
+  message: TaskMessage,
+  visit: VisitMessage,
+  lease: HostLease,
+  config: CrawlConfig,
+  deps: FetchBatchDeps,
+  output: BatchOutput,
+): RunningVisit {
+  const { crawlId, host } = visit;
   const run: RunningVisit = {
     message,
     visit,
@@ -308,6 +333,35 @@ async function startVisit(
     },
   ).catch((failed: unknown) => ({ failed }));
   return run;
+}
+
+/** Once the visit has ended and its output is out, its host is handed back or drained. */
+async function endOnceFlushed(
+  run: RunningVisit | undefined,
+  deps: FetchBatchDeps,
+  output: BatchOutput,
+  report: FetchBatchReport,
+): Promise<void> {
+  if (!run) return;
+  const visitEnd = await run.done;
+  try {
+    await output.flush();
+  } catch (error) {
+    // Not all of the visit's output is out: its message is tried again once its lease has run
+    // out (so the host is free for it), and fetches again what was not reported.
+    const leaseOver = Math.ceil((deps.deadline + LEASE_MARGIN_MS - deps.now()) / 1000) + 1;
+    const retry = failedRetry(run.message, error);
+    report.retries.push({
+      ...retry,
+      delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(retry.delaySeconds, leaseOver)),
+    });
+    return;
+  }
+  try {
+    await endVisit(run, visitEnd, deps, report);
+  } catch (error) {
+    report.retries.push(failedRetry(run.message, error));
+  }
 }
 
 async function endVisit(

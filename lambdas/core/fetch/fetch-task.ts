@@ -32,6 +32,7 @@ import {
   keptValidator,
   mediaType,
   type PageFetcher,
+  type PageResponse,
   type PageToRender,
   type RobotsStore,
   reservedGapMs,
@@ -41,7 +42,7 @@ import type { DiscoveredLink } from '../frontier/index.ts';
 import { bareResult, type ContentRecord, type CrawlResult } from '../results/index.ts';
 import { checkRobots, type RobotsCache } from '../robots/index.ts';
 import { normalizeUrl } from '../urls/index.ts';
-import { responseVerdict } from './response-verdict.ts';
+import { type ResponseVerdict, responseVerdict } from './response-verdict.ts';
 
 export interface UrlStepDeps {
   /** The visit's fetcher: each request waits for the host's pace and fits before the visit's deadline. */
@@ -109,61 +110,34 @@ export async function fetchUrl(
   config: CrawlConfig,
   deps: UrlStepDeps,
 ): Promise<UrlDecision> {
-  const subject = { crawlId, key: item.key, url: item.url, depth: item.depth };
-  const url = new URL(item.url);
-  const attempt = (item.attempts ?? 0) + 1;
+  const step: UrlStep = {
+    crawlId,
+    item,
+    config,
+    deps,
+    subject: { crawlId, key: item.key, url: item.url, depth: item.depth },
+    url: new URL(item.url),
+    attempt: (item.attempts ?? 0) + 1,
+  };
 
   // robots.txt first: it may hold the host back, and its Crawl-delay sets the gap before the page.
   let crawlDelaySeconds: number | undefined;
   if (config.respectRobots) {
-    const verdict = await checkRobots(url, config, {
-      store: deps.robots,
-      slots: deps.pace,
-      fetcher: deps.fetcher,
-      crawlId,
-      now: deps.now,
-      cache: deps.robotsCache,
-      sleep: deps.sleep,
-    });
-    if (verdict.kind === 'disallowed') {
-      const why = { code: 'robots', reason: verdict.reason };
-      return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), why) };
-    }
-    if (verdict.kind === 'failed') {
-      const outcome = verdict.code === ADDRESS_BLOCKED ? 'blocked' : 'failed';
-      return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
-    }
-    if (verdict.kind === 'defer') {
-      const until = Math.max(verdict.untilMs, deps.now() + MIN_ROBOTS_WAIT_MS);
-      return { kind: 'robots-wait', until, reason: verdict.reason };
-    }
-    crawlDelaySeconds = verdict.crawlDelaySeconds;
+    const robots = await robotsFirst(step);
+    if ('kind' in robots) return robots;
+    crawlDelaySeconds = robots.crawlDelaySeconds;
   }
 
   // The page's gap: the request waits it out from the previous one's real departure (robots.txt's
   // included) in the visit's fetcher, so a Crawl-delay found just now already holds for this page.
   const { delayMs, capped: crawlDelayCapped } = effectiveDelayMs(config, crawlDelaySeconds);
-  await deps.pace.reserve(crawlId, hostKey(url), reservedGapMs(delayMs), deps.now());
-
-  /**
-   * A retry waits the backoff, or Retry-After if longer, at most 900 s; undefined once attempts are
-   * spent.
-   */
-  const retryOrGiveUp = (code: string, retryAfterMs: number | undefined): UrlDecision | undefined => {
-    if (attempt >= config.maxAttempts) return undefined;
-    const wanted = Math.max(
-      backoffSeconds(attempt, RETRY_BACKOFF.page),
-      Math.ceil((retryAfterMs ?? 0) / 1000),
-    );
-    const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, wanted);
-    return { kind: 'retry', attempts: attempt, retryAt: deps.now() + delaySeconds * 1000, code };
-  };
+  await deps.pace.reserve(crawlId, hostKey(step.url), reservedGapMs(delayMs), deps.now());
 
   const started = deps.now();
-  let response: Awaited<ReturnType<PageFetcher['fetch']>>;
+  let response: PageResponse;
   try {
     response = await deps.fetcher.fetch({
-      url,
+      url: step.url,
       userAgent: config.userAgent,
       allowPrivate: config.allowPrivate,
       limits: config.limits,
@@ -172,116 +146,133 @@ export async function fetchUrl(
   } catch (error) {
     // Not started for lack of time: no attempt spent; the visit hands its host back.
     if (error instanceof OutOfTime) throw error;
-    const elapsed = deps.now() - started;
-    if (isCrawlError(error) && error.disposition === 'record') {
-      const permanent = error as PermanentError;
-      const why = { code: permanent.code, reason: permanent.message };
-      return {
-        kind: 'result',
-        result: { ...bareResult(subject, permanent.outcome, new Date(started), why), ms: elapsed, attempt },
-      };
-    }
-    const code = isCrawlError(error) ? error.code : 'unexpected-error';
-    const retryAfter =
-      isCrawlError(error) && error.disposition === 'retry'
-        ? (error as RetryableError).retryAfterMs
-        : undefined;
-    if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
-      const why = tooLongRetryAfter(retryAfter, config);
-      return {
-        kind: 'result',
-        result: { ...bareResult(subject, 'failed', new Date(started), why), ms: elapsed, attempt },
-      };
-    }
-    const retry = retryOrGiveUp(code, retryAfter);
-    if (retry) return retry;
-    const reason = `${describeError(error)} (gave up after ${attempt} attempts)`;
+    return fetchFailed(step, error, started);
+  }
+  return answered(step, response, delayMs, crawlDelayCapped);
+}
+
+/** One URL's step (fetchUrl): what each of its parts reads. */
+interface UrlStep {
+  crawlId: string;
+  item: HostUrl;
+  config: CrawlConfig;
+  deps: UrlStepDeps;
+  /** The URL as its result names it. */
+  subject: { crawlId: string; key: string; url: string; depth: number };
+  url: URL;
+  /** This fetch's attempt (1 for the first). */
+  attempt: number;
+}
+
+/** robots.txt's verdict on the URL: a decision when it ends or defers the URL, else its Crawl-delay. */
+async function robotsFirst(step: UrlStep): Promise<UrlDecision | { crawlDelaySeconds: number | undefined }> {
+  const { crawlId, config, deps, subject } = step;
+  const verdict = await checkRobots(step.url, config, {
+    store: deps.robots,
+    slots: deps.pace,
+    fetcher: deps.fetcher,
+    crawlId,
+    now: deps.now,
+    cache: deps.robotsCache,
+    sleep: deps.sleep,
+  });
+  if (verdict.kind === 'disallowed') {
+    const why = { code: 'robots', reason: verdict.reason };
+    return { kind: 'result', result: bareResult(subject, 'disallowed', at(deps), why) };
+  }
+  if (verdict.kind === 'failed') {
+    const outcome = verdict.code === ADDRESS_BLOCKED ? 'blocked' : 'failed';
+    return { kind: 'result', result: bareResult(subject, outcome, at(deps), verdict) };
+  }
+  if (verdict.kind === 'defer') {
+    const until = Math.max(verdict.untilMs, deps.now() + MIN_ROBOTS_WAIT_MS);
+    return { kind: 'robots-wait', until, reason: verdict.reason };
+  }
+  return { crawlDelaySeconds: verdict.crawlDelaySeconds };
+}
+
+/**
+ * A retry waits the backoff, or Retry-After if longer, at most 900 s; undefined once attempts are
+ * spent.
+ */
+function retryOrGiveUp(
+  { attempt, config, deps }: UrlStep,
+  code: string,
+  retryAfterMs: number | undefined,
+): UrlDecision | undefined {
+  if (attempt >= config.maxAttempts) return undefined;
+  const wanted = Math.max(backoffSeconds(attempt, RETRY_BACKOFF.page), Math.ceil((retryAfterMs ?? 0) / 1000));
+  const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, wanted);
+  return { kind: 'retry', attempts: attempt, retryAt: deps.now() + delaySeconds * 1000, code };
+}
+
+/** A fetch that failed without an answer (`started`: when it did): a result, or a retry. */
+function fetchFailed(step: UrlStep, error: unknown, started: number): UrlDecision {
+  const { config, deps, subject, attempt } = step;
+  const elapsed = deps.now() - started;
+  if (isCrawlError(error) && error.disposition === 'record') {
+    const permanent = error as PermanentError;
+    const why = { code: permanent.code, reason: permanent.message };
     return {
       kind: 'result',
-      result: { ...bareResult(subject, 'failed', new Date(started), { code, reason }), ms: elapsed, attempt },
+      result: { ...bareResult(subject, permanent.outcome, new Date(started), why), ms: elapsed, attempt },
     };
   }
+  const code = isCrawlError(error) ? error.code : 'unexpected-error';
+  const retryAfter =
+    isCrawlError(error) && error.disposition === 'retry' ? (error as RetryableError).retryAfterMs : undefined;
+  if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
+    const why = tooLongRetryAfter(retryAfter, config);
+    return {
+      kind: 'result',
+      result: { ...bareResult(subject, 'failed', new Date(started), why), ms: elapsed, attempt },
+    };
+  }
+  const retry = retryOrGiveUp(step, code, retryAfter);
+  if (retry) return retry;
+  const reason = `${describeError(error)} (gave up after ${attempt} attempts)`;
+  return {
+    kind: 'result',
+    result: { ...bareResult(subject, 'failed', new Date(started), { code, reason }), ms: elapsed, attempt },
+  };
+}
 
+/** What the server's answer means for the URL (`delayMs`: the page's gap, a render keeps it). */
+async function answered(
+  step: UrlStep,
+  response: PageResponse,
+  delayMs: number,
+  crawlDelayCapped: boolean,
+): Promise<UrlDecision> {
+  const { crawlId, item, config, deps } = step;
   const verdict = responseVerdict(response.status, response.headers, response.url);
   const base: CrawlResult = {
-    ...bareResult(subject, 'fetched', response.startedAt),
+    ...bareResult(step.subject, 'fetched', response.startedAt),
     finalUrl: response.url,
     status: response.status,
     contentType: headerValue(response.headers, 'content-type'),
     bytes: response.body.byteLength,
     ...(response.truncated ? { truncated: response.truncated } : {}),
     ms: response.elapsedMs,
-    attempt,
+    attempt: step.attempt,
     ...(crawlDelayCapped ? { crawlDelayCapped: true as const } : {}),
     ...validatorsOf(response.headers),
   };
-  const captured = (
-    result: CrawlResult,
-    links: DiscoveredLink[] = [],
-    content?: ContentRecord,
-    render?: Omit<PageToRender, 'hold' | 'holdUntil'>,
-  ): UrlDecision => ({
-    kind: 'captured',
-    page: {
-      response,
-      result: { ...result, outlinks: links.length },
-      ...(content === undefined
-        ? {}
-        : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
-      ...(config.since === undefined ? {} : { recrawl: { prior: item.prior } }),
-      ...(config.adaptive === undefined ? {} : { adaptive: config.adaptive }),
-    },
-    config,
-    links,
-    ...(render === undefined ? {} : { render }),
-  });
 
   // The server confirms the earlier capture: a revisit record, and no links (that capture's links
   // are URLs of the earlier crawl, each due again in this one).
   if (response.status === 304 && item.prior !== undefined && config.since !== undefined)
-    return captured(base);
+    return captured(step, response, base);
 
-  if (verdict.kind === 'retry') {
-    const asked = verdict.retryAfterMs;
-    // The host rests as asked, up to the crawl's cap; a URL asked to wait longer ends now.
-    if (asked !== undefined)
-      await deps.pace.pushBack(crawlId, hostKey(url), deps.now() + Math.min(asked, config.maxRetryAfterMs));
-    if (asked !== undefined && asked > config.maxRetryAfterMs)
-      return captured({ ...base, outcome: 'failed', ...tooLongRetryAfter(asked, config) });
-    const retry = retryOrGiveUp(verdict.code, asked);
-    if (retry) return retry;
-    return captured({
+  if (verdict.kind === 'retry') return retryAnswer(step, response, base, verdict);
+  if (verdict.kind === 'failed')
+    return captured(step, response, {
       ...base,
       outcome: 'failed',
       code: verdict.code,
-      reason: `the server answered HTTP ${response.status} on ${attempt} attempts`,
+      reason: verdict.reason,
     });
-  }
-  if (verdict.kind === 'failed')
-    return captured({ ...base, outcome: 'failed', code: verdict.code, reason: verdict.reason });
-  if (verdict.kind === 'redirect') {
-    const hops = (item.redirects ?? 0) + 1;
-    const location = verdict.location.href;
-    const target = normalizeUrl(location, { maxUrlLength: Number.POSITIVE_INFINITY });
-    if (target.ok && target.url === subject.url) {
-      // A page redirecting to itself (cookie checks, broken rewrites): say so; dedup would end it anyway.
-      const reason = `redirect loop: the Location ${location.slice(0, 200)} is this URL`;
-      return captured({ ...base, outcome: 'redirected', code: 'redirect-loop', reason, location });
-    }
-    if (location.length > config.limits.maxUrlLength) {
-      // Result records stay small enough for SQS: a huge Location is cut in the record, not followed.
-      const reason = `redirect Location is ${location.length} characters; at most ${config.limits.maxUrlLength} are followed`;
-      const clipped = location.slice(0, config.limits.maxUrlLength);
-      return captured({ ...base, outcome: 'redirected', code: 'url-too-long', reason, location: clipped });
-    }
-    if (hops > config.limits.maxRedirects) {
-      const reason = `redirect chain longer than ${config.limits.maxRedirects} hops (next: ${location})`;
-      return captured({ ...base, outcome: 'redirected', code: 'too-many-redirects', reason, location });
-    }
-    return captured({ ...base, outcome: 'redirected', location }, [
-      { url: location, nofollow: false, redirects: hops },
-    ]);
-  }
+  if (verdict.kind === 'redirect') return redirectAnswer(step, response, base, verdict.location.href);
   if (!isStorableType(base.contentType, config.storeTypes)) {
     const type = mediaType(base.contentType) ?? 'none (taken as application/octet-stream)';
     const reason = `content type ${type} is not in the crawl's storeTypes (${config.storeTypes.join(', ')})`;
@@ -298,6 +289,8 @@ export async function fetchUrl(
       undefined;
   const page = await readPage(crawlId, response, base, config, { ...deps, unchanged });
   return captured(
+    step,
+    response,
     {
       ...base,
       ...(page.canonical ? { canonical: page.canonical } : {}),
@@ -307,6 +300,108 @@ export async function fetchUrl(
     page.content,
     page.render === undefined ? undefined : { ...page.render, delayMs },
   );
+}
+
+/** The server asked for a retry (`code`, and perhaps Retry-After): the host rests, the URL waits or ends. */
+async function retryAnswer(
+  step: UrlStep,
+  response: PageResponse,
+  base: CrawlResult,
+  verdict: Extract<ResponseVerdict, { kind: 'retry' }>,
+): Promise<UrlDecision> {
+  const { crawlId, config, deps } = step;
+  const asked = verdict.retryAfterMs;
+  // The host rests as asked, up to the crawl's cap; a URL asked to wait longer ends now.
+  if (asked !== undefined)
+    await deps.pace.pushBack(
+      crawlId,
+      hostKey(step.url),
+      deps.now() + Math.min(asked, config.maxRetryAfterMs),
+    );
+  if (asked !== undefined && asked > config.maxRetryAfterMs)
+    return captured(step, response, { ...base, outcome: 'failed', ...tooLongRetryAfter(asked, config) });
+  const retry = retryOrGiveUp(step, verdict.code, asked);
+  if (retry) return retry;
+  return captured(step, response, {
+    ...base,
+    outcome: 'failed',
+    code: verdict.code,
+    reason: `the server answered HTTP ${response.status} on ${step.attempt} attempts`,
+  });
+}
+
+/** A redirect to `location`: followed as a link, unless it loops, is too long or ends a long chain. */
+function redirectAnswer(
+  step: UrlStep,
+  response: PageResponse,
+  base: CrawlResult,
+  location: string,
+): UrlDecision {
+  const { item, config } = step;
+  const hops = (item.redirects ?? 0) + 1;
+  const target = normalizeUrl(location, { maxUrlLength: Number.POSITIVE_INFINITY });
+  if (target.ok && target.url === step.subject.url) {
+    // A page redirecting to itself (cookie checks, broken rewrites): say so; dedup would end it anyway.
+    const reason = `redirect loop: the Location ${location.slice(0, 200)} is this URL`;
+    return captured(step, response, {
+      ...base,
+      outcome: 'redirected',
+      code: 'redirect-loop',
+      reason,
+      location,
+    });
+  }
+  if (location.length > config.limits.maxUrlLength) {
+    // Result records stay small enough for SQS: a huge Location is cut in the record, not followed.
+    const reason = `redirect Location is ${location.length} characters; at most ${config.limits.maxUrlLength} are followed`;
+    const clipped = location.slice(0, config.limits.maxUrlLength);
+    return captured(step, response, {
+      ...base,
+      outcome: 'redirected',
+      code: 'url-too-long',
+      reason,
+      location: clipped,
+    });
+  }
+  if (hops > config.limits.maxRedirects) {
+    const reason = `redirect chain longer than ${config.limits.maxRedirects} hops (next: ${location})`;
+    return captured(step, response, {
+      ...base,
+      outcome: 'redirected',
+      code: 'too-many-redirects',
+      reason,
+      location,
+    });
+  }
+  return captured(step, response, { ...base, outcome: 'redirected', location }, [
+    { url: location, nofollow: false, redirects: hops },
+  ]);
+}
+
+/** The page as captured, for the WARC writer and the batch: its result, links, content, render. */
+function captured(
+  { item, config }: UrlStep,
+  response: PageResponse,
+  result: CrawlResult,
+  links: DiscoveredLink[] = [],
+  content?: ContentRecord,
+  render?: Omit<PageToRender, 'hold' | 'holdUntil'>,
+): UrlDecision {
+  return {
+    kind: 'captured',
+    page: {
+      response,
+      result: { ...result, outlinks: links.length },
+      ...(content === undefined
+        ? {}
+        : { content, ...(config.warcConversion ? { warcConversion: true } : {}) }),
+      ...(config.since === undefined ? {} : { recrawl: { prior: item.prior } }),
+      ...(config.adaptive === undefined ? {} : { adaptive: config.adaptive }),
+    },
+    config,
+    links,
+    ...(render === undefined ? {} : { render }),
+  };
 }
 
 /** ETag and Last-Modified as sent, for a later re-crawl's conditional request. */

@@ -24,12 +24,15 @@ import {
   type HostUrl,
   type HostUrlStore,
   type PageFetcher,
+  type PageRequest,
+  type PageResponse,
   type PageToRender,
   type RenderHold,
 } from '../crawl/index.ts';
 import { crawlRequests } from './crawl-requests.ts';
 import { fetchUrl, type UrlDecision, type UrlStepDeps } from './fetch-task.ts';
 import { type PaceState, VisitPacer } from './visit-pacer.ts';
+import { DEADLINE_MARGIN_MS, partsWritten, waitUntil } from './visit-waits.ts';
 
 export interface VisitDeps extends Omit<UrlStepDeps, 'pace'> {
   hostUrls: HostUrlStore;
@@ -121,13 +124,6 @@ export const INFLIGHT_RECHECK_MS = 2_000;
  * PUT (a second or less), else one that died before the PUT, whose redelivery comes much later.
  */
 export const PART_RECHECK_MS = 5_000;
-/** Time kept free after the last request's deadline, for the batch's sends. */
-const DEADLINE_MARGIN_MS = 1_000;
-/**
- * A wait for the host's pace looks at the deadline at least this often: a deadline that moves
- * earlier (a local runtime winding down on Ctrl-C) ends the wait, not only the next request.
- */
-const DEADLINE_RECHECK_MS = 1_000;
 
 /**
  * One walk round the host's partition, from the key it started after (absent: the partition's
@@ -158,84 +154,228 @@ export async function visitHost(
   deps: VisitDeps,
   onDecision: (decision: VisitDecision) => void,
 ): Promise<VisitReport> {
-  const { crawlId, host } = start;
-  const pacer = new VisitPacer(start.pace);
-  const inflight = new Set(start.inflight);
+  const visit = new HostVisit(start, config, deps, onDecision);
+  // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
+  // it decided (their results go out with the batch), its pace and where it stopped, for the
+  // host's release.
+  try {
+    // A page of the host is being rendered: nothing is fetched until its hold ends (or lapses).
+    const held = visit.renderHeld();
+    if (held) return visit.report(held);
+    // The previous visit's URLs awaited: those finalized since are known at once, without a pass.
+    if (visit.inflight.size > 0) await visit.refreshInflight();
+    return visit.report(await visit.walk());
+  } catch (error) {
+    throw new VisitFailedError(error, visit.progress());
+  }
+}
+
+/**
+ * One visit's state as it walks its host's partition (visitHost): the host's pace, the URLs whose
+ * results are awaited, where it stopped, the pass under way; and the steps that move them.
+ */
+class HostVisit {
+  readonly crawlId: string;
+  readonly host: string;
+  readonly config: CrawlConfig;
+  readonly deps: VisitDeps;
+  readonly onDecision: (decision: VisitDecision) => void;
+  readonly pacer: VisitPacer;
+  readonly inflight: Set<string>;
   /**
    * URLs that left `inflight` because their result was found finalized (refreshInflight) while a
    * page read before that may still show them not done: that copy must not fetch them again.
    */
-  const finalized = new Set<string>();
-  // A PDF's text extraction ends by the visit's deadline (page-reading.ts): every crawl stores PDFs.
-  const requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
-  let decided = 0;
+  readonly finalized = new Set<string>();
+  /** A PDF's text extraction ends by the visit's deadline (page-reading.ts): every crawl stores PDFs. */
+  readonly requestBudget: number;
+  decided = 0;
   /** Decisions whose links may not be in the frontier yet. */
-  let unsettled = 0;
+  unsettled = 0;
   /** The key of the last URL the visit dealt with (absent: the partition's start). */
-  let cursor = start.cursor;
-  let rendering = start.rendering;
-  const report = (end: VisitEnd): VisitReport => ({
-    end,
-    pace: pacer.state,
-    inflight: [...inflight],
-    cursor,
-    decided,
-    ...(rendering === undefined ? {} : { rendering }),
-  });
-  const newPass = (from: string | undefined): Pass => ({
-    from,
-    wrapped: false,
-    clean: true,
-    tally: emptyTally(),
-    parts: new Set(),
-    woken: deps.wokenHere?.(),
-    awaited: false,
-    retryAt: Number.POSITIVE_INFINITY,
-  });
-  let pass = newPass(cursor);
+  cursor: string | undefined;
+  rendering: RenderHold | undefined;
+  pass: Pass;
+  /** The visit's requests, paced and with the crawl's credentials and proxy (paced). */
+  readonly fetcher: PageFetcher;
 
-  // Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
-  // (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
-  // none starts that could not end before the deadline: the visit then hands its host back, no
-  // attempt spent. The crawl's credentials and proxy are added before the wait (crawl-requests.ts).
-  const paced: PageFetcher = {
-    fetch: async (request) => {
-      if (!(await waitUntil(pacer.departureAt(deps.now()), requestBudget, deps))) throw new OutOfTime();
-      await pacer.depart(deps.now, deps.sleep);
-      try {
-        const response = await deps.fetcher.fetch(request);
-        if (response.sentAt !== undefined) pacer.sent(response.sentAt);
-        return response;
-      } catch (error) {
-        if (error instanceof PermanentError && error.code === ADDRESS_BLOCKED) pacer.refund();
-        throw error;
-      }
-    },
-  };
-  const fetcher = crawlRequests(paced, config, deps.credentials, deps.now);
+  constructor(
+    start: VisitStart,
+    config: CrawlConfig,
+    deps: VisitDeps,
+    onDecision: (decision: VisitDecision) => void,
+  ) {
+    this.crawlId = start.crawlId;
+    this.host = start.host;
+    this.config = config;
+    this.deps = deps;
+    this.onDecision = onDecision;
+    this.pacer = new VisitPacer(start.pace);
+    this.inflight = new Set(start.inflight);
+    this.requestBudget = config.limits.totalTimeoutMs + DEADLINE_MARGIN_MS;
+    this.cursor = start.cursor;
+    this.rendering = start.rendering;
+    this.pass = this.newPass(this.cursor);
+    this.fetcher = crawlRequests(
+      { fetch: (request) => this.paced(request) },
+      config,
+      deps.credentials,
+      deps.now,
+    );
+  }
+
+  report(end: VisitEnd): VisitReport {
+    return {
+      end,
+      pace: this.pacer.state,
+      inflight: [...this.inflight],
+      cursor: this.cursor,
+      decided: this.decided,
+      ...(this.rendering === undefined ? {} : { rendering: this.rendering }),
+    };
+  }
+
+  /** What a visit that failed part way did (VisitFailedError). */
+  progress(): VisitFailedError['progress'] {
+    return {
+      pace: this.pacer.state,
+      inflight: [...this.inflight],
+      cursor: this.cursor,
+      ...(this.rendering === undefined ? {} : { rendering: this.rendering }),
+    };
+  }
+
+  newPass(from: string | undefined): Pass {
+    return {
+      from,
+      wrapped: false,
+      clean: true,
+      tally: emptyTally(),
+      parts: new Set(),
+      woken: this.deps.wokenHere?.(),
+      awaited: false,
+      retryAt: Number.POSITIVE_INFINITY,
+    };
+  }
+
+  /**
+   * Every request of the visit (robots.txt and its redirects, pages) waits here for the host's pace
+   * (the gap from the previous request's real departure: after robots.txt, its Crawl-delay), and
+   * none starts that could not end before the deadline: the visit then hands its host back, no
+   * attempt spent. The crawl's credentials and proxy are added before the wait (crawl-requests.ts).
+   */
+  async paced(request: PageRequest): Promise<PageResponse> {
+    const { deps, pacer } = this;
+    if (!(await waitUntil(pacer.departureAt(deps.now()), this.requestBudget, deps))) throw new OutOfTime();
+    await pacer.depart(deps.now, deps.sleep);
+    try {
+      const response = await deps.fetcher.fetch(request);
+      if (response.sentAt !== undefined) pacer.sent(response.sentAt);
+      return response;
+    } catch (error) {
+      if (error instanceof PermanentError && error.code === ADDRESS_BLOCKED) pacer.refund();
+      throw error;
+    }
+  }
+
+  /** The hand-back while a render hold of the host lasts; a hold that lapsed is dropped. */
+  renderHeld(): VisitEnd | undefined {
+    if (this.rendering === undefined) return undefined;
+    if (this.rendering.until > this.deps.now())
+      return {
+        kind: 'hand-back',
+        visitAt: Math.min(this.rendering.until, this.deps.now() + RENDER_LIMITS.holdRecheckMs),
+        why: 'render',
+      };
+    this.rendering = undefined;
+    return undefined;
+  }
 
   /** The URLs in flight whose results are finalized since leave `inflight` (one BatchGet, not a pass). */
-  const refreshInflight = async () => {
-    for (const url of await deps.hostUrls.get(crawlId, host, [...inflight]))
+  async refreshInflight(): Promise<void> {
+    for (const url of await this.deps.hostUrls.get(this.crawlId, this.host, [...this.inflight]))
       if (url.st === 'done') {
-        inflight.delete(url.key);
-        finalized.add(url.key);
+        this.inflight.delete(url.key);
+        this.finalized.add(url.key);
       }
-  };
+  }
+
+  /** Walks the partition a page at a time, pass after pass, until the visit must end. */
+  async walk(): Promise<VisitEnd> {
+    const { crawlId, host, deps } = this;
+    // Pages start small (a visit that stops soon reads little it does not use) and double.
+    let limit: number = FRONTIER_LIMITS.hostUrlFirstPage;
+    for (;;) {
+      // A pass over a large host is many pages: none is read once the deadline is near.
+      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline)
+        return { kind: 'hand-back', visitAt: deps.now(), why: 'deadline' };
+      const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
+      const page = await deps.hostUrls.page(crawlId, host, this.cursor, limit);
+      limit = Math.min(2 * limit, FRONTIER_LIMITS.hostUrlPage);
+      for (const url of page.urls) {
+        // Past the key the pass started after, once round: the pass is over, the next begins.
+        if (this.pass.wrapped && this.pass.from !== undefined && url.key > this.pass.from) {
+          const end = await this.endPass();
+          if (end) return end;
+          this.pass = this.newPass(this.cursor);
+        }
+        const end = await this.take(url, cancelled);
+        if (end) return end;
+        this.cursor = url.key;
+      }
+      if (page.next !== undefined) {
+        this.cursor = page.next;
+        continue;
+      }
+      // The partition's end: the walk goes on from its start.
+      this.cursor = undefined;
+      if (this.pass.from === undefined || this.pass.wrapped) {
+        const end = await this.endPass();
+        if (end) return end;
+        this.pass = this.newPass(undefined);
+      } else this.pass.wrapped = true;
+    }
+  }
+
+  /** Deals with one URL item of the pass: counted if done, fetched if ready. */
+  async take(url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> {
+    const { pass } = this;
+    if (url.st === 'done') {
+      this.inflight.delete(url.key);
+      this.finalized.delete(url.key);
+      addToTally(pass.tally, url);
+      if (url.part) pass.parts.add(url.part);
+      return undefined;
+    }
+    pass.clean = false;
+    // Finalized since its page was read: done, but the pass has not read it so (nor its tally).
+    if (url.st === 'held' || this.inflight.has(url.key) || this.finalized.has(url.key)) {
+      pass.awaited = true;
+      return undefined;
+    }
+    // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
+    // host's pace do not hold them, so a cancelled crawl's hosts drain on their next pass.
+    if (!cancelled && (url.retryAt ?? 0) > this.deps.now()) {
+      pass.retryAt = Math.min(pass.retryAt, url.retryAt ?? 0);
+      return undefined;
+    }
+    return this.fetchOne(url, cancelled);
+  }
 
   /** Fetches one ready URL; a VisitEnd when the visit must end before it. */
-  const fetchOne = async (url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> => {
+  async fetchOne(url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> {
+    const { crawlId, deps, pacer } = this;
     // As many results awaited as the host item may hold: none is fetched until some are in.
-    if (inflight.size >= FRONTIER_LIMITS.inflightKeys) {
-      await refreshInflight();
-      if (inflight.size >= FRONTIER_LIMITS.inflightKeys)
+    if (this.inflight.size >= FRONTIER_LIMITS.inflightKeys) {
+      await this.refreshInflight();
+      if (this.inflight.size >= FRONTIER_LIMITS.inflightKeys)
         return { kind: 'hand-back', visitAt: deps.now() + INFLIGHT_RECHECK_MS, why: 'results' };
     }
     await deps.room?.();
     // Wait for the host's pace here, not inside the step: the wait must fit before the deadline.
     // A robots.txt fetch first (its redirects, then the page) is checked request by request (fetcher).
     const startAt = cancelled ? deps.now() : Math.max(deps.now(), pacer.state.nextAt);
-    if (startAt + requestBudget > deps.deadline || !(await waitUntil(startAt, requestBudget, deps)))
+    if (startAt + this.requestBudget > deps.deadline || !(await waitUntil(startAt, this.requestBudget, deps)))
       return { kind: 'hand-back', visitAt: startAt, why: 'deadline' };
     // Read again for each URL, after its wait (the adapter caches it a few seconds): a cancel or a
     // spent budget stops the visit's requests at once, not at its next page.
@@ -246,66 +386,52 @@ export async function visitHost(
       decision =
         state === 'cancelled'
           ? { kind: 'result', result: cancelledResult(subjectOf(crawlId, url), new Date(deps.now())) }
-          : await fetchUrl(crawlId, url, config, { ...deps, fetcher, pace: pacer });
+          : await fetchUrl(crawlId, url, this.config, { ...deps, fetcher: this.fetcher, pace: pacer });
     } catch (error) {
       if (!(error instanceof OutOfTime)) throw error;
       return { kind: 'hand-back', visitAt: Math.max(deps.now(), pacer.state.nextAt), why: 'deadline' };
     }
-    decided++;
+    this.decided++;
+    return this.handOn(url, decision);
+  }
+
+  /** A URL decided: recorded, or given to the batch; a VisitEnd when the visit must end after it. */
+  async handOn(url: HostUrl, decision: UrlDecision): Promise<VisitEnd | undefined> {
+    const { deps } = this;
     // A retry is postponed on its item: visits skip the URL until then (a later pass reads it so).
     if (decision.kind === 'retry') {
-      await deps.hostUrls.postpone(crawlId, host, url.key, decision.attempts, decision.retryAt);
-      pass.retryAt = Math.min(pass.retryAt, decision.retryAt);
+      await deps.hostUrls.postpone(this.crawlId, this.host, url.key, decision.attempts, decision.retryAt);
+      this.pass.retryAt = Math.min(this.pass.retryAt, decision.retryAt);
       return undefined;
     }
     // robots.txt not known yet: no URL of the host is fetched before it is.
     if (decision.kind === 'robots-wait') return { kind: 'hand-back', visitAt: decision.until, why: 'robots' };
-    inflight.add(url.key);
-    pass.awaited = true;
-    unsettled++;
+    this.inflight.add(url.key);
+    this.pass.awaited = true;
+    this.unsettled++;
     if (decision.kind !== 'captured') {
-      onDecision(decision);
+      this.onDecision(decision);
       return undefined;
     }
     const { render, ...page } = decision;
     if (render === undefined) {
-      onDecision(page);
+      this.onDecision(page);
       return undefined;
     }
     // The browser makes requests of its own to the host: none of the crawler's may meet them. The
     // host is held until the render function ends the hold, with the pace its requests took
     // (render-batch.ts); it is looked at every holdRecheckMs meanwhile.
-    rendering = { token: crypto.randomUUID(), until: deps.now() + RENDER_LIMITS.holdMaxMs };
-    onDecision({ ...page, render: { ...render, hold: rendering.token, holdUntil: rendering.until } });
+    this.rendering = { token: crypto.randomUUID(), until: deps.now() + RENDER_LIMITS.holdMaxMs };
+    this.onDecision({
+      ...page,
+      render: { ...render, hold: this.rendering.token, holdUntil: this.rendering.until },
+    });
     return { kind: 'hand-back', visitAt: deps.now() + RENDER_LIMITS.holdRecheckMs, why: 'render' };
-  };
-
-  /** Deals with one URL item of the pass: counted if done, fetched if ready. */
-  const take = async (url: HostUrl, cancelled: boolean): Promise<VisitEnd | undefined> => {
-    if (url.st === 'done') {
-      inflight.delete(url.key);
-      finalized.delete(url.key);
-      addToTally(pass.tally, url);
-      if (url.part) pass.parts.add(url.part);
-      return undefined;
-    }
-    pass.clean = false;
-    // Finalized since its page was read: done, but the pass has not read it so (nor its tally).
-    if (url.st === 'held' || inflight.has(url.key) || finalized.has(url.key)) {
-      pass.awaited = true;
-      return undefined;
-    }
-    // A cancelled crawl's URLs end at once as `cancelled` (no request): postponed retries and the
-    // host's pace do not hold them, so a cancelled crawl's hosts drain on their next pass.
-    if (!cancelled && (url.retryAt ?? 0) > deps.now()) {
-      pass.retryAt = Math.min(pass.retryAt, url.retryAt ?? 0);
-      return undefined;
-    }
-    return fetchOne(url, cancelled);
-  };
+  }
 
   /** A pass ended: the host drains, the visit walks again (more came in), or it hands the host back. */
-  const endPass = async (): Promise<VisitEnd | undefined> => {
+  async endPass(): Promise<VisitEnd | undefined> {
+    const { deps, pass } = this;
     const now = deps.now();
     const wokenDuring = deps.wokenHere !== undefined && deps.wokenHere() !== pass.woken;
     if (pass.clean && !wokenDuring) {
@@ -315,10 +441,10 @@ export async function visitHost(
       return { kind: 'hand-back', visitAt: now + PART_RECHECK_MS, why: 'waiting' };
     }
     // Settling waits for the batch's running flush: worth it only if a request could still start.
-    const canStart = Math.max(now, pacer.state.nextAt) + requestBudget <= deps.deadline;
+    const canStart = Math.max(now, this.pacer.state.nextAt) + this.requestBudget <= deps.deadline;
     let settled = false;
-    if (unsettled > 0 && deps.settle && canStart) {
-      unsettled = 0;
+    if (this.unsettled > 0 && deps.settle && canStart) {
+      this.unsettled = 0;
       await deps.settle();
       settled = true;
     }
@@ -327,67 +453,11 @@ export async function visitHost(
     // next visit meets them, and a drain fails on them.
     const woken = deps.wokenHere ? deps.wokenHere() !== pass.woken : settled;
     if (canStart && (woken || pass.retryAt <= deps.now())) return undefined;
-    const awaited = pass.awaited || inflight.size > 0 ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
+    const awaited =
+      pass.awaited || this.inflight.size > 0 ? now + INFLIGHT_RECHECK_MS : Number.POSITIVE_INFINITY;
     const visitAt = Math.min(awaited, pass.retryAt);
     if (!Number.isFinite(visitAt)) return { kind: 'hand-back', visitAt: now, why: 'waiting' };
     return { kind: 'hand-back', visitAt, why: visitAt === awaited ? 'results' : 'waiting' };
-  };
-
-  // A failure part way (an AWS call that kept failing) still reports what the visit did: the URLs
-  // it decided (their results go out with the batch), its pace and where it stopped, for the
-  // host's release.
-  try {
-    // A page of the host is being rendered: nothing is fetched until its hold ends (or lapses).
-    if (rendering !== undefined) {
-      if (rendering.until > deps.now())
-        return report({
-          kind: 'hand-back',
-          visitAt: Math.min(rendering.until, deps.now() + RENDER_LIMITS.holdRecheckMs),
-          why: 'render',
-        });
-      rendering = undefined;
-    }
-    // The previous visit's URLs awaited: those finalized since are known at once, without a pass.
-    if (inflight.size > 0) await refreshInflight();
-    // Pages start small (a visit that stops soon reads little it does not use) and double.
-    let limit: number = FRONTIER_LIMITS.hostUrlFirstPage;
-    for (;;) {
-      // A pass over a large host is many pages: none is read once the deadline is near.
-      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline)
-        return report({ kind: 'hand-back', visitAt: deps.now(), why: 'deadline' });
-      const cancelled = (await deps.crawlStates?.stateOf(crawlId)) === 'cancelled';
-      const page = await deps.hostUrls.page(crawlId, host, cursor, limit);
-      limit = Math.min(2 * limit, FRONTIER_LIMITS.hostUrlPage);
-      for (const url of page.urls) {
-        // Past the key the pass started after, once round: the pass is over, the next begins.
-        if (pass.wrapped && pass.from !== undefined && url.key > pass.from) {
-          const end = await endPass();
-          if (end) return report(end);
-          pass = newPass(cursor);
-        }
-        const end = await take(url, cancelled);
-        if (end) return report(end);
-        cursor = url.key;
-      }
-      if (page.next !== undefined) {
-        cursor = page.next;
-        continue;
-      }
-      // The partition's end: the walk goes on from its start.
-      cursor = undefined;
-      if (pass.from === undefined || pass.wrapped) {
-        const end = await endPass();
-        if (end) return report(end);
-        pass = newPass(undefined);
-      } else pass.wrapped = true;
-    }
-  } catch (error) {
-    throw new VisitFailedError(error, {
-      pace: pacer.state,
-      inflight: [...inflight],
-      cursor,
-      ...(rendering === undefined ? {} : { rendering }),
-    });
   }
 }
 
@@ -404,43 +474,4 @@ export class VisitFailedError extends Error {
 
 function subjectOf(crawlId: string, url: HostUrl) {
   return { crawlId, key: url.key, url: url.url, depth: url.depth };
-}
-
-/** Sleeps until `at`; false (and no longer) once a request starting then could not end before the deadline. */
-async function waitUntil(at: number, requestBudget: number, deps: VisitDeps): Promise<boolean> {
-  for (let now = deps.now(); now < at; now = deps.now()) {
-    if (at + requestBudget > deps.deadline) return false;
-    await deps.sleep(Math.min(at - now, DEADLINE_RECHECK_MS));
-  }
-  return at + requestBudget <= deps.deadline;
-}
-
-/**
- * Whether every index part the host's done URLs name is written. A large host names thousands of
- * parts: they are checked a bounded number at a time (one at a time at ~20 ms, 3,000 used up a 60 s
- * function), and none starts once the deadline is near, so a drain never outlives its invocation;
- * out of time, the host is handed back, and the parts found stay in the container's cache
- * (fetch-deps.ts: a part once written is never removed), so the next check goes on from there.
- */
-async function partsWritten(
-  names: ReadonlySet<string>,
-  deps: VisitDeps,
-): Promise<'written' | 'missing' | 'out-of-time'> {
-  const exists = deps.partExists;
-  if (!exists) return 'written';
-  const parts = [...names];
-  let next = 0;
-  let result: 'written' | 'missing' | 'out-of-time' = 'written';
-  const worker = async () => {
-    while (result === 'written' && next < parts.length) {
-      if (deps.now() + DEADLINE_MARGIN_MS > deps.deadline) {
-        result = 'out-of-time';
-        return;
-      }
-      if (!(await exists(parts[next++] as string))) result = 'missing';
-    }
-  };
-  const workers = Math.min(FRONTIER_LIMITS.partChecksAtOnce, parts.length);
-  await Promise.all(Array.from({ length: workers }, worker));
-  return result;
 }

@@ -160,7 +160,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
     assert.equal(request?.limits.maxBodyBytes, MAX_ROBOTS_BYTES);
     assert.equal(request?.userAgent, 'TestBot/1.0');
     // The slot is reserved with the delay plus its jitter margin (reservedGapMs).
-    assert.deepEqual(h.slots.reserved, [{ host: 'site.example', slot: T0, delayMs: reservedGapMs(1000) }]);
+    assert.deepEqual(h.slots.reserved, [{ slot: T0, delayMs: reservedGapMs(1000) }]);
     const item = h.store.item('c1', ORIGIN);
     assert.equal(item?.st, 'ready');
     assert.deepEqual(JSON.parse(item?.policyJson ?? ''), JSON.parse(JSON.stringify(parseRobots(ROBOTS))));
@@ -203,7 +203,7 @@ describe('checkRobots: the claimer fetches and stores', () => {
     const h = harness(serve(ROBOTS));
     const config = makeConfig({ userAgent: 'SlowBot/2.0' });
     assert.deepEqual(await checkRobots(u('/a'), config, h.deps()), { kind: 'allowed', crawlDelaySeconds: 7 });
-    assert.equal(h.slots.next.get('c1 site.example'), T0 + 7000);
+    assert.equal(h.slots.next, T0 + 7000);
     assert.equal((await checkRobots(u('/slow/1'), config, h.deps())).kind, 'disallowed');
   });
 
@@ -211,12 +211,12 @@ describe('checkRobots: the claimer fetches and stores', () => {
     const h = harness(serve('User-agent: *\nCrawl-delay: 3600\n'));
     const verdict = await checkRobots(u('/a'), makeConfig({ maxCrawlDelayMs: 20_000 }), h.deps());
     assert.deepEqual(verdict, { kind: 'allowed', crawlDelaySeconds: 3600 });
-    assert.equal(h.slots.next.get('c1 site.example'), T0 + 20_000);
+    assert.equal(h.slots.next, T0 + 20_000);
   });
 
   it('waits in the function for a slot up to maxWaitMs', async () => {
     const h = harness(serve(ROBOTS));
-    h.slots.next.set('c1 site.example', T0 + 1500);
+    h.slots.next = T0 + 1500;
     assert.deepEqual(await checkRobots(u('/a'), makeConfig(), h.deps()), { kind: 'allowed' });
     assert.deepEqual(h.sleeps, [1500]);
     assert.equal(h.fetcher.requests.length, 1);
@@ -322,16 +322,22 @@ describe('checkRobots: redirects', () => {
     assert.equal(h.fetcher.requests.length, 6);
   });
 
-  it('follows a cross-origin redirect and waits for the hop host slot', async () => {
+  it("follows a cross-origin redirect, the hop waiting for the visit's next slot", async () => {
     const h = harness((request) =>
       request.url.host === 'site.example'
         ? response(request.url, 302, '', [['location', 'https://cdn.example/robots/site.txt']])
         : response(request.url, 200, 'User-agent: *\nDisallow: /p\n'),
     );
-    h.slots.next.set('c1 cdn.example', T0 + 2500);
-    assert.equal((await checkRobots(u('/p'), makeConfig(), h.deps())).kind, 'disallowed');
+    const config = makeConfig();
+    assert.equal((await checkRobots(u('/p'), config, h.deps())).kind, 'disallowed');
     assert.deepEqual(h.fetcher.urls, [`${ORIGIN}/robots.txt`, 'https://cdn.example/robots/site.txt']);
-    assert.deepEqual(h.sleeps, [2500]); // within maxWaitMs + delayMs
+    // The visit is what is paced (HostSlots): the hop is its second request, a gap after the first.
+    const gap = reservedGapMs(config.delayMs);
+    assert.deepEqual(h.slots.reserved, [
+      { slot: T0, delayMs: gap },
+      { slot: T0 + gap, delayMs: gap },
+    ]);
+    assert.deepEqual(h.sleeps, [gap]); // within maxWaitMs + delayMs
     assert.equal(h.store.item('c1', 'https://cdn.example'), undefined);
   });
 
@@ -401,7 +407,7 @@ describe('checkRobots: unavailable robots.txt', () => {
     const h = harness((request) => response(request.url, 429, '', [['Retry-After', '120']]));
     const verdict = await checkRobots(u('/a'), makeConfig(), h.deps());
     assert.equal(verdict.kind === 'defer' ? verdict.untilMs : 0, T0 + 120_000);
-    assert.equal(h.slots.next.get('c1 site.example'), T0 + 120_000);
+    assert.equal(h.slots.next, T0 + 120_000);
   });
 
   it('counts timeouts, network errors, TLS and malformed responses as unreachable', async () => {
@@ -573,7 +579,7 @@ describe('checkRobots: slots far away', () => {
     const h = harness(serve('User-agent: *\nDisallow: /p'));
     const config = makeConfig();
     const slot = T0 + 60_000;
-    h.slots.next.set('c1 site.example', slot);
+    h.slots.next = slot;
 
     const first = await checkRobots(u('/a'), config, h.deps());
     assert.deepEqual(first, {
@@ -598,7 +604,7 @@ describe('checkRobots: slots far away', () => {
     // Another container claims between this task's read and its claim, for the slot after ours.
     h.store.claim = async (crawlId, origin, leaseMs, now) => {
       const gap = reservedGapMs(config.delayMs);
-      const theirSlot = await h.slots.reserve(crawlId, 'site.example', gap, now);
+      const theirSlot = await h.slots.reserve(gap, now);
       assert.equal(theirSlot, T0 + gap);
       await claim(crawlId, origin, robotsFetchBudgetMs(config) + gap, now);
       h.store.claim = claim;

@@ -8,18 +8,20 @@
 import type { Outcome } from '../base/index.ts';
 
 /**
- * A host's request slots, as the per-URL step and the robots gate take them. In a visit this is the
- * visit's pacer (core/fetch/visit-pacer.ts), in memory: only the holder of the host's lease sends to the
- * host, so no slot is shared or written, and the pace is saved on the host item when the visit ends.
+ * One visited host's request slots, as the per-URL step and the robots gate take them. In a visit
+ * this is the visit's pacer (core/fetch/visit-pacer.ts), in memory: only the holder of the host's
+ * lease sends to the host, so no slot is shared or written, and the pace is saved on the host item
+ * when the visit ends. Every request the visit makes takes a slot of it, a robots.txt redirect hop
+ * to another host included: the visit is what is paced.
  */
 export interface HostSlots {
   /**
    * Reserves the host's next free slot at or after `now` and sets the gap after it to `delayMs` (the
    * next free slot is `delayMs` later); returns the slot.
    */
-  reserve(crawlId: string, host: string, delayMs: number, now: number): Promise<number>;
+  reserve(delayMs: number, now: number): Promise<number>;
   /** Pushes the host's next free slot to at least `notBefore` (Retry-After, a Crawl-delay). */
-  pushBack(crawlId: string, host: string, notBefore: number): Promise<void>;
+  pushBack(notBefore: number): Promise<void>;
 }
 
 /** A host's pace as a visit saves it (core/fetch/visit-pacer.ts PaceState has the same shape). */

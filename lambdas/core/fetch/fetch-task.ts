@@ -27,7 +27,6 @@ import {
   effectiveDelayMs,
   type HostSlots,
   type HostUrl,
-  hostKey,
   isStorableType,
   keptValidator,
   mediaType,
@@ -131,7 +130,7 @@ export async function fetchUrl(
   // The page's gap: the request waits it out from the previous one's real departure (robots.txt's
   // included) in the visit's fetcher, so a Crawl-delay found just now already holds for this page.
   const { delayMs, capped: crawlDelayCapped } = effectiveDelayMs(config, crawlDelaySeconds);
-  await deps.pace.reserve(crawlId, hostKey(step.url), reservedGapMs(delayMs), deps.now());
+  await deps.pace.reserve(reservedGapMs(delayMs), deps.now());
 
   const started = deps.now();
   let response: PageResponse;
@@ -309,15 +308,10 @@ async function retryAnswer(
   base: CrawlResult,
   verdict: Extract<ResponseVerdict, { kind: 'retry' }>,
 ): Promise<UrlDecision> {
-  const { crawlId, config, deps } = step;
+  const { config, deps } = step;
   const asked = verdict.retryAfterMs;
   // The host rests as asked, up to the crawl's cap; a URL asked to wait longer ends now.
-  if (asked !== undefined)
-    await deps.pace.pushBack(
-      crawlId,
-      hostKey(step.url),
-      deps.now() + Math.min(asked, config.maxRetryAfterMs),
-    );
+  if (asked !== undefined) await deps.pace.pushBack(deps.now() + Math.min(asked, config.maxRetryAfterMs));
   if (asked !== undefined && asked > config.maxRetryAfterMs)
     return captured(step, response, { ...base, outcome: 'failed', ...tooLongRetryAfter(asked, config) });
   const retry = retryOrGiveUp(step, verdict.code, asked);

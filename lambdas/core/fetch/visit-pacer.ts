@@ -31,7 +31,7 @@ export class VisitPacer implements HostSlots {
   }
 
   /** The next free slot (now, or the host's next allowed time), and the one after it `gapMs` later. */
-  async reserve(_crawlId: string, _host: string, gapMs: number, now: number): Promise<number> {
+  async reserve(gapMs: number, now: number): Promise<number> {
     this.beforeReservation = { next: this.next, gap: this.gap, lastDeparture: this.lastDeparture };
     const slot = Math.max(now, this.next);
     this.next = slot + gapMs;
@@ -78,7 +78,7 @@ export class VisitPacer implements HostSlots {
     this.beforeReservation = undefined;
   }
 
-  async pushBack(_crawlId: string, _host: string, notBefore: number): Promise<void> {
+  async pushBack(notBefore: number): Promise<void> {
     this.next = Math.max(this.next, notBefore);
     this.paused = Math.max(this.paused ?? 0, notBefore);
   }

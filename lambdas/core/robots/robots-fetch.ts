@@ -39,7 +39,6 @@ export interface RobotsFetchContext {
   readonly deps: {
     readonly slots: HostSlots;
     readonly fetcher: PageFetcher;
-    readonly crawlId: string;
     readonly now: () => number;
   };
   readonly maxWaitMs: number;
@@ -55,7 +54,7 @@ export type RobotsChainOutcome =
   /** The caller's deadline came before the next request could start: not a failed attempt. */
   | { kind: 'out-of-time' };
 
-/** @internal GET /robots.txt, following up to 5 redirects by hand, each hop through its host's slot. */
+/** @internal GET /robots.txt, following up to 5 redirects by hand, each hop through a slot of the visit. */
 export async function fetchRobotsChain(ctx: RobotsFetchContext): Promise<RobotsChainOutcome> {
   const { deps, config } = ctx;
   const originHost = hostKey(ctx.robotsUrl);
@@ -65,7 +64,7 @@ export async function fetchRobotsChain(ctx: RobotsFetchContext): Promise<RobotsC
   for (let hop = 0; ; hop += 1) {
     const host = hostKey(target);
     if (hop > 0) {
-      const busy = await waitForHopSlot(ctx, target, host);
+      const busy = await waitForHopSlot(ctx, target);
       if (busy !== undefined) return busy;
     }
     if (host === originHost) originRequestAt = deps.now();
@@ -92,20 +91,16 @@ export async function fetchRobotsChain(ctx: RobotsFetchContext): Promise<RobotsC
       target = next;
       continue;
     }
-    if (status === 429 || status >= 500 || status < 200) return retryLater(ctx, host, response);
+    if (status === 429 || status >= 500 || status < 200) return retryLater(ctx, response);
     return allowAll(); // 4xx other than 429, including 401 and 403
   }
 }
 
-/** Waits for a redirect hop's slot on its host; a slot too far away makes the chain unreachable. */
-async function waitForHopSlot(
-  ctx: RobotsFetchContext,
-  target: URL,
-  host: string,
-): Promise<RobotsChainOutcome | undefined> {
+/** Waits for a redirect hop's slot of the visit; a slot too far away makes the chain unreachable. */
+async function waitForHopSlot(ctx: RobotsFetchContext, target: URL): Promise<RobotsChainOutcome | undefined> {
   const { deps, config } = ctx;
   const now = deps.now();
-  const slot = await deps.slots.reserve(deps.crawlId, host, reservedGapMs(config.delayMs), now);
+  const slot = await deps.slots.reserve(reservedGapMs(config.delayMs), now);
   const plan = slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs + Math.max(0, config.delayMs) });
   if (plan.kind === 'defer') {
     return {
@@ -178,18 +173,14 @@ function redirectTarget(response: PageResponse, target: URL): URL | null {
   return next;
 }
 
-/** A 429 or 5xx (or a status below 200): unreachable, its Retry-After pushed onto the host's slot. */
-async function retryLater(
-  ctx: RobotsFetchContext,
-  host: string,
-  response: PageResponse,
-): Promise<RobotsChainOutcome> {
+/** A 429 or 5xx (or a status below 200): unreachable, its Retry-After pushed onto the visit's slots. */
+async function retryLater(ctx: RobotsFetchContext, response: PageResponse): Promise<RobotsChainOutcome> {
   const { deps, config } = ctx;
   const now = deps.now();
   // Honoured up to the crawl's cap: a server cannot park the host (and the crawl) for years.
   const asked = retryAfterMs(headerValue(response.headers, 'retry-after'), now);
   const after = asked === undefined ? undefined : Math.min(asked, config.maxRetryAfterMs);
-  if (after !== undefined && after > 0) await deps.slots.pushBack(deps.crawlId, host, now + after);
+  if (after !== undefined && after > 0) await deps.slots.pushBack(now + after);
   return {
     kind: 'unreachable',
     reason: `HTTP ${response.status}`,

@@ -62,7 +62,6 @@ import {
   DEFAULT_MAX_WAIT_MS,
   effectiveDelayMs,
   type HostSlots,
-  hostKey,
   type PageFetcher,
   type RobotsState,
   type RobotsStore,
@@ -264,12 +263,7 @@ async function acquire(
 ): Promise<RobotsResolution> {
   const { deps, config, origin } = ctx;
   const reservedAt = deps.now();
-  const slot = await deps.slots.reserve(
-    deps.crawlId,
-    hostKey(ctx.robotsUrl),
-    reservedGapMs(config.delayMs),
-    reservedAt,
-  );
+  const slot = await deps.slots.reserve(reservedGapMs(config.delayMs), reservedAt);
   const now = deps.now();
   // Not claimed for a slot this far away: a claim held while away would hold every other check back.
   if (slotPlan(slot, now, { maxWaitMs: ctx.maxWaitMs }).kind === 'defer')
@@ -315,11 +309,7 @@ async function fetchAt(ctx: GateContext, slot: number, priorFailures: number): P
       await retryStep(() => deps.store.saveReady(deps.crawlId, origin, policyJson, now));
       const delay = effectiveDelayMs(config, crawlDelaySeconds(outcome.policy, config.userAgent));
       if (delay.delayMs > config.delayMs && outcome.originRequestAt !== undefined) {
-        await deps.slots.pushBack(
-          deps.crawlId,
-          hostKey(ctx.robotsUrl),
-          outcome.originRequestAt + delay.delayMs,
-        );
+        await deps.slots.pushBack(outcome.originRequestAt + delay.delayMs);
       }
       return { kind: 'policy', policy: outcome.policy };
     }

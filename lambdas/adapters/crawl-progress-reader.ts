@@ -17,6 +17,7 @@ import {
   num,
   outcomeAttr,
   parseCounters,
+  presentNumbers,
   ROBOTS_SK_PREFIX,
   ROBOTS_ST,
   S,
@@ -97,12 +98,10 @@ export class CrawlProgressReader {
         origin: (str(item, ATTR.sk) ?? '').slice(ROBOTS_SK_PREFIX.length),
         state: st,
       };
-      const retryAt = num(item, ATTR.retryAt);
-      if (retryAt !== undefined) wait.retryAt = retryAt;
-      const failures = num(item, ATTR.failures);
-      if (failures !== undefined) wait.failures = failures;
-      const lease = num(item, ATTR.lease);
-      if (lease !== undefined) wait.lease = lease;
+      Object.assign(
+        wait,
+        presentNumbers(item, { retryAt: ATTR.retryAt, failures: ATTR.failures, lease: ATTR.lease }),
+      );
       waits.push(wait);
     }
     return waits;

@@ -198,6 +198,19 @@ export function str(item: Item | undefined, attr: string): string | undefined {
   return item?.[attr]?.S;
 }
 
+/** The number attributes `attrs` names (field → attribute) that `item` has; absent ones are left out. */
+export function presentNumbers<K extends string>(
+  item: Item | undefined,
+  attrs: Readonly<Record<K, string>>,
+): Partial<Record<K, number>> {
+  const present: Partial<Record<K, number>> = {};
+  for (const field of Object.keys(attrs) as K[]) {
+    const value = num(item, attrs[field]);
+    if (value !== undefined) present[field] = value;
+  }
+  return present;
+}
+
 export function isConditionFailed(err: unknown): err is Error & { Item?: Item } {
   return err instanceof Error && err.name === 'ConditionalCheckFailedException';
 }

@@ -6,7 +6,7 @@
  */
 import { OUTCOMES, type Outcome } from '../core/base/index.ts';
 import { type HostUrl, type PriorCapture, PriorCaptureSchema } from '../core/crawl/index.ts';
-import { ATTR, type Item, num, str, URL_ST } from './frontier-schema.ts';
+import { ATTR, type Item, num, presentNumbers, str, URL_ST } from './frontier-schema.ts';
 
 /**
  * URL item attributes of carried links (docs/frontier.md, "Skipped links"), kept here while
@@ -53,23 +53,22 @@ export function hostUrl(item: Item): HostUrl {
   };
   const parent = str(item, ATTR.parent);
   if (parent !== undefined) url.parent = parent;
-  const redirects = num(item, ATTR.redirects);
-  if (redirects !== undefined) url.redirects = redirects;
-  const attempts = num(item, ATTR.attempts);
-  if (attempts !== undefined) url.attempts = attempts;
-  const retryAt = num(item, ATTR.retryAt);
-  if (retryAt !== undefined) url.retryAt = retryAt;
+  Object.assign(
+    url,
+    presentNumbers(item, {
+      redirects: ATTR.redirects,
+      attempts: ATTR.attempts,
+      retryAt: ATTR.retryAt,
+      bytes: ATTR.bytes,
+      requests: ATTR.requests,
+      kids: CARRY_ATTR.kids,
+    }),
+  );
   const outcome = str(item, ATTR.outcome);
   if (outcome !== undefined && OUTCOME_SET.has(outcome)) url.outcome = outcome as Outcome;
-  const bytes = num(item, ATTR.bytes);
-  if (bytes !== undefined) url.bytes = bytes;
-  const requests = num(item, ATTR.requests);
-  if (requests !== undefined) url.requests = requests;
   const part = str(item, ATTR.part);
   if (part !== undefined) url.part = part;
   if (isCarried(item)) url.carried = true;
-  const kids = num(item, CARRY_ATTR.kids);
-  if (kids !== undefined) url.kids = kids;
   // Only a URL still to fetch asks with its capture: a visit's passes read done items again and again.
   const prior = url.st === URL_ST.new ? priorCapture(str(item, PRIOR_ATTR)) : undefined;
   if (prior !== undefined) url.prior = prior;

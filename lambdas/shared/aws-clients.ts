@@ -110,23 +110,13 @@ export function createAwsClients(
     countAwsCalls(client, meters.counter, { reportCapacity: meters.reportCapacity });
     return meters.ledger === undefined ? client : recordAwsCalls(client, tag, meters.ledger);
   };
+  // The singleAttempt clients set maxAttempts 1; the others take the environment's.
+  const attempts = (maxAttempts?: number) => ({ ...common, ...(maxAttempts ? { maxAttempts } : {}) });
+  const forcePathStyle = env.AWS_S3_FORCE_PATH_STYLE === 'true';
   const s3 = (maxAttempts?: number) =>
-    watch(
-      new S3Client({
-        ...common,
-        ...(maxAttempts ? { maxAttempts } : {}),
-        ...endpoint(env.AWS_ENDPOINT_URL_S3),
-        forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true',
-      }),
-    );
+    watch(new S3Client({ ...attempts(maxAttempts), ...endpoint(env.AWS_ENDPOINT_URL_S3), forcePathStyle }));
   const dynamodb = (maxAttempts?: number) =>
-    watch(
-      new DynamoDBClient({
-        ...common,
-        ...(maxAttempts ? { maxAttempts } : {}),
-        ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB),
-      }),
-    );
+    watch(new DynamoDBClient({ ...attempts(maxAttempts), ...endpoint(env.AWS_ENDPOINT_URL_DYNAMODB) }));
   // Counted (aws-call-counter.ts): requests per page, cost per million pages, crawl budgets.
   return {
     sqs: watch(new SQSClient({ ...common, ...endpoint(env.AWS_ENDPOINT_URL_SQS) })),

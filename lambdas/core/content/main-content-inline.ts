@@ -68,6 +68,17 @@ export class InlineRenderer {
     if (this.budget.spent()) throw new OutOfTime();
   }
 
+  /** Bold or italic, marked once: inside the same emphasis it is only its children. */
+  private emphasis(el: El, inline: Inline, kind: 'strong' | 'em', mark: string): void {
+    if (this[kind] > 0) {
+      this.children(el, inline);
+      return;
+    }
+    this[kind]++;
+    this.wrap(el, inline, mark, mark);
+    this[kind]--;
+  }
+
   resolve(href: string | undefined, image: boolean): string | undefined {
     if (href === undefined) return undefined;
     const trimmed = href.trim();
@@ -147,20 +158,10 @@ export class InlineRenderer {
         return;
       }
       case K_STRONG:
-        if (this.strong > 0) this.children(el, inline);
-        else {
-          this.strong++;
-          this.wrap(el, inline, '**', '**');
-          this.strong--;
-        }
+        this.emphasis(el, inline, 'strong', '**');
         return;
       case K_EM:
-        if (this.em > 0) this.children(el, inline);
-        else {
-          this.em++;
-          this.wrap(el, inline, '*', '*');
-          this.em--;
-        }
+        this.emphasis(el, inline, 'em', '*');
         return;
       case K_CODE:
         if (this.code > 0) this.children(el, inline);

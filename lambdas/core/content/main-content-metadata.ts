@@ -94,53 +94,67 @@ function readMeta(meta: RawMeta, attribs: Attributes): void {
   if (key.startsWith('og:')) {
     const prop = key.slice(3);
     if (!Object.hasOwn(meta.og, prop)) meta.og[prop] = value;
-    if (prop === 'title') meta.ogTitle ??= value;
-    else if (prop === 'description') meta.ogDescription ??= value;
-    else if (prop === 'site_name') meta.siteName ??= value;
-    else if (prop === 'published_time') meta.publishedTime ??= value;
-    else if (prop === 'updated_time' || prop === 'modified_time') meta.modifiedTime ??= value;
+    const field = OG_FIELDS.get(prop);
+    if (field !== undefined) meta[field] ??= value;
     return;
   }
-  switch (key) {
-    case 'description':
-      meta.description ??= value;
-      return;
-    case 'twitter:description':
-      meta.ogDescription ??= value;
-      return;
-    case 'twitter:title':
-      meta.ogTitle ??= value;
-      return;
-    case 'author':
-    case 'article:author':
-    case 'dc.creator':
-    case 'parsely-author':
-    case 'sailthru.author':
-      // article:author is often a profile URL; a name is more useful when there is one.
-      if (meta.author === undefined || /^https?:/.test(meta.author)) meta.author = value;
-      return;
-    case 'article:published_time':
-    case 'datepublished':
-    case 'date':
-    case 'dc.date':
-    case 'dc.date.issued':
-    case 'parsely-pub-date':
-    case 'sailthru.date':
-      meta.publishedTime ??= value;
-      return;
-    case 'article:modified_time':
-    case 'datemodified':
-    case 'last-modified':
-      meta.modifiedTime ??= value;
-      return;
-    case 'application-name':
-      meta.siteName ??= value;
-      return;
-    case 'content-language':
-      meta.language ??= value;
-      return;
+  if (AUTHOR_KEYS.has(key)) {
+    // article:author is often a profile URL; a name is more useful when there is one.
+    if (meta.author === undefined || /^https?:/.test(meta.author)) meta.author = value;
+    return;
   }
+  const field = META_FIELDS.get(key);
+  if (field !== undefined) meta[field] ??= value;
 }
+
+type FirstValueField =
+  | 'ogTitle'
+  | 'ogDescription'
+  | 'description'
+  | 'siteName'
+  | 'publishedTime'
+  | 'modifiedTime'
+  | 'language';
+
+/** `og:` properties and the field each fills; the first value wins. */
+const OG_FIELDS: ReadonlyMap<string, FirstValueField> = new Map([
+  ['title', 'ogTitle'],
+  ['description', 'ogDescription'],
+  ['site_name', 'siteName'],
+  ['published_time', 'publishedTime'],
+  ['updated_time', 'modifiedTime'],
+  ['modified_time', 'modifiedTime'],
+]);
+
+/** Other `<meta>` names (lower case) and the field each fills; the first value wins. */
+const META_FIELDS: ReadonlyMap<string, FirstValueField> = new Map([
+  ['description', 'description'],
+  ['twitter:description', 'ogDescription'],
+  ['twitter:title', 'ogTitle'],
+  ...[
+    'article:published_time',
+    'datepublished',
+    'date',
+    'dc.date',
+    'dc.date.issued',
+    'parsely-pub-date',
+    'sailthru.date',
+  ].map((name) => [name, 'publishedTime'] as const),
+  ...['article:modified_time', 'datemodified', 'last-modified'].map(
+    (name) => [name, 'modifiedTime'] as const,
+  ),
+  ['application-name', 'siteName'],
+  ['content-language', 'language'],
+]);
+
+/** `<meta>` names of an author: a later name replaces an earlier profile URL. */
+const AUTHOR_KEYS: ReadonlySet<string> = new Set([
+  'author',
+  'article:author',
+  'dc.creator',
+  'parsely-author',
+  'sailthru.author',
+]);
 
 /** A name, an object's `name`, or a list of those (one level: nested lists are not names). */
 function ldName(value: unknown, nested = false): string | undefined {

@@ -32,6 +32,7 @@ import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { MemoryHostVisits } from '../fakes/host-visits.ts';
 import { MemoryDeadLetterQueue, MemoryResultsQueue, MemoryTaskQueue } from '../fakes/queues.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
+import { steppingClock } from '../fixtures/stepping-clock.ts';
 import { SyntheticWeb } from '../fixtures/synthetic-web.ts';
 
 const CRAWL = 'rb';
@@ -85,6 +86,8 @@ async function world(state: CrawlStateName = 'running') {
     }),
   );
   const blobs = new MemoryBlobs();
+  // The batches' clock: a crawl delay is waited in virtual time (test/fixtures/stepping-clock.ts).
+  const clock = steppingClock();
   const w = {
     web,
     seed,
@@ -113,9 +116,9 @@ async function world(state: CrawlStateName = 'running') {
         tasks: w.tasks,
         seen: new LruSet(1000),
         invocationId: 'fetch-1',
-        deadline: Date.now() + 30_000,
-        now: () => Date.now(),
-        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        deadline: clock.now() + 30_000,
+        now: clock.now,
+        sleep: clock.sleep,
       };
     },
     renderDeps(renderer: PageRenderer): RenderBatchDeps {
@@ -138,8 +141,8 @@ async function world(state: CrawlStateName = 'running') {
         tasks: w.tasks,
         seen: new LruSet(1000),
         invocationId: 'render-1',
-        deadline: Date.now() + 30_000,
-        now: () => Date.now(),
+        deadline: clock.now() + 30_000,
+        now: clock.now,
         sleep: async (ms) => void w.slept.push(ms),
       };
     },

@@ -19,6 +19,7 @@ import { normalizeUrl } from '../../lambdas/core/urls/index.ts';
 import { MemoryFrontierUrls } from '../fakes/frontier-urls.ts';
 import { syntheticResponse } from '../fakes/page-response.ts';
 import { MemoryRobotsStore } from '../fakes/robots-store.ts';
+import { steppingClock } from '../fixtures/stepping-clock.ts';
 
 const CRAWL = 'url-step';
 const HOST = 'paced.sim.test';
@@ -41,6 +42,9 @@ function item(path: string): HostUrl {
 }
 
 /** A host whose robots.txt asks for `crawlDelay` seconds; every request is recorded with its start. */
+/** The visits' clock: a crawl delay is waited in virtual time (test/fixtures/stepping-clock.ts). */
+const clock = steppingClock();
+
 class PacedHost implements PageFetcher {
   readonly requests: Array<{ path: string; at: number }> = [];
   private readonly crawlDelay: number | undefined;
@@ -48,7 +52,7 @@ class PacedHost implements PageFetcher {
     this.crawlDelay = crawlDelay;
   }
   async fetch(request: PageRequest): Promise<PageResponse> {
-    const at = Date.now();
+    const at = clock.now();
     const path = request.url.pathname;
     this.requests.push({ path, at });
     const robots = path === '/robots.txt';
@@ -86,9 +90,9 @@ function deps(fetcher: PageFetcher, hostUrls: HostUrlStore) {
     robots: new MemoryRobotsStore(),
     robotsCache: createRobotsCache(10),
     hostUrls,
-    deadline: Date.now() + 60_000,
-    now: () => Date.now(),
-    sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    deadline: clock.now() + 60_000,
+    now: clock.now,
+    sleep: clock.sleep,
   };
 }
 

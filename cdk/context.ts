@@ -4,6 +4,7 @@
  * The CLI passes `-c` values as strings; cdk.json or an in-process app may pass numbers.
  */
 import type { Node } from 'constructs';
+import { CALL_COUNTING, type CallCounting } from '../lambdas/shared/contracts.ts';
 import { CONTEXT_KEYS, DYNAMODB_PARTITION } from './limits.ts';
 import { partitionCeiling } from './partition-budget.ts';
 
@@ -25,6 +26,8 @@ export interface CrawlerContext {
   readonly eventBusName?: string;
   /** `render`: the render function and its queue; off when absent. */
   readonly render?: boolean;
+  /** `callCounting`: set on every function as CRAWLER_CALL_COUNTING; the functions' default when absent. */
+  readonly callCounting?: CallCounting;
 }
 
 export function readCrawlerContext(node: Node): CrawlerContext {
@@ -32,8 +35,10 @@ export function readCrawlerContext(node: Node): CrawlerContext {
   const alarmEmail = parseAlarmEmail(node.tryGetContext(CONTEXT_KEYS.alarmEmail));
   const eventBusName = parseEventBusName(node.tryGetContext(CONTEXT_KEYS.eventBusName));
   const render = parseRender(node.tryGetContext(CONTEXT_KEYS.render));
+  const callCounting = parseCallCounting(node.tryGetContext(CONTEXT_KEYS.callCounting));
   return {
     ...(render === undefined ? {} : { render }),
+    ...(callCounting === undefined ? {} : { callCounting }),
     ...(fetchConcurrency === undefined ? {} : { fetchConcurrency }),
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     ...(eventBusName === undefined ? {} : { eventBusName }),
@@ -103,5 +108,16 @@ export function parseRender(value: unknown): boolean | undefined {
   throw new ContextError(
     `context ${CONTEXT_KEYS.render}: expected true or false, got ${JSON.stringify(value)}. ` +
       `Example: npx cdk deploy -c ${CONTEXT_KEYS.render}=true`,
+  );
+}
+
+/** One of CALL_COUNTING (contracts.ts); undefined when absent. */
+export function parseCallCounting(value: unknown): CallCounting | undefined {
+  if (value === undefined) return undefined;
+  const mode = CALL_COUNTING.find((known) => known === value);
+  if (mode !== undefined) return mode;
+  throw new ContextError(
+    `context ${CONTEXT_KEYS.callCounting}: expected ${CALL_COUNTING.join(', ')}, got ${JSON.stringify(value)}. ` +
+      `Example: npx cdk deploy -c ${CONTEXT_KEYS.callCounting}=reported`,
   );
 }

@@ -1,6 +1,6 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { DEFAULT_EVENT_BUS, IDS, STACK_NAME } from '../lambdas/shared/contracts.ts';
+import { DEFAULT_EVENT_BUS, FUNCTION_ENV, IDS, STACK_NAME } from '../lambdas/shared/contracts.ts';
 import {
   ACCOUNT_CHECK_ID,
   AccountConcurrencyCheck,
@@ -93,6 +93,10 @@ export class CrawlerStack extends Stack {
     grantFetchAccess(crawler);
     grantAggregateAccess(crawler);
     const render = context.render ? createRenderPipeline(this, crawler) : undefined;
+    const counting = context.callCounting;
+    if (counting !== undefined)
+      for (const fn of [functions.fetchFunction, functions.aggregateFunction, render?.fn])
+        fn?.addEnvironment(FUNCTION_ENV.callCounting, counting);
     const schedules = createCrawlSchedules(this, queues.taskQueue);
     const operatorPolicy = new OperatorPolicy(this, IDS.operatorPolicy, {
       ...crawler,

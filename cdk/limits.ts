@@ -209,4 +209,6 @@ export const CONTEXT_KEYS = {
   eventBusName: 'eventBusName',
   /** `true`: the render function and its queue, for `--render` (docs/crawling.md, "Rendering"). */
   render: 'render',
+  /** How the functions count their AWS calls (CALL_COUNTING; docs/deploy.md, "Cost"): estimated when absent. */
+  callCounting: 'callCounting',
 } as const;

@@ -97,7 +97,7 @@ export const FUNCTION_ENV = {
   renderQueueUrl: 'RENDER_QUEUE_URL',
   /** A malformed render message is moved here at once, with its reason. */
   renderDlqUrl: 'RENDER_DLQ_URL',
-  /** How a function counts its AWS calls (CALL_COUNTING); the stack leaves it unset. */
+  /** How a function counts its AWS calls (CALL_COUNTING); the stack sets it from `-c callCounting`. */
   callCounting: 'CRAWLER_CALL_COUNTING',
 } as const;
 

@@ -7,8 +7,9 @@
  * handler holds together depends on the fetcher's body budget and on when the batch hands each page
  * to the WARC writer (and drops its body).
  *
- * argv[2]: JSON `{env, origins, paths, warmup}`: the function environment, the site's origins, the 64
- * request paths, and a few other paths for a warm-up invocation (modules loaded, JIT, sockets open).
+ * argv[2]: JSON `{env, origins, paths, warmup, crawl?}`: the function environment, the site's origins,
+ * the 64 request paths, a few other paths for a warm-up invocation (modules loaded, JIT, sockets
+ * open), and settings of the `default` crawl over the bench's.
  * Prints one JSON line: `{startRss, baselineRss, peakRss, peakHeapUsed, peakExternal, seconds,
  * cpuSeconds, failures, error?}` (bytes, seconds): cpuSeconds is the handler process's user + system
  * CPU over the measured invocation (what Lambda's share of a vCPU must cover); RSS at start, after the warm-up, and at its peak during the
@@ -27,13 +28,20 @@ interface MemoryArgs {
   origins: string[];
   paths: string[];
   warmup: string[];
+  /** Settings of the `default` crawl over the bench's own (e.g. maxDepth 0: only the tasks are fetched). */
+  crawl?: Record<string, unknown>;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as MemoryArgs;
 const startRss = process.memoryUsage.rss();
 const handler = createHandler({
   ...args.env,
-  DEFAULT_CRAWL_CONFIG: JSON.stringify({ allowPrivate: true, respectRobots: false, delayMs: 0 }),
+  DEFAULT_CRAWL_CONFIG: JSON.stringify({
+    allowPrivate: true,
+    respectRobots: false,
+    delayMs: 0,
+    ...args.crawl,
+  }),
 });
 
 let sequence = 0;

@@ -78,8 +78,8 @@ export interface CountingResult {
 
 /**
  * The fetch handler's CPU a page under each CRAWLER_CALL_COUNTING (issue 28: the counter's cost in
- * Lambda): the first memory case, 64 site pages each on its own origin, `runs` times a mode after a
- * round not counted, the modes alternating so that a drift of the machine falls on all of them.
+ * Lambda): 64 site pages each on its own origin, and no link they find (maxDepth 0), `runs` times a
+ * mode, the modes alternating so that a drift of the machine falls on all of them.
  */
 export async function measureCallCounting(
   origins: readonly string[],
@@ -92,14 +92,20 @@ export async function measureCallCounting(
     const pages: MemoryCase = { label: 'counting', tasks: MEMORY_BATCH, path: (i) => `/p/${200 + i}` };
     const warmup = [0, 1, 2, 3].map((i) => `/p/${4100 + i}`);
     let invocation = 0;
-    // Round 0 is not counted: it holds the first visits of the hosts.
-    for (let round = 0; round <= runs; round++) {
+    for (let round = 0; round < runs; round++) {
       for (const mode of COUNTING_MODES) {
         invocation++;
         const shifted = [...origins.slice(invocation), ...origins.slice(0, invocation)];
-        const result = await measure(pages, warmup, shifted, { CRAWLER_CALL_COUNTING: mode });
+        // maxDepth 0: the visits fetch the 64 tasks and no link they find, so a page is one page.
+        const result = await measure(
+          pages,
+          warmup,
+          shifted,
+          { CRAWLER_CALL_COUNTING: mode },
+          { maxDepth: 0 },
+        );
         if (result.failures > 0) throw new Error(`counting run (${mode}): ${result.failures} pages failed`);
-        if (round > 0) cpu.get(mode)?.push(result.cpuMsPerPage);
+        cpu.get(mode)?.push(result.cpuMsPerPage);
       }
     }
     return COUNTING_MODES.map((mode) => {
@@ -114,6 +120,7 @@ type Measure = (
   warmup: string[],
   origins: readonly string[],
   envOverrides: Record<string, string>,
+  crawl?: Record<string, unknown>,
 ) => Promise<MemoryResult>;
 
 /** Builds the bundle and starts the embedded AWS for `body`'s invocations; both end with it. */
@@ -140,11 +147,16 @@ async function withBundledHandler<T>(body: (measure: Measure) => Promise<T>): Pr
   );
   try {
     const { env } = await aws.next();
-    return await body(async (c, warmup, origins, envOverrides) => {
+    return await body(async (c, warmup, origins, envOverrides, crawl) => {
       const paths = Array.from({ length: c.tasks }, (_, i) => c.path(i));
       const caseEnv = { ...env, ...envOverrides };
       const done = await run(
-        [NODE, '--expose-gc', bundle, JSON.stringify({ env: caseEnv, origins, paths, warmup })],
+        [
+          NODE,
+          '--expose-gc',
+          bundle,
+          JSON.stringify({ env: caseEnv, origins, paths, warmup, ...(crawl ? { crawl } : {}) }),
+        ],
         { cpu: 0, timeoutMs: 120_000 },
       );
       const line = done.stdout.trim().split('\n').at(-1) ?? '';

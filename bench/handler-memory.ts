@@ -91,6 +91,9 @@ export async function measureCallCounting(
     // page on every origin): the same work for every mode, and new URLs for the crawl.
     const pages: MemoryCase = { label: 'counting', tasks: MEMORY_BATCH, path: (i) => `/p/${200 + i}` };
     const warmup = [0, 1, 2, 3].map((i) => `/p/${4100 + i}`);
+    // Past one shift a origin, a (page, origin) pair comes again: the crawl would skip it as seen.
+    if (runs * COUNTING_MODES.length >= origins.length)
+      throw new Error(`counting: at most ${Math.floor((origins.length - 1) / COUNTING_MODES.length)} runs`);
     let invocation = 0;
     for (let round = 0; round < runs; round++) {
       for (const mode of COUNTING_MODES) {

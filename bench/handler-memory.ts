@@ -91,7 +91,7 @@ export async function measureCallCounting(
     // page on every origin): the same work for every mode, and new URLs for the crawl.
     const pages: MemoryCase = { label: 'counting', tasks: MEMORY_BATCH, path: (i) => `/p/${200 + i}` };
     const warmup = [0, 1, 2, 3].map((i) => `/p/${4100 + i}`);
-    // Past one shift a origin, a (page, origin) pair comes again: the crawl would skip it as seen.
+    // Past one shift per origin a (page, origin) pair comes again, and the crawl would skip it as seen.
     if (runs * COUNTING_MODES.length >= origins.length)
       throw new Error(`counting: at most ${Math.floor((origins.length - 1) / COUNTING_MODES.length)} runs`);
     let invocation = 0;

@@ -9,6 +9,7 @@ import { OUTCOMES } from '../core/base/index.ts';
 import type { CrawlCounters } from '../core/crawl/index.ts';
 import {
   ATTR,
+  copyPresentNumbers,
   countersKey,
   crawlShardPks,
   HOST_SK_PREFIX,
@@ -17,7 +18,6 @@ import {
   num,
   outcomeAttr,
   parseCounters,
-  presentNumbers,
   ROBOTS_SK_PREFIX,
   ROBOTS_ST,
   S,
@@ -44,6 +44,13 @@ export interface RobotsItemWait {
 }
 
 const COUNTS = [ATTR.queued, ATTR.done, ATTR.state, ...OUTCOMES.map(outcomeAttr)];
+
+/** A robots item's optional numbers, as RobotsItemWait names them. */
+const ROBOTS_WAIT_NUMBERS = [
+  ['retryAt', ATTR.retryAt],
+  ['failures', ATTR.failures],
+  ['lease', ATTR.lease],
+] as const;
 
 export class CrawlProgressReader {
   private readonly dynamodb: DynamoDBClient;
@@ -98,10 +105,7 @@ export class CrawlProgressReader {
         origin: (str(item, ATTR.sk) ?? '').slice(ROBOTS_SK_PREFIX.length),
         state: st,
       };
-      Object.assign(
-        wait,
-        presentNumbers(item, { retryAt: ATTR.retryAt, failures: ATTR.failures, lease: ATTR.lease }),
-      );
+      copyPresentNumbers(wait, item, ROBOTS_WAIT_NUMBERS);
       waits.push(wait);
     }
     return waits;

@@ -47,6 +47,12 @@ export const ATTR = {
   // the winning result's id and the index part its line is in (set by finalize)
   rid: 'rid',
   part: 'part',
+  // carried links (docs/frontier.md, "Skipped links"): true on a skipped link created done, its line
+  // carried by its page's result; on a done page, how many links its winning result carried
+  carried: 'carried',
+  kids: 'kids',
+  // a re-crawl's URL: its capture in the crawl it follows, as JSON (core/crawl/recrawl.ts)
+  prior: 'prior',
   // crawl counters (bytes and requests also on done URL items: the winning result's)
   queued: 'queued',
   done: 'done',
@@ -198,17 +204,16 @@ export function str(item: Item | undefined, attr: string): string | undefined {
   return item?.[attr]?.S;
 }
 
-/** The number attributes `attrs` names (field → attribute) that `item` has; absent ones are left out. */
-export function presentNumbers<K extends string>(
+/** Sets each `[field, attribute]` of `fields` that `item` has as a number on `target`; absent ones are left out. */
+export function copyPresentNumbers<K extends string>(
+  target: Partial<Record<K, number>>,
   item: Item | undefined,
-  attrs: Readonly<Record<K, string>>,
-): Partial<Record<K, number>> {
-  const present: Partial<Record<K, number>> = {};
-  for (const field of Object.keys(attrs) as K[]) {
-    const value = num(item, attrs[field]);
-    if (value !== undefined) present[field] = value;
+  fields: ReadonlyArray<readonly [K, string]>,
+): void {
+  for (const [field, attr] of fields) {
+    const value = num(item, attr);
+    if (value !== undefined) target[field] = value;
   }
-  return present;
 }
 
 export function isConditionFailed(err: unknown): err is Error & { Item?: Item } {

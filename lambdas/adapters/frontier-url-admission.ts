@@ -22,7 +22,7 @@ import {
   URL_ST,
   urlKey,
 } from './frontier-schema.ts';
-import { CARRY_ATTR, isCarried, PRIOR_ATTR } from './frontier-url-item.ts';
+import { isCarried } from './frontier-url-item.ts';
 
 const stOf = (candidate: FrontierUrl): string =>
   candidate.carried ? URL_ST.done : candidate.held ? URL_ST.held : URL_ST.new;
@@ -106,7 +106,7 @@ export class FrontierUrlAdmission extends FrontierTableAdapter {
   private async readExisting(crawlId: string, urls: readonly FrontierUrl[]): Promise<Map<string, Item>> {
     const items = await this.batchGet(
       urls.map((url) => urlKey(crawlId, frontierHost(url.url), url.key)),
-      [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts, CARRY_ATTR.carried],
+      [ATTR.sk, ATTR.st, ATTR.parent, ATTR.attempts, ATTR.carried],
       'hint',
     );
     const found = new Map<string, Item>();
@@ -167,15 +167,15 @@ export class FrontierUrlAdmission extends FrontierTableAdapter {
       values[':redirects'] = N(candidate.redirects);
     }
     if (candidate.prior !== undefined) {
-      attrs.push(PRIOR_ATTR);
-      values[`:${PRIOR_ATTR}`] = S(JSON.stringify(candidate.prior));
+      attrs.push(ATTR.prior);
+      values[`:${ATTR.prior}`] = S(JSON.stringify(candidate.prior));
     }
     return { attrs, values };
   }
 
   private async putCarried(crawlId: string, parentKey: string, candidate: FrontierUrl): Promise<Put> {
     const { attrs, values } = this.admittedAttrs(parentKey, candidate);
-    attrs.push(ATTR.st, CARRY_ATTR.carried);
+    attrs.push(ATTR.st, ATTR.carried);
     values[':st'] = S(URL_ST.done);
     values[':carried'] = { BOOL: true };
     try {
@@ -185,7 +185,7 @@ export class FrontierUrlAdmission extends FrontierTableAdapter {
           Key: urlKey(crawlId, frontierHost(candidate.url), candidate.key),
           UpdateExpression: `SET ${attrs.map((attr) => `#${attr} = :${attr}`).join(', ')}`,
           // Written again only as it was: done, carried, by this parent (an SDK repeat, a refetch).
-          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR (#${ATTR.st} = :st AND #${CARRY_ATTR.carried} = :carried AND #${ATTR.parent} = :parent)`,
+          ConditionExpression: `attribute_not_exists(#${ATTR.pk}) OR (#${ATTR.st} = :st AND #${ATTR.carried} = :carried AND #${ATTR.parent} = :parent)`,
           ExpressionAttributeNames: names(ATTR.pk, ...attrs),
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_OLD',

@@ -6,18 +6,7 @@
  */
 import { OUTCOMES, type Outcome } from '../core/base/index.ts';
 import { type HostUrl, type PriorCapture, PriorCaptureSchema } from '../core/crawl/index.ts';
-import { ATTR, type Item, num, presentNumbers, str, URL_ST } from './frontier-schema.ts';
-
-/**
- * URL item attributes of carried links (docs/frontier.md, "Skipped links"), kept here while
- * frontier-schema.ts's ATTR is being changed by another branch: `carried` (true: a skipped link
- * created done, its line carried by its page's result) and `kids` (on a done page: the links its
- * winning result carried).
- */
-export const CARRY_ATTR = { carried: 'carried', kids: 'kids' } as const;
-
-/** A re-crawl's URL item: its capture in the crawl it follows, as JSON (core/crawl/recrawl.ts). */
-export const PRIOR_ATTR = 'prior';
+import { ATTR, copyPresentNumbers, type Item, num, str, URL_ST } from './frontier-schema.ts';
 
 /** What `page` and `get` read of a URL item (everything but its keys' pk, `rid` and `expiresAt`). */
 export const HOST_URL_ATTRS = [
@@ -33,14 +22,24 @@ export const HOST_URL_ATTRS = [
   ATTR.bytes,
   ATTR.requests,
   ATTR.part,
-  CARRY_ATTR.carried,
-  CARRY_ATTR.kids,
-  PRIOR_ATTR,
+  ATTR.carried,
+  ATTR.kids,
+  ATTR.prior,
 ];
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 
-export const isCarried = (item: Item | undefined): boolean => item?.[CARRY_ATTR.carried]?.BOOL === true;
+export const isCarried = (item: Item | undefined): boolean => item?.[ATTR.carried]?.BOOL === true;
+
+/** A URL item's optional numbers, as HostUrl names them (read for every item a visit reads). */
+const HOST_URL_NUMBERS = [
+  ['redirects', ATTR.redirects],
+  ['attempts', ATTR.attempts],
+  ['retryAt', ATTR.retryAt],
+  ['bytes', ATTR.bytes],
+  ['requests', ATTR.requests],
+  ['kids', ATTR.kids],
+] as const;
 
 /** A URL item as a visit reads it (absent attributes are left out). */
 export function hostUrl(item: Item): HostUrl {
@@ -53,24 +52,14 @@ export function hostUrl(item: Item): HostUrl {
   };
   const parent = str(item, ATTR.parent);
   if (parent !== undefined) url.parent = parent;
-  Object.assign(
-    url,
-    presentNumbers(item, {
-      redirects: ATTR.redirects,
-      attempts: ATTR.attempts,
-      retryAt: ATTR.retryAt,
-      bytes: ATTR.bytes,
-      requests: ATTR.requests,
-      kids: CARRY_ATTR.kids,
-    }),
-  );
+  copyPresentNumbers(url, item, HOST_URL_NUMBERS);
   const outcome = str(item, ATTR.outcome);
   if (outcome !== undefined && OUTCOME_SET.has(outcome)) url.outcome = outcome as Outcome;
   const part = str(item, ATTR.part);
   if (part !== undefined) url.part = part;
   if (isCarried(item)) url.carried = true;
   // Only a URL still to fetch asks with its capture: a visit's passes read done items again and again.
-  const prior = url.st === URL_ST.new ? priorCapture(str(item, PRIOR_ATTR)) : undefined;
+  const prior = url.st === URL_ST.new ? priorCapture(str(item, ATTR.prior)) : undefined;
   if (prior !== undefined) url.prior = prior;
   return url;
 }

@@ -32,7 +32,7 @@ import {
   urlsPk,
 } from './frontier-schema.ts';
 import { FrontierUrlAdmission } from './frontier-url-admission.ts';
-import { CARRY_ATTR, HOST_URL_ATTRS, hostUrl } from './frontier-url-item.ts';
+import { HOST_URL_ATTRS, hostUrl } from './frontier-url-item.ts';
 
 export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
   private readonly admission = new FrontierUrlAdmission(this.dynamodb, this.table, this.options);
@@ -145,7 +145,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
             `#${ATTR.url} = if_not_exists(#${ATTR.url}, :url)`,
             `#${ATTR.depth} = if_not_exists(#${ATTR.depth}, :zero)`,
             `#${ATTR.expiresAt} = :expiresAt`,
-            ...(kids > 0 ? [`#${CARRY_ATTR.kids} = :kids`] : []),
+            ...(kids > 0 ? [`#${ATTR.kids} = :kids`] : []),
           ]
             .join(', ')
             .concat(` REMOVE #${ATTR.retryAt}`),
@@ -162,7 +162,7 @@ export class FrontierUrls extends FrontierTableAdapter implements HostUrlStore {
             ATTR.depth,
             ATTR.expiresAt,
             ATTR.retryAt,
-            ...(kids > 0 ? [CARRY_ATTR.kids] : []),
+            ...(kids > 0 ? [ATTR.kids] : []),
           ),
           ExpressionAttributeValues: {
             ...(kids > 0 ? { ':kids': N(kids) } : {}),
